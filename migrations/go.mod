@@ -1,0 +1,3 @@
+module drover.dev/migrations
+
+go 1.26.0

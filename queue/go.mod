@@ -1,0 +1,3 @@
+module drover.dev/queue
+
+go 1.26.0

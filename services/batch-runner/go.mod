@@ -1,0 +1,3 @@
+module drover.dev/services/batch-runner
+
+go 1.26.0

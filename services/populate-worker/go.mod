@@ -1,0 +1,3 @@
+module drover.dev/services/populate-worker
+
+go 1.26.0

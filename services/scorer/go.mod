@@ -1,0 +1,3 @@
+module drover.dev/services/scorer
+
+go 1.26.0

@@ -1,0 +1,3 @@
+module drover.dev/shared
+
+go 1.26.0
