@@ -1,0 +1,99 @@
+// Command migrate brings a Drover database up to date, reports its state, or rolls a service's
+// own tables back.
+//
+//	migrate up                      apply everything pending, in every service schema
+//	migrate status                  applied and latest version per schema and track
+//	migrate down-to SERVICE VERSION roll SERVICE's own migrations back to VERSION
+//
+// DATABASE_URL names the database.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"drover.dev/migrations"
+	"drover.dev/queue"
+)
+
+const usage = `usage: migrate up | status | down-to SERVICE VERSION
+
+Environment:
+  DATABASE_URL  Postgres connection string (required), e.g. postgres://postgres@127.0.0.1:5432/drover
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		if len(args) == 0 {
+			return errors.New("no command given")
+		}
+		return nil
+	}
+	url := getenv("DATABASE_URL")
+	if url == "" {
+		return errors.New("DATABASE_URL is not set")
+	}
+	logger := slog.New(slog.NewTextHandler(stdout, nil))
+	switch args[0] {
+	case "up":
+		if err := migrations.Up(ctx, url, logger); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrations up to date")
+		return nil
+	case "status":
+		return printStatus(ctx, url, stdout)
+	case "down-to":
+		return downTo(ctx, url, args[1:], logger)
+	default:
+		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
+	}
+}
+
+func printStatus(ctx context.Context, url string, stdout io.Writer) error {
+	statuses, err := migrations.Status(ctx, url)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-16s %-16s %8s %8s\n", "SCHEMA", "TRACK", "APPLIED", "LATEST")
+	for _, s := range statuses {
+		mark := ""
+		if s.Pending() {
+			mark = "  pending"
+		}
+		fmt.Fprintf(stdout, "%-16s %-16s %8d %8d%s\n", s.Schema, s.Track, s.Current, s.Latest, mark)
+	}
+	return nil
+}
+
+func downTo(ctx context.Context, url string, args []string, logger *slog.Logger) error {
+	if len(args) != 2 {
+		return fmt.Errorf("down-to takes SERVICE VERSION\n%s", usage)
+	}
+	svc, err := queue.ParseService(args[0])
+	if err != nil {
+		return err
+	}
+	version, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil || version < 0 {
+		return fmt.Errorf("version %q is not a non-negative integer", args[1])
+	}
+	return migrations.DownTo(ctx, url, svc, version, logger)
+}

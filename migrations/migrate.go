@@ -1,0 +1,159 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"drover.dev/queue"
+)
+
+//go:embed sql
+var files embed.FS
+
+// lockKey is the advisory lock every migration run holds, so that two runs at once (two replicas
+// starting, compose and a developer) apply each migration once.
+const lockKey = 0x64726f766572 // "drover"
+
+// track is one goose migration sequence within a schema.
+type track struct {
+	name  string // "common" or the schema name
+	table string // the goose version table, schema-qualified
+	files fs.FS
+}
+
+// tracks returns the goose tracks of svc's schema: common first, then the service's own files
+// when it has any.
+func tracks(svc queue.Service) ([]track, error) {
+	schema := svc.Schema()
+	out := []track{}
+	for _, name := range []string{"common", schema} {
+		sub, err := fs.Sub(files, "sql/"+name)
+		if err != nil {
+			return nil, fmt.Errorf("migrations of %s: %w", name, err)
+		}
+		if entries, err := fs.ReadDir(sub, "."); err != nil || len(entries) == 0 {
+			continue
+		}
+		table := schema + ".goose_" + name + "_version"
+		if name == schema {
+			table = schema + ".goose_version"
+		}
+		out = append(out, track{name: name, table: table, files: sub})
+	}
+	return out, nil
+}
+
+// Up applies every pending migration to every service schema.
+func Up(ctx context.Context, databaseURL string, logger *slog.Logger) error {
+	return withLock(ctx, databaseURL, func(pool *pgxpool.Pool) error {
+		for _, svc := range queue.Services {
+			if err := upService(ctx, pool, databaseURL, svc, logger); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func upService(ctx context.Context, pool *pgxpool.Pool, databaseURL string, svc queue.Service, logger *slog.Logger) error {
+	schema := svc.Schema()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return fmt.Errorf("create schema %s: %w", schema, err)
+	}
+	migrator, err := riverMigrator(pool, svc, logger)
+	if err != nil {
+		return err
+	}
+	res, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return fmt.Errorf("river migrations in %s: %w", schema, err)
+	}
+	for _, v := range res.Versions {
+		logger.Info("applied river migration", "schema", schema, "version", v.Version, "name", v.Name)
+	}
+	return eachProvider(databaseURL, svc, func(tr track, p *goose.Provider) error {
+		results, err := p.Up(ctx)
+		if err != nil {
+			return fmt.Errorf("%s migrations in %s: %w", tr.name, schema, err)
+		}
+		for _, r := range results {
+			logger.Info("applied migration", "schema", schema, "track", tr.name, "version", r.Source.Version, "file", r.Source.Path)
+		}
+		return nil
+	})
+}
+
+func riverMigrator(pool *pgxpool.Pool, svc queue.Service, logger *slog.Logger) (*rivermigrate.Migrator[pgx.Tx], error) {
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: svc.Schema(), Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("river migrator for %s: %w", svc, err)
+	}
+	return migrator, nil
+}
+
+// eachProvider calls fn with a goose provider for each track of svc, on a database handle whose
+// search_path is the service's schema.
+func eachProvider(databaseURL string, svc queue.Service, fn func(track, *goose.Provider) error) error {
+	trs, err := tracks(svc)
+	if err != nil {
+		return err
+	}
+	db, err := openSchemaDB(databaseURL, svc.Schema())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, tr := range trs {
+		p, err := goose.NewProvider(goose.DialectPostgres, db, tr.files, goose.WithTableName(tr.table))
+		if err != nil {
+			return fmt.Errorf("goose provider %s in %s: %w", tr.name, svc.Schema(), err)
+		}
+		if err := fn(tr, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func openSchemaDB(databaseURL, schema string) (*sql.DB, error) {
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	cfg.RuntimeParams["search_path"] = schema
+	return stdlib.OpenDB(*cfg), nil
+}
+
+// withLock runs fn holding the migration advisory lock on a pool of its own.
+func withLock(ctx context.Context, databaseURL string, fn func(*pgxpool.Pool) error) (err error) {
+	pool, err := pgxpool.New(ctx, databaseURL)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer pool.Close()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+		return fmt.Errorf("take migration lock: %w", err)
+	}
+	defer func() {
+		_, unlockErr := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
+		err = errors.Join(err, unlockErr)
+	}()
+	return fn(pool)
+}

@@ -1,0 +1,98 @@
+package queue
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+)
+
+// Client is the River client every service uses: pgx transactions on Postgres.
+type Client = river.Client[pgx.Tx]
+
+// ClientConfig is what a service decides about its own River client. Everything else (the schema,
+// the driver, defaults that must hold everywhere) is fixed by NewClient.
+type ClientConfig struct {
+	// ID identifies this process among the service's replicas. River's default (host name and
+	// start time) is used when empty.
+	ID string
+
+	// Queues maps each queue the service works to its number of worker goroutines.
+	Queues map[string]int
+
+	// Workers holds one worker per job kind the service consumes.
+	Workers *river.Workers
+
+	// PeriodicJobs are enqueued by whichever replica of the service is River's leader.
+	PeriodicJobs []*river.PeriodicJob
+
+	// JobTimeout bounds one job's run time; River's default of a minute applies when zero.
+	JobTimeout time.Duration
+
+	// RescueStuckJobsAfter is how long a running job may go without finishing before the leader
+	// makes it available again (a process died holding it). It must be at least JobTimeout.
+	RescueStuckJobsAfter time.Duration
+
+	// Logger receives River's own logs.
+	Logger *slog.Logger
+}
+
+// NewClient returns a River client for service svc bound to the service's own schema, so that
+// it is the only leader there and its maintenance (rescue, cleaning, periodic jobs) touches only
+// its own jobs.
+func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, error) {
+	queues := make(map[string]river.QueueConfig, len(cfg.Queues))
+	for name, n := range cfg.Queues {
+		queues[name] = river.QueueConfig{MaxWorkers: n}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:                   cfg.ID,
+		Schema:               svc.Schema(),
+		Queues:               queues,
+		Workers:              cfg.Workers,
+		PeriodicJobs:         cfg.PeriodicJobs,
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		Logger:               cfg.Logger,
+		FetchOnlyKnownKinds:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river client for %s: %w", svc, err)
+	}
+	return client, nil
+}
+
+// NewInserter returns an insert-only River client bound to service svc's schema. A producer uses
+// it to call InsertTx on its own transaction, so that its state change and the job that another
+// service must work commit together or not at all. An inserter never works or fetches jobs and
+// never takes part in leader election.
+func NewInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema:              svc.Schema(),
+		SkipUnknownJobCheck: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river inserter for %s: %w", svc, err)
+	}
+	return client, nil
+}
+
+// Inserters holds one insert-only client per service, keyed by service.
+type Inserters map[Service]*Client
+
+// NewInserters returns an insert-only client for every service.
+func NewInserters(pool *pgxpool.Pool) (Inserters, error) {
+	ins := make(Inserters, len(Services))
+	for _, svc := range Services {
+		c, err := NewInserter(pool, svc)
+		if err != nil {
+			return nil, err
+		}
+		ins[svc] = c
+	}
+	return ins, nil
+}

@@ -1,0 +1,62 @@
+package queue
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// contract is one job-args type as it travels between services.
+type contract interface {
+	river.JobArgs
+	river.JobArgsWithInsertOpts
+}
+
+// contracts lists every args type with a fully populated value; its golden file is
+// testdata/<kind>.json.
+func contracts() []contract {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
+	return []contract{
+		ProbeArgs{ProbeID: 42, Origin: Scorer, SentAt: at},
+		ProbeAckArgs{ProbeID: 42, Target: MinerSync, ArrivedAt: at},
+	}
+}
+
+func TestContractsMatchGoldenJSON(t *testing.T) {
+	t.Parallel()
+
+	for _, args := range contracts() {
+		t.Run(args.Kind(), func(t *testing.T) {
+			t.Parallel()
+
+			got, err := json.MarshalIndent(args, "", "  ")
+			require.NoError(t, err)
+			path := filepath.Join("testdata", args.Kind()+".json")
+			if *update {
+				require.NoError(t, os.WriteFile(path, append(got, '\n'), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "golden file missing: run go test ./... -update")
+			require.JSONEq(t, string(want), string(got), "args JSON changed: fields may only be added")
+			require.NotEmpty(t, args.InsertOpts().Queue, "every contract pins its queue")
+		})
+	}
+}
+
+func TestContractKindsAreUnique(t *testing.T) {
+	t.Parallel()
+
+	seen := map[string]bool{}
+	for _, args := range contracts() {
+		require.False(t, seen[args.Kind()], "kind %q used twice", args.Kind())
+		seen[args.Kind()] = true
+	}
+}

@@ -1,0 +1,39 @@
+// Command build-scheduler schedules groups of build jobs with dependencies onto per-target workers.
+//
+// Run it with --help for every environment variable it reads.
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+
+	"drover.dev/queue"
+	"drover.dev/shared/config"
+	"drover.dev/shared/service"
+)
+
+// Config is the build-scheduler's configuration, read from BuildScheduler_* environment variables.
+type Config struct {
+	config.Common
+	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8084" desc:"HTTP listen address"`
+}
+
+func main() {
+	var cfg Config
+	service.Main(queue.BuildScheduler, &cfg, func(ctx context.Context, stdout io.Writer) error {
+		return run(ctx, cfg, nil, stdout)
+	})
+}
+
+// run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
+func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	spec := service.Spec{
+		Service:  queue.BuildScheduler,
+		Config:   cfg.Common,
+		Settings: &cfg,
+		HTTPAddr: cfg.HTTPAddr,
+		Listener: ln,
+	}
+	return service.Run(ctx, spec, stdout, func(*service.Deps) error { return nil })
+}

@@ -1,0 +1,88 @@
+// Package config reads a service's configuration from environment variables with envconfig, one
+// prefix per service, and prints it: every variable with its default for --help, and the values in
+// force, secrets masked, at start.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// ErrHelp is returned by Load when the arguments asked for help; the usage has been printed.
+var ErrHelp = errors.New("help requested")
+
+// Common holds the settings every service has. Services embed it in their own Config. Each
+// variable is read as PREFIX_NAME, falling back to the unprefixed NAME, so DATABASE_URL and
+// API_TOKENS can be set once for a whole deployment.
+type Common struct {
+	DatabaseURL string `envconfig:"DATABASE_URL" required:"true" secret:"true" desc:"Postgres connection string"`
+
+	APITokens    []string `envconfig:"API_TOKENS" secret:"true" desc:"bearer tokens accepted on /v1, comma separated"`
+	AuthDisabled bool     `envconfig:"AUTH_DISABLED" default:"false" desc:"serve /v1 without tokens; for local development only"`
+
+	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
+	LogFormat string `envconfig:"LOG_FORMAT" default:"auto" desc:"text, json, or auto (text on a terminal)"`
+
+	BodyLimit         int64         `envconfig:"BODY_LIMIT" default:"1048576" desc:"largest accepted request body in bytes"`
+	ReadHeaderTimeout time.Duration `envconfig:"READ_HEADER_TIMEOUT" default:"5s" desc:"time to read a request's headers"`
+	ReadTimeout       time.Duration `envconfig:"READ_TIMEOUT" default:"30s" desc:"time to read a whole request"`
+	WriteTimeout      time.Duration `envconfig:"WRITE_TIMEOUT" default:"60s" desc:"time to write a response (streams extend it)"`
+	IdleTimeout       time.Duration `envconfig:"IDLE_TIMEOUT" default:"120s" desc:"keep-alive idle time"`
+
+	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"total budget to drain HTTP and stop River on SIGTERM"`
+	SoftStopTimeout time.Duration `envconfig:"SOFT_STOP_TIMEOUT" default:"20s" desc:"part of the budget running jobs get to finish before they are cancelled"`
+
+	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"20" desc:"largest size of the Postgres pool"`
+	WorkerID   string `envconfig:"WORKER_ID" desc:"River client id of this replica; host name and start time when empty"`
+}
+
+// Load fills spec (a pointer to a struct embedding Common) from the environment with the given
+// prefix. When args ask for help (-h, --help, help) it prints every variable with its default to
+// out and returns ErrHelp.
+func Load(prefix string, spec any, args []string, out io.Writer) error {
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" || a == "help" {
+			if err := Usage(prefix, spec, out); err != nil {
+				return err
+			}
+			return ErrHelp
+		}
+	}
+	if len(args) > 0 {
+		return fmt.Errorf("unexpected arguments %q: configuration comes from the environment (see --help)", args)
+	}
+	if err := envconfig.Process(prefix, spec); err != nil {
+		return fmt.Errorf("read %s_* environment: %w", prefix, err)
+	}
+	return nil
+}
+
+const usageFormat = `{{range .}}{{usage_key .}}	{{usage_type .}}	{{if usage_default .}}{{usage_default .}}{{else}}-{{end}}	{{usage_description .}}{{if usage_required .}} (required){{end}}
+{{end}}`
+
+// Usage prints every variable spec reads, its type, default and description.
+func Usage(prefix string, spec any, out io.Writer) error {
+	fmt.Fprintf(out, "Configuration comes from the environment. Each %s_NAME falls back to NAME when unset.\n\n", prefix)
+	tw := tabwriter.NewWriter(out, 1, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "VARIABLE\tTYPE\tDEFAULT\tDESCRIPTION")
+	if err := envconfig.Usagef(prefix, spec, tw, usageFormat); err != nil {
+		return fmt.Errorf("print usage: %w", err)
+	}
+	return tw.Flush()
+}
+
+// IsTerminal reports whether w is a character device, such as a developer's terminal.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

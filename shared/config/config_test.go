@@ -1,0 +1,49 @@
+package config
+
+import (
+	"bytes"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+type testSpec struct {
+	Common
+	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8080" desc:"listen address"`
+}
+
+func TestLoadHelpListsEveryVariable(t *testing.T) {
+	t.Parallel()
+
+	var out bytes.Buffer
+	err := Load("SCORER", &testSpec{}, []string{"--help"}, &out)
+	require.ErrorIs(t, err, ErrHelp)
+	for _, want := range []string{"SCORER_DATABASE_URL", "SCORER_HTTP_ADDR", ":8080", "SCORER_API_TOKENS", "(required)", "SCORER_SHUTDOWN_TIMEOUT", "30s"} {
+		require.Contains(t, out.String(), want)
+	}
+}
+
+func TestLoadRejectsStrayArguments(t *testing.T) {
+	t.Parallel()
+
+	err := Load("SCORER", &testSpec{}, []string{"serve"}, &bytes.Buffer{})
+	require.ErrorContains(t, err, "unexpected arguments")
+}
+
+func TestMaskedHidesSecrets(t *testing.T) {
+	t.Parallel()
+
+	spec := testSpec{HTTPAddr: ":9"}
+	spec.DatabaseURL = "postgres://drover:hunter2@db:5432/drover"
+	spec.APITokens = []string{"tok-1"}
+	got := map[string]string{}
+	for _, a := range Masked(&spec) {
+		got[a.Key] = a.Value.String()
+	}
+	require.Equal(t, "postgres://drover:xxxxx@db:5432/drover", got["DATABASE_URL"])
+	require.Equal(t, "(set)", got["API_TOKENS"])
+	require.Equal(t, ":9", got["HTTP_ADDR"])
+	require.NotContains(t, slog.GroupValue(Masked(&spec)...).String(), "hunter2")
+	require.NotContains(t, slog.GroupValue(Masked(&spec)...).String(), "tok-1")
+}

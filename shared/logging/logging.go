@@ -1,0 +1,35 @@
+// Package logging builds the slog logger every Drover process uses: text for a person at a
+// terminal, JSON for everything else.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"drover.dev/shared/config"
+)
+
+// New returns a logger writing to w at the given level ("debug", "info", "warn", "error") in the
+// given format ("text", "json", or "auto": text when w is a terminal).
+func New(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "auto", "":
+		if config.IsTerminal(w) {
+			return slog.New(slog.NewTextHandler(w, opts)), nil
+		}
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	default:
+		return nil, fmt.Errorf("log format %q: want text, json or auto", format)
+	}
+}

@@ -1,0 +1,79 @@
+// Package postgres opens the pgx pool a service works with: bound to the service's schema through
+// search_path, and patient at start, because in a deployment the database may come up after the
+// service does.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DBTX is what store functions take, so that the caller decides the transaction: a pool, a
+// connection or a pgx.Tx.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// Options tune Open.
+type Options struct {
+	// Schema becomes the first entry of search_path, so a service's queries name its own tables
+	// without a schema. Empty leaves search_path alone.
+	Schema string
+
+	// MaxConns caps the pool; pgx's default applies when zero.
+	MaxConns int32
+
+	// ConnectTimeout bounds how long Open keeps retrying a database that does not answer yet.
+	ConnectTimeout time.Duration
+}
+
+// Open returns a pool on databaseURL that has answered a ping.
+func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse database url: %w", err)
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema + ",public"
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	if err := ping(ctx, pool, opts.ConnectTimeout); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}
+
+func ping(ctx context.Context, pool *pgxpool.Pool, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	for {
+		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := pool.Ping(pingCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("database does not answer: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

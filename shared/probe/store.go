@@ -1,0 +1,107 @@
+// Package probe is the round trip every Drover service serves, proving the one communication
+// pattern they all use: a service writes a row and, in the same transaction, inserts a job into
+// another service's queue; that service works it and answers the same way.
+//
+// POST /v1/probes {"target": "scorer"} on any service writes a probes row and enqueues a probe
+// job into the target's schema. The target records the arrival and enqueues a probe_ack back into
+// the origin's schema in one transaction; the origin's ack worker completes the row. GET
+// /v1/probes/{id} shows the round trip and its latency.
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"drover.dev/queue"
+	"drover.dev/shared/postgres"
+	"drover.dev/shared/problem"
+)
+
+// Probe is one probe as its origin sees it.
+type Probe struct {
+	ID        int64         `json:"id"`
+	Origin    queue.Service `json:"origin"`
+	Target    queue.Service `json:"target"`
+	State     string        `json:"state"` // sent, acked
+	SentAt    time.Time     `json:"sent_at"`
+	ArrivedAt *time.Time    `json:"arrived_at"`
+	AckedAt   *time.Time    `json:"acked_at"`
+	// LatencyMS is sent → arrived at the target; RoundTripMS is sent → acknowledged here.
+	LatencyMS   *float64 `json:"latency_ms"`
+	RoundTripMS *float64 `json:"round_trip_ms"`
+}
+
+// Send writes a probe row and inserts its probe job into target's queue, both on tx: they commit
+// or roll back together.
+func Send(ctx context.Context, tx pgx.Tx, ins queue.Inserters, origin, target queue.Service) (Probe, error) {
+	p := Probe{Origin: origin, Target: target, State: "sent"}
+	err := tx.QueryRow(ctx, `INSERT INTO probes (target) VALUES ($1) RETURNING id, sent_at`, target).Scan(&p.ID, &p.SentAt)
+	if err != nil {
+		return p, fmt.Errorf("insert probe to %s: %w", target, err)
+	}
+	args := queue.ProbeArgs{ProbeID: p.ID, Origin: origin, SentAt: p.SentAt}
+	if _, err := ins[target].InsertTx(ctx, tx, args, nil); err != nil {
+		return p, fmt.Errorf("enqueue probe %d for %s: %w", p.ID, target, err)
+	}
+	return p, nil
+}
+
+// Get returns the probe with the given id.
+func Get(ctx context.Context, db postgres.DBTX, origin queue.Service, id int64) (Probe, error) {
+	p := Probe{ID: id, Origin: origin}
+	err := db.QueryRow(ctx, `SELECT target, sent_at, arrived_at, acked_at FROM probes WHERE id = $1`, id).
+		Scan(&p.Target, &p.SentAt, &p.ArrivedAt, &p.AckedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return p, fmt.Errorf("probe %d: %w", id, problem.ErrNotFound)
+	}
+	if err != nil {
+		return p, fmt.Errorf("get probe %d: %w", id, err)
+	}
+	p.State = "sent"
+	if p.ArrivedAt != nil {
+		p.LatencyMS = millis(p.ArrivedAt.Sub(p.SentAt))
+	}
+	if p.AckedAt != nil {
+		p.State, p.RoundTripMS = "acked", millis(p.AckedAt.Sub(p.SentAt))
+	}
+	return p, nil
+}
+
+func millis(d time.Duration) *float64 {
+	ms := float64(d.Microseconds()) / 1000
+	return &ms
+}
+
+// recordArrival stores a probe's arrival, once: a redelivered probe keeps its first arrival time.
+func recordArrival(ctx context.Context, tx pgx.Tx, args queue.ProbeArgs) (time.Time, error) {
+	var at time.Time
+	err := tx.QueryRow(ctx, `
+		WITH ins AS (
+			INSERT INTO probe_arrivals (origin, probe_id, sent_at) VALUES ($1, $2, $3)
+			ON CONFLICT (origin, probe_id) DO NOTHING
+			RETURNING arrived_at
+		)
+		SELECT arrived_at FROM ins
+		UNION ALL
+		SELECT arrived_at FROM probe_arrivals WHERE origin = $1 AND probe_id = $2
+		LIMIT 1`, args.Origin, args.ProbeID, args.SentAt).Scan(&at)
+	if err != nil {
+		return at, fmt.Errorf("record arrival of probe %s/%d: %w", args.Origin, args.ProbeID, err)
+	}
+	return at, nil
+}
+
+// recordAck completes a probe row; a repeated acknowledgement changes nothing.
+func recordAck(ctx context.Context, tx pgx.Tx, args queue.ProbeAckArgs) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE probes SET arrived_at = $2, acked_at = clock_timestamp()
+		WHERE id = $1 AND acked_at IS NULL`, args.ProbeID, args.ArrivedAt)
+	if err != nil {
+		return fmt.Errorf("record ack of probe %d: %w", args.ProbeID, err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+// Package service is the lifecycle every Drover service shares: it builds the logger, the pool on
+// the service's schema, the insert-only clients for every service's queue, the HTTP server and the
+// River client, lets the service wire its own workers and routes, runs everything, and on
+// cancellation drains HTTP, soft-stops River, then hard-stops it within the shutdown budget.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/riverqueue/river"
+	"golang.org/x/sync/errgroup"
+
+	"drover.dev/queue"
+	"drover.dev/shared/config"
+	"drover.dev/shared/logging"
+	"drover.dev/shared/postgres"
+	"drover.dev/shared/probe"
+	"drover.dev/shared/web"
+)
+
+// Spec describes one service process.
+type Spec struct {
+	Service  queue.Service
+	Config   config.Common
+	Settings any // the service's whole config, logged masked at start
+
+	// HTTPAddr is where the server listens, unless Listener is set (tests pass one on port 0).
+	HTTPAddr string
+	Listener net.Listener
+
+	// Queues maps the service's own queues to worker counts. The probe queue is added.
+	Queues map[string]int
+
+	JobTimeout           time.Duration
+	RescueStuckJobsAfter time.Duration
+}
+
+// Run runs the service until ctx is cancelled, then shuts it down within the configured budget.
+// wire registers the service's own workers, periodic jobs, routes and background loops.
+func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) error) error {
+	cfg := spec.Config
+	logger, err := logging.New(stdout, cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		return err
+	}
+	logger = logger.With("service", string(spec.Service))
+	logger.LogAttrs(ctx, slog.LevelInfo, "starting", slog.GroupValue(config.Masked(spec.Settings)...).Group()...)
+
+	deps, err := newDeps(ctx, spec, logger)
+	if err != nil {
+		return err
+	}
+	defer deps.Pool.Close()
+	if err := wire(deps); err != nil {
+		return fmt.Errorf("wire %s: %w", spec.Service, err)
+	}
+	client, err := queue.NewClient(deps.Pool, spec.Service, queue.ClientConfig{
+		ID:                   clientID(spec),
+		Queues:               withProbeQueue(spec.Queues),
+		Workers:              deps.Workers,
+		PeriodicJobs:         deps.PeriodicJobs,
+		JobTimeout:           spec.JobTimeout,
+		RescueStuckJobsAfter: spec.RescueStuckJobsAfter,
+		Logger:               logger,
+	})
+	if err != nil {
+		return err
+	}
+	deps.client = client
+	return serve(ctx, spec, deps)
+}
+
+func newDeps(ctx context.Context, spec Spec, logger *slog.Logger) (*Deps, error) {
+	cfg := spec.Config
+	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
+		Schema: spec.Service.Schema(), MaxConns: cfg.DBMaxConns, ConnectTimeout: 30 * time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	inserters, err := queue.NewInserters(pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	deps := &Deps{Service: spec.Service, Pool: pool, Logger: logger, Inserters: inserters, Workers: river.NewWorkers()}
+	server, err := web.New(web.Config{
+		Tokens: cfg.APITokens, AuthDisabled: cfg.AuthDisabled, BodyLimit: cfg.BodyLimit,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+	}, logger, deps.checks()...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	deps.Server = server
+	probe.Register(deps.Workers, server.API, pool, inserters, spec.Service)
+	return deps, nil
+}
+
+// serve runs HTTP, River and the service's background loops, and shuts them down in order.
+func serve(ctx context.Context, spec Spec, deps *Deps) error {
+	ln := spec.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", spec.HTTPAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", spec.HTTPAddr, err)
+		}
+	}
+	// River's own context outlives ctx: stopping is ours to sequence below.
+	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start river: %w", err)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return deps.Server.Serve(ln) })
+	for _, loop := range deps.background {
+		g.Go(func() error { return loop(gctx) })
+	}
+	g.Go(func() error {
+		select {
+		case <-gctx.Done():
+		case <-deps.client.Stopped():
+			return fmt.Errorf("river client stopped unexpectedly")
+		}
+		return shutdown(spec.Config, deps)
+	})
+	err := g.Wait()
+	deps.Logger.Info("stopped", "error", err)
+	return err
+}
+
+// shutdown drains HTTP, gives running jobs SoftStopTimeout to finish, then cancels them and waits
+// for the rest of the budget.
+func shutdown(cfg config.Common, deps *Deps) error {
+	deps.Logger.Info("shutting down", "budget", cfg.ShutdownTimeout)
+	budget, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	httpErr := deps.Server.Shutdown(budget)
+	soft, cancelSoft := context.WithTimeout(budget, cfg.SoftStopTimeout)
+	defer cancelSoft()
+	if err := deps.client.Stop(soft); err == nil {
+		return httpErr
+	}
+	deps.Logger.Warn("jobs still running after the soft stop timeout; cancelling them")
+	if err := deps.client.StopAndCancel(budget); err != nil {
+		return fmt.Errorf("stop river within %s: %w", cfg.ShutdownTimeout, err)
+	}
+	return httpErr
+}
+
+func withProbeQueue(queues map[string]int) map[string]int {
+	out := map[string]int{queue.QueueProbe: 2}
+	for name, n := range queues {
+		out[name] = n
+	}
+	return out
+}
+
+// clientID is unique per process and service, so that five services in one process (tests, the
+// development runner) or many replicas never share a River client id.
+func clientID(spec Spec) string {
+	if spec.Config.WorkerID != "" {
+		return spec.Config.WorkerID
+	}
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%s-%d-%s", spec.Service, host, os.Getpid(), hex.EncodeToString(b))
+}

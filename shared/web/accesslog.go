@@ -1,0 +1,35 @@
+package web
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v5"
+)
+
+// accessLog logs one line per request with its id, route, status and duration.
+func accessLog(logger *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c *echo.Context) error {
+			start := time.Now()
+			err := next(c)
+			status := responseStatus(c, err)
+			level := slog.LevelInfo
+			if status >= 500 {
+				level = slog.LevelError
+			}
+			logger.LogAttrs(c.Request().Context(), level, "http request",
+				slog.String("request_id", requestID(c)),
+				slog.String("method", c.Request().Method),
+				slog.String("path", c.Request().URL.Path),
+				slog.Int("status", status),
+				slog.Duration("duration", time.Since(start)),
+			)
+			return err
+		}
+	}
+}
+
+func requestID(c *echo.Context) string {
+	return c.Response().Header().Get(echo.HeaderXRequestID)
+}
