@@ -20,20 +20,19 @@ type contract interface {
 	river.JobArgsWithInsertOpts
 }
 
-// contracts lists every args type with a fully populated value; its golden file is
-// testdata/<kind>.json.
-func contracts() []contract {
-	at := time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
-	return []contract{
-		ProbeArgs{ProbeID: 42, Origin: Scorer, SentAt: at},
-		ProbeAckArgs{ProbeID: 42, Target: MinerSync, ArrivedAt: at},
-	}
-}
+// contracts holds every args type with a fully populated value; its golden file is
+// testdata/<kind>.json. Each contract file's test registers its own types in an init function.
+var contracts []contract
+
+func register(c ...contract) { contracts = append(contracts, c...) }
+
+// goldenTime is the timestamp golden values use.
+var goldenTime = time.Date(2026, 3, 1, 12, 0, 0, 123456000, time.UTC)
 
 func TestContractsMatchGoldenJSON(t *testing.T) {
 	t.Parallel()
 
-	for _, args := range contracts() {
+	for _, args := range contracts {
 		t.Run(args.Kind(), func(t *testing.T) {
 			t.Parallel()
 
@@ -55,7 +54,7 @@ func TestContractKindsAreUnique(t *testing.T) {
 	t.Parallel()
 
 	seen := map[string]bool{}
-	for _, args := range contracts() {
+	for _, args := range contracts {
 		require.False(t, seen[args.Kind()], "kind %q used twice", args.Kind())
 		seen[args.Kind()] = true
 	}
