@@ -1,6 +1,10 @@
 package synthetic
 
 import (
+	"bytes"
+	"encoding/binary"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,4 +81,71 @@ func TestAppendPicklePython(t *testing.T) {
 		["unicode", ["str", "pâté ✓"]],
 		["ints", ["list", [["int", 0], ["int", 255], ["int", 256], ["int", -7], ["int", 1073741824]]]]]`
 	require.JSONEq(t, want, out)
+}
+
+// parseTestPickle reads back the dicts appendPickle writes, so Go tests can walk a payload
+// without Python; lists of strings become []string and lists of ints []int.
+func parseTestPickle(t *testing.T, data []byte) map[string]any {
+	t.Helper()
+	require.True(t, bytes.HasPrefix(data, []byte("\x80\x02}(")), "protocol 2 dict")
+	require.True(t, bytes.HasSuffix(data, []byte("u.")), "one SETITEMS then STOP")
+	r := bytes.NewReader(data[4 : len(data)-2])
+	var stack []any
+	for r.Len() > 0 {
+		op, _ := r.ReadByte()
+		switch op {
+		case pickleBinUnicode:
+			var n uint32
+			require.NoError(t, binary.Read(r, binary.LittleEndian, &n))
+			s := make([]byte, n)
+			_, err := io.ReadFull(r, s)
+			require.NoError(t, err)
+			stack = append(stack, string(s))
+		case pickleBinInt1:
+			b, err := r.ReadByte()
+			require.NoError(t, err)
+			stack = append(stack, int(b))
+		case pickleBinInt:
+			var n int32
+			require.NoError(t, binary.Read(r, binary.LittleEndian, &n))
+			stack = append(stack, int(n))
+		case pickleEmptyList:
+			// The list's items follow between MARK and APPENDS.
+		case pickleMark:
+			stack = append(stack, testMark{})
+		case pickleAppends:
+			start := slices.Index(stack, any(testMark{}))
+			require.GreaterOrEqual(t, start, 0, "APPENDS without MARK")
+			stack = append(stack[:start], testList(stack[start+1:]))
+		default:
+			t.Fatalf("unexpected opcode %q", op)
+		}
+	}
+	require.Zero(t, len(stack)%2, "keys and values pair up")
+	dict := make(map[string]any)
+	for i := 0; i < len(stack); i += 2 {
+		dict[stack[i].(string)] = stack[i+1]
+	}
+	return dict
+}
+
+// testMark stands for a pickle MARK on parseTestPickle's stack.
+type testMark struct{}
+
+// testList turns the items of a pickled list into []string or []int, whichever they are.
+func testList(items []any) any {
+	if len(items) > 0 {
+		if _, ok := items[0].(string); ok {
+			strs := make([]string, len(items))
+			for i, item := range items {
+				strs[i] = item.(string)
+			}
+			return strs
+		}
+	}
+	ints := make([]int, len(items))
+	for i, item := range items {
+		ints[i] = item.(int)
+	}
+	return ints
 }

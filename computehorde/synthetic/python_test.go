@@ -23,7 +23,14 @@ func lookPython(t *testing.T) string {
 // ("KEY=value") are added to the inherited environment.
 func runPython(t *testing.T, script string, stdin []byte, env ...string) string {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), lookPython(t), "-c", script)
+	return runPythonIn(t, "", []string{"-c", script}, stdin, env...)
+}
+
+// runPythonIn runs python3 with args in dir ("" for the current directory).
+func runPythonIn(t *testing.T, dir string, args []string, stdin []byte, env ...string) string {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), lookPython(t), args...)
+	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(stdin)
 	cmd.Env = append(cmd.Environ(), env...)
 	var stdout, stderr bytes.Buffer
