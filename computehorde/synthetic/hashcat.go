@@ -27,6 +27,8 @@ const (
 	// hashcatFirstPasswordChars is the random part of the key passed on the command line.
 	hashcatFirstPasswordChars = 48
 	hashcatSaltSize           = 8
+	// hashcatRandomBytes is about what one job draws: 48 + 300 × 6.2 characters, salts, IVs.
+	hashcatRandomBytes = 2048
 )
 
 // hashcatRunner is the script the executor mounts at /script.py and runs with the first
@@ -77,7 +79,7 @@ func (g HashcatGenerator) Generate(minerHotkey, executorClass string, rnd io.Rea
 	if g.Now != nil {
 		now = g.Now
 	}
-	src := newRandomSource(rnd)
+	src := newRandomSource(rnd, hashcatRandomBytes)
 	secrets, err := newHashcatSecrets(src, minerHotkey)
 	if err != nil {
 		return Job{}, err

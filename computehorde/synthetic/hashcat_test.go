@@ -34,7 +34,7 @@ func setupHashcat(t *testing.T, seed byte) hashcatTestBundle {
 	gen := HashcatGenerator{Now: func() time.Time { return testNow }}
 	job, err := gen.Generate(testHotkey, "spin_up-4min.gpu-24gb", seeded(seed))
 	require.NoError(t, err)
-	secrets, err := newHashcatSecrets(newRandomSource(seeded(seed)), testHotkey)
+	secrets, err := newHashcatSecrets(newRandomSource(seeded(seed), hashcatRandomBytes), testHotkey)
 	require.NoError(t, err)
 	require.Equal(t, secrets.firstPassword, job.Request.DockerRunCmd[1])
 	return hashcatTestBundle{job: job, secrets: secrets}

@@ -14,14 +14,16 @@ const (
 	digits       = "0123456789"
 )
 
-// randomSource buffers the caller's reader: a job needs a few thousand small draws, and one read
-// per draw would make crypto/rand dominate generation time.
+// randomSource buffers the caller's reader: a hashcat job needs about two thousand one-byte
+// draws, and one read per draw would make crypto/rand dominate generation time.
 type randomSource struct {
 	r *bufio.Reader
 }
 
-func newRandomSource(rnd io.Reader) randomSource {
-	return randomSource{r: bufio.NewReaderSize(rnd, 4096)}
+// newRandomSource reads rnd in chunks of size bytes. It may read up to size bytes more than it
+// hands out, so size should be about what one job draws.
+func newRandomSource(rnd io.Reader, size int) randomSource {
+	return randomSource{r: bufio.NewReaderSize(rnd, size)}
 }
 
 // fill fills b with random bytes.

@@ -33,7 +33,7 @@ func TestRandomSourceAppendString(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			src := newRandomSource(bytes.NewReader(tt.input))
+			src := newRandomSource(bytes.NewReader(tt.input), 16)
 			got, err := src.appendString(nil, tt.alphabet, tt.n)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, string(got))
@@ -42,14 +42,14 @@ func TestRandomSourceAppendString(t *testing.T) {
 
 	t.Run("reports exhausted randomness", func(t *testing.T) {
 		t.Parallel()
-		src := newRandomSource(bytes.NewReader([]byte{255, 255}))
+		src := newRandomSource(bytes.NewReader([]byte{255, 255}), 16)
 		_, err := src.appendString(nil, alphanumeric, 1)
 		require.ErrorIs(t, err, io.EOF)
 	})
 
 	t.Run("draws every character about equally often", func(t *testing.T) {
 		t.Parallel()
-		src := newRandomSource(seeded(1))
+		src := newRandomSource(seeded(1), 4096)
 		const perChar = 2000
 		got, err := src.appendString(nil, alphanumeric, perChar*len(alphanumeric))
 		require.NoError(t, err)
@@ -77,7 +77,7 @@ func TestRandomSourceUint64n(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := newRandomSource(bytes.NewReader(tt.input)).uint64n(tt.n)
+			got, err := newRandomSource(bytes.NewReader(tt.input), 16).uint64n(tt.n)
 			require.NoError(t, err)
 			require.Equal(t, tt.want, got)
 		})
