@@ -7,6 +7,7 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"hash"
 	"io"
 	"slices"
@@ -82,11 +83,11 @@ func (g HashcatGenerator) Generate(minerHotkey, executorClass string, rnd io.Rea
 	src := newRandomSource(rnd, hashcatRandomBytes)
 	secrets, err := newHashcatSecrets(src, minerHotkey)
 	if err != nil {
-		return Job{}, err
+		return Job{}, fmt.Errorf("generate %s job for %s: %w", HashcatName, minerHotkey, err)
 	}
 	volume, err := secrets.volume(src, now())
 	if err != nil {
-		return Job{}, err
+		return Job{}, fmt.Errorf("generate %s job for %s: %w", HashcatName, minerHotkey, err)
 	}
 	return Job{
 		Generator:     HashcatName,

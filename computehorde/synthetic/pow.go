@@ -86,11 +86,11 @@ func (g PoWGenerator) Generate(minerHotkey, executorClass string, rnd io.Reader)
 	}
 	src := newRandomSource(rnd, powSaltSize+8)
 	if err := src.fill(c.Salt[:]); err != nil {
-		return Job{}, err
+		return Job{}, fmt.Errorf("generate %s job for %s: %w", PoWName, minerHotkey, err)
 	}
 	x, err := src.uint64n(c.Range)
 	if err != nil {
-		return Job{}, err
+		return Job{}, fmt.Errorf("generate %s job for %s: %w", PoWName, minerHotkey, err)
 	}
 	c.Digest = powDigest(c.Salt, x)
 	return Job{

@@ -1,6 +1,7 @@
 package synthetic
 
 import (
+	"bytes"
 	"crypto/rand"
 	"os"
 	"path/filepath"
@@ -45,6 +46,13 @@ func TestPoWGenerate(t *testing.T) {
 			require.Equal(t, job.PoW.Digest, powDigest(job.PoW.Salt, x))
 		})
 	}
+}
+
+func TestPoWGenerateRandomnessFailure(t *testing.T) {
+	t.Parallel()
+
+	_, err := PoWGenerator{}.Generate(testHotkey, "always_on.test", bytes.NewReader(make([]byte, 20)))
+	require.ErrorContains(t, err, "generate pow_v1 job for "+testHotkey+": read randomness")
 }
 
 // TestPoWNoLeak checks that nothing sent to the miner depends on the secret: the env holds only
