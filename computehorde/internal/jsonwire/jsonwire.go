@@ -1,0 +1,98 @@
+// Package jsonwire holds the JSON mechanics the ComputeHorde wire types share: encoding without
+// HTML escaping (upstream pydantic writes "<" as is), splicing a discriminator in front of an
+// object, and required-field checks that encoding/json lacks.
+package jsonwire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+)
+
+// objectType names the Go type a JSON object decodes into, for type errors.
+var objectType = reflect.TypeFor[map[string]any]()
+
+// Marshal encodes v compactly without escaping <, > and &, so text such as
+// "<miner_hotkey>" reads the same as upstream sends it.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// MarshalTagged encodes v, an object, with key:value as its first member, the way upstream
+// places message_type, volume_type and output_upload_type first.
+func MarshalTagged(key, value string, v any) ([]byte, error) {
+	body, err := Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) < 2 || body[0] != '{' {
+		return nil, fmt.Errorf("tag %s=%s: %T does not encode as an object", key, value, v)
+	}
+	out := make([]byte, 0, len(key)+len(value)+len(body)+8)
+	out = fmt.Appendf(out, "{%q:%q", key, value)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, body[1:]...), nil
+}
+
+// FieldError reports a required field that is absent, or null where null is not allowed.
+type FieldError struct {
+	Field   string
+	Missing bool // false: present but null
+}
+
+// Error implements error.
+func (e *FieldError) Error() string {
+	if e.Missing {
+		return fmt.Sprintf("missing required field %q", e.Field)
+	}
+	return fmt.Sprintf("field %q must not be null", e.Field)
+}
+
+// ValueError reports a field whose JSON type is right but whose value is not allowed, such as an
+// unknown volume_type.
+type ValueError struct {
+	Field string
+	Value string
+}
+
+// Error implements error.
+func (e *ValueError) Error() string {
+	return fmt.Sprintf("field %q: invalid value %q", e.Field, e.Value)
+}
+
+// Require checks that data is a JSON object holding each named field with a non-null value. It
+// reports a non-object as *json.UnmarshalTypeError, like encoding/json would.
+func Require(data []byte, names ...string) error {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	if fields == nil {
+		return &json.UnmarshalTypeError{Value: "null", Type: objectType}
+	}
+	for _, name := range names {
+		raw, ok := fields[name]
+		if !ok {
+			return &FieldError{Field: name, Missing: true}
+		}
+		if IsNull(raw) {
+			return &FieldError{Field: name}
+		}
+	}
+	return nil
+}
+
+// IsNull reports whether raw is the JSON literal null (or empty, as an absent RawMessage is).
+func IsNull(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) == 0 || string(raw) == "null"
+}
