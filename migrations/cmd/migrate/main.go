@@ -4,6 +4,7 @@
 //	migrate up                      apply everything pending, in every service schema
 //	migrate status                  applied and latest version per schema and track
 //	migrate down-to SERVICE VERSION roll SERVICE's own migrations back to VERSION
+//	migrate ping                    exit 0 when the database answers within 3 s
 //
 // DATABASE_URL names the database.
 package main
@@ -18,12 +19,15 @@ import (
 	"os/signal"
 	"strconv"
 	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"drover.dev/migrations"
 	"drover.dev/queue"
 )
 
-const usage = `usage: migrate up | status | down-to SERVICE VERSION
+const usage = `usage: migrate up | status | down-to SERVICE VERSION | ping
 
 Environment:
   DATABASE_URL  Postgres connection string (required), e.g. postgres://postgres@127.0.0.1:5432/drover
@@ -60,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return nil
 	case "status":
 		return printStatus(ctx, url, stdout)
+	case "ping":
+		return ping(ctx, url)
 	case "down-to":
 		return downTo(ctx, url, args[1:], logger)
 	default:
@@ -96,4 +102,15 @@ func downTo(ctx context.Context, url string, args []string, logger *slog.Logger)
 		return fmt.Errorf("version %q is not a non-negative integer", args[1])
 	}
 	return migrations.DownTo(ctx, url, svc, version, logger)
+}
+
+func ping(ctx context.Context, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("database does not answer: %w", err)
+	}
+	defer conn.Close(ctx)
+	return conn.Ping(ctx)
 }

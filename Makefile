@@ -1,0 +1,59 @@
+# Drover's commands. `make help` lists them. Every target works on a fresh machine with Go:
+# Postgres comes from DATABASE_URL when it answers, else from a private cluster under .data/
+# (scripts/devdb.sh).
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BIN := .data/bin
+TOOLS := .data/tools
+GOLANGCI_LINT_VERSION := v2.15.0
+# Every module of the workspace, from go.work.
+MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+.PHONY: build
+build: ## build every command into .data/bin
+	@mkdir -p $(BIN)
+	@go build -o $(BIN)/ $$(go list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' work)
+
+.PHONY: run
+run: build ## migrate, start all services, run the demos, serve until Ctrl-C (ONCE=1: exit after the demos)
+	@url=$$(scripts/devdb.sh app-url) && $(BIN)/devrun -bin $(BIN) -database-url "$$url" $(if $(ONCE),-once)
+
+.PHONY: test
+test: ## run every module's tests with the race detector against a real Postgres
+	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
+
+.PHONY: bench
+bench: ## run the benchmarks; each prints our figure, its floor and the ratio
+	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -run '^$$' -bench . -benchtime 1x -timeout 60m work
+
+.PHONY: lint
+lint: $(TOOLS)/golangci-lint ## gofmt and golangci-lint, module by module
+	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); echo "gofmt: the files above need formatting"; exit 1; }
+	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
+
+$(TOOLS)/golangci-lint:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: migrate
+migrate: build ## apply migrations to the database make run uses
+	@url=$$(scripts/devdb.sh app-url) && DATABASE_URL="$$url" $(BIN)/migrate up && DATABASE_URL="$$url" $(BIN)/migrate status
+
+.PHONY: stop-db
+stop-db: ## stop the private Postgres under .data/
+	@scripts/devdb.sh stop
+
+.PHONY: compose-check
+compose-check: ## validate docker-compose.yml and the Kubernetes manifests
+	@bash infra/compose-check.sh
+
+.PHONY: fmt
+fmt: ## format every Go file
+	@gofmt -w $(MODULES)

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// service is one Drover service as devrun runs it.
+type service struct {
+	name   string
+	prefix string // env prefix
+	port   int
+	url    string
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// services lists the five services and their local ports.
+func services() []*service {
+	return []*service{
+		{name: "miner-sync", prefix: "MINER_SYNC", port: 8081},
+		{name: "batch-runner", prefix: "BATCH_RUNNER", port: 8082},
+		{name: "scorer", prefix: "SCORER", port: 8083},
+		{name: "build-scheduler", prefix: "BUILD_SCHEDULER", port: 8084},
+		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085},
+	}
+}
+
+// fleet is the set of processes devrun started.
+type fleet struct {
+	services []*service
+	extra    []*service // helpers such as build-worker
+}
+
+func (f *fleet) byName(name string) *service {
+	for _, s := range f.services {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// env is the environment every child gets: the parent's, plus the database and the token.
+func env(opts options, extra map[string]string) []string {
+	out := append(os.Environ(), "DATABASE_URL="+opts.databaseURL, "API_TOKENS="+opts.token, "LOG_FORMAT=json")
+	for k, v := range extra {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
+	f := &fleet{services: services()}
+	for _, s := range f.services {
+		s.url = fmt.Sprintf("http://127.0.0.1:%d", s.port)
+		addr := map[string]string{s.prefix + "_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", s.port)}
+		if err := s.start(ctx, opts, s.name, nil, addr); err != nil {
+			return f, err
+		}
+	}
+	for _, s := range f.services {
+		if err := s.waitReady(ctx, 30*time.Second); err != nil {
+			return f, err
+		}
+		p.ok("%-16s %s   (log %s)", s.name, s.url, filepath.Join(opts.logs, s.name+".log"))
+	}
+	return f, nil
+}
+
+// start launches binary (from opts.bin) as s with args and extra environment.
+func (s *service) start(ctx context.Context, opts options, binary string, args []string, extra map[string]string) error {
+	logFile, err := os.Create(filepath.Join(opts.logs, s.name+".log"))
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(filepath.Join(opts.bin, binary), args...)
+	s.cmd.Env = env(opts, extra)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches devrun, which stops children in order
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", s.name, err)
+	}
+	s.exited = make(chan error, 1)
+	go func() { s.exited <- s.cmd.Wait(); logFile.Close() }()
+	return nil
+}
+
+func (s *service) waitReady(ctx context.Context, patience time.Duration) error {
+	deadline := time.Now().Add(patience)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			return fmt.Errorf("%s exited during start: %v (see its log)", s.name, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		resp, err := http.Get(s.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%s not ready after %s at %s", s.name, patience, s.url)
+}
+
+// stop sends SIGTERM to every child and waits for it to drain, killing stragglers.
+func (f *fleet) stop(p *printer) {
+	all := append(append([]*service{}, f.extra...), f.services...)
+	for _, s := range all {
+		if s.cmd != nil && s.cmd.Process != nil {
+			_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, s := range all {
+		if s.cmd == nil || s.cmd.Process == nil {
+			continue
+		}
+		select {
+		case <-s.exited:
+		case <-time.After(40 * time.Second):
+			_ = s.cmd.Process.Kill()
+			p.fail("%s did not stop within 40s; killed", s.name)
+		}
+	}
+	if len(all) > 0 {
+		p.step("stopped %d processes", len(all))
+	}
+}
+
+// runCommand runs a binary to completion with its output in logPath.
+func runCommand(ctx context.Context, binary string, args, env []string, logPath string) error {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return fmt.Errorf("%s exited with %d", filepath.Base(binary), exit.ExitCode())
+		}
+		return err
+	}
+	return nil
+}
+
+func redact(databaseURL string) string {
+	if u, err := url.Parse(databaseURL); err == nil {
+		return u.Redacted()
+	}
+	return strings.Repeat("*", 8)
+}

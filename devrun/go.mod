@@ -1,0 +1,3 @@
+module drover.dev/devrun
+
+go 1.26.0

@@ -1,0 +1,75 @@
+// Command devrun is what make run runs: it migrates the database, starts every Drover service as
+// its own process on fixed local ports, waits until each is ready, runs the demonstrations (a probe
+// between every pair of services, then each workload's demo when its program is built), prints
+// what happened, and keeps serving until Ctrl-C (or exits after the demos with -once).
+//
+// It talks to the services only over HTTP, as a user would.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+)
+
+// options are devrun's flags.
+type options struct {
+	bin         string // folder holding the built binaries
+	databaseURL string
+	logs        string // folder for the services' log files
+	token       string
+	once        bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "devrun:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	var opts options
+	fs := flag.NewFlagSet("devrun", flag.ContinueOnError)
+	fs.StringVar(&opts.bin, "bin", ".data/bin", "folder with the built service binaries")
+	fs.StringVar(&opts.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "database the services use")
+	fs.StringVar(&opts.logs, "logs", ".data/logs", "folder for service logs")
+	fs.StringVar(&opts.token, "token", "drover-dev-token", "API token the services accept")
+	fs.BoolVar(&opts.once, "once", false, "exit after the demos: 0 when all succeeded")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if opts.databaseURL == "" {
+		return errors.New("no database: pass -database-url or set DATABASE_URL (make run does)")
+	}
+	if err := os.MkdirAll(opts.logs, 0o755); err != nil {
+		return err
+	}
+	p := newPrinter(stdout)
+	p.step("migrating %s", redact(opts.databaseURL))
+	if err := runCommand(ctx, filepath.Join(opts.bin, "migrate"), []string{"up"}, env(opts, nil), filepath.Join(opts.logs, "migrate.log")); err != nil {
+		return fmt.Errorf("migrate: %w (log: %s)", err, filepath.Join(opts.logs, "migrate.log"))
+	}
+	fleet, err := startFleet(ctx, opts, p)
+	defer fleet.stop(p)
+	if err != nil {
+		return err
+	}
+	demoErr := runDemos(ctx, opts, fleet, p)
+	if opts.once || ctx.Err() != nil {
+		return demoErr
+	}
+	p.step("serving until Ctrl-C; logs in %s", opts.logs)
+	<-ctx.Done()
+	return nil
+}
