@@ -41,15 +41,6 @@ type fleet struct {
 	extra    []*service // helpers such as build-worker
 }
 
-func (f *fleet) byName(name string) *service {
-	for _, s := range f.services {
-		if s.name == name {
-			return s
-		}
-	}
-	return nil
-}
-
 // env is the environment every child gets: the parent's, plus the database and the token.
 func env(opts options, extra map[string]string) []string {
 	out := append(os.Environ(), "DATABASE_URL="+opts.databaseURL, "API_TOKENS="+opts.token, "LOG_FORMAT=json")
@@ -102,7 +93,7 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration) error {
 		select {
 		case err := <-s.exited:
 			s.exited <- err
-			return fmt.Errorf("%s exited during start: %v (see its log)", s.name, err)
+			return fmt.Errorf("%s exited during start (see its log): %w", s.name, err)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -131,7 +122,10 @@ func (f *fleet) stop(p *printer) {
 			continue
 		}
 		select {
-		case <-s.exited:
+		case err := <-s.exited:
+			if err != nil {
+				p.info("%s: %v", s.name, err)
+			}
 		case <-time.After(40 * time.Second):
 			_ = s.cmd.Process.Kill()
 			p.fail("%s did not stop within 40s; killed", s.name)
