@@ -1,0 +1,190 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v5"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/problem"
+)
+
+type testBundle struct {
+	server *Server
+	ready  error
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	b := &testBundle{}
+	s, err := New(Config{Tokens: []string{"good"}, BodyLimit: 64}, slog.New(slog.DiscardHandler),
+		Check{Name: "database", Func: func(context.Context) error { return b.ready }})
+	require.NoError(t, err)
+	type item struct {
+		Name  string `json:"name"`
+		Count int    `json:"count"`
+	}
+	s.API.POST("/items", func(c *echo.Context) error {
+		var it item
+		if err := DecodeJSON(c, &it); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusCreated, it)
+	})
+	s.API.GET("/items/:id", func(c *echo.Context) error {
+		if _, err := PathInt64(c, "id"); err != nil {
+			return err
+		}
+		return problem.Unprocessablef("id", "item is archived")
+	})
+	s.API.GET("/boom", func(*echo.Context) error { return errors.New("pq: secret internals") })
+	b.server = s
+	return b
+}
+
+// response is what a test looks at in an answer.
+type response struct {
+	StatusCode int
+	Header     http.Header
+}
+
+// do sends a request and returns the status, the headers and the decoded body.
+func (b *testBundle) do(t *testing.T, method, path, token, body string) (response, map[string]any) {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	b.server.Echo.ServeHTTP(rec, req)
+	var out map[string]any
+	if rec.Body.Len() > 0 {
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &out), rec.Body.String())
+	}
+	return response{StatusCode: rec.Code, Header: rec.Header()}, out
+}
+
+func TestNewRefusesOpenAPIWithoutTokens(t *testing.T) {
+	t.Parallel()
+
+	_, err := New(Config{}, slog.New(slog.DiscardHandler))
+	require.ErrorIs(t, err, ErrNoTokens)
+	_, err = New(Config{AuthDisabled: true}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+}
+
+func TestBearerAuth(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, token string
+		want        int
+	}{
+		{"Missing", "", http.StatusUnauthorized},
+		{"Wrong", "bad", http.StatusUnauthorized},
+		{"Good", "good", http.StatusUnprocessableEntity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, body := setup(t).do(t, http.MethodGet, "/v1/items/1", tt.token, "")
+			require.Equal(t, tt.want, resp.StatusCode)
+			if tt.want == http.StatusUnauthorized {
+				require.Equal(t, "https://drover.dev/problems/unauthorized", body["type"])
+				require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+			}
+		})
+	}
+}
+
+func TestOpenEndpointsNeedNoToken(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	resp, _ := b.do(t, http.MethodGet, "/healthz", "", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	resp, body := b.do(t, http.MethodGet, "/readyz", "", "")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "ok", body["database"])
+
+	b.ready = errors.New("connection refused")
+	resp, body = b.do(t, http.MethodGet, "/readyz", "", "")
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	require.Equal(t, "connection refused", body["database"])
+
+	rec := httptest.NewRecorder()
+	b.server.Echo.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.Contains(t, rec.Body.String(), `http_requests_total{method="GET",route="/readyz",status="503"} 1`)
+}
+
+func TestErrorsAreProblems(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		typ, field               string
+	}{
+		{"Unprocessable", "GET", "/v1/items/7", "", 422, "unprocessable", "id"},
+		{"BadPathID", "GET", "/v1/items/x", "", 400, "invalid", "id"},
+		{"UnknownRoute", "GET", "/v1/nothing", "", 404, "not-found", ""},
+		{"UnknownField", "POST", "/v1/items", `{"name":"a","colour":"red"}`, 400, "invalid", "colour"},
+		{"WrongType", "POST", "/v1/items", `{"name":"a","count":"many"}`, 400, "invalid", "count"},
+		{"Malformed", "POST", "/v1/items", `{"name":`, 400, "invalid", ""},
+		{"Empty", "POST", "/v1/items", ``, 400, "invalid", ""},
+		{"Trailing", "POST", "/v1/items", `{"name":"a"} {}`, 400, "invalid", ""},
+		{"TooLarge", "POST", "/v1/items", `{"name":"` + strings.Repeat("a", 100) + `"}`, 413, "too-large", ""},
+		{"Internal", "GET", "/v1/boom", "", 500, "internal", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, body := setup(t).do(t, tt.method, tt.path, "good", tt.body)
+			require.Equal(t, tt.status, resp.StatusCode, body)
+			require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+			require.Equal(t, "https://drover.dev/problems/"+tt.typ, body["type"])
+			require.EqualValues(t, tt.status, body["status"])
+			require.NotEmpty(t, body["request_id"])
+			if tt.field != "" {
+				require.Equal(t, tt.field, body["field"])
+			}
+			require.NotContains(t, body["detail"], "secret internals", "a 500 never leaks the cause")
+		})
+	}
+}
+
+func TestDecodeJSONAcceptsGoodBody(t *testing.T) {
+	t.Parallel()
+
+	resp, body := setup(t).do(t, http.MethodPost, "/v1/items", "good", `{"name":"a","count":2}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Equal(t, "a", body["name"])
+}
+
+func TestServeAndShutdown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	srv := httptest.NewUnstartedServer(nil)
+	ln := srv.Listener
+	done := make(chan error, 1)
+	go func() { done <- b.server.Serve(ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	require.NoError(t, b.server.Shutdown(ctx))
+	require.NoError(t, <-done)
+}
