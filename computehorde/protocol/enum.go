@@ -87,9 +87,9 @@ type UnauthorizedCode string
 
 // The UnauthorizedCode values miners send today.
 const (
-	CodeTokenTooOld        UnauthorizedCode = "TOKEN_TOO_OLD"
-	CodeUnknownValidator   UnauthorizedCode = "UNKNOWN_VALIDATOR"
-	CodeValidatorInactive  UnauthorizedCode = "VALIDATOR_INACTIVE"
+	CodeTokenTooOld       UnauthorizedCode = "TOKEN_TOO_OLD"
+	CodeUnknownValidator  UnauthorizedCode = "UNKNOWN_VALIDATOR"
+	CodeValidatorInactive UnauthorizedCode = "VALIDATOR_INACTIVE"
 )
 
 // DockerRunOptionsPreset selects the docker options a miner runs a job with. An unknown preset

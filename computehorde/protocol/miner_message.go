@@ -25,11 +25,11 @@ type V0AcceptJobRequest struct {
 // V0DeclineJobRequest declines a job. A busy miner lists receipts of the jobs keeping its
 // executors busy (see receipts.Excuse).
 type V0DeclineJobRequest struct {
-	JobUUID  string                   `json:"job_uuid"`
-	Message  string                   `json:"message"`
-	Reason   JobRejectionReason       `json:"reason"`
-	Receipts List[receipts.Receipt]   `json:"receipts"`
-	Context  Object                   `json:"context"`
+	JobUUID  string                 `json:"job_uuid"`
+	Message  string                 `json:"message"`
+	Reason   JobRejectionReason     `json:"reason"`
+	Receipts List[receipts.Receipt] `json:"receipts"`
+	Context  Object                 `json:"context"`
 }
 
 // V0ExecutorReadyRequest says the job's executor is up.
