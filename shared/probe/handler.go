@@ -1,6 +1,7 @@
 package probe
 
 import (
+	_ "embed"
 	"net/http"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +13,11 @@ import (
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
 )
+
+// OpenAPI documents the probe routes; every service serves it as part of its /openapi.json.
+//
+//go:embed openapi.json
+var OpenAPI []byte
 
 // Register adds the probe workers and the /v1/probes routes of service self.
 func Register(workers *river.Workers, api *echo.Group, pool *pgxpool.Pool, ins queue.Inserters, self queue.Service) {

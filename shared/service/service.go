@@ -41,6 +41,11 @@ type Spec struct {
 
 	JobTimeout           time.Duration
 	RescueStuckJobsAfter time.Duration
+
+	// OpenAPI is the service's own OpenAPI 3.1 document (its /v1 paths and schemas), merged with
+	// what every service serves and checked against the routes at start: a service whose
+	// document and routes disagree refuses to start.
+	OpenAPI []byte
 }
 
 // Run runs the service until ctx is cancelled, then shuts it down within the configured budget.
@@ -61,6 +66,12 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	defer deps.Pool.Close()
 	if err := wire(deps); err != nil {
 		return fmt.Errorf("wire %s: %w", spec.Service, err)
+	}
+	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, spec.OpenAPI); err != nil {
+		if spec.OpenAPI != nil {
+			return fmt.Errorf("%s: %w", spec.Service, err)
+		}
+		logger.Warn("the service has no OpenAPI document of its own yet", "error", err)
 	}
 	client, err := queue.NewClient(deps.Pool, spec.Service, queue.ClientConfig{
 		ID:                   clientID(spec),

@@ -91,6 +91,10 @@ func TestProbeToUnknownServiceIsUnprocessable(t *testing.T) {
 	require.Equal(t, "target", body["field"])
 	require.Equal(t, "https://drover.dev/problems/unprocessable", body["type"])
 
+	status, doc := call(t, http.MethodGet, base+"/openapi.json", "", nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, doc["paths"], "/v1/probes/{id}")
+
 	status, _ = call(t, http.MethodPost, base+"/v1/probes", "", map[string]string{"target": "scorer"})
 	require.Equal(t, http.StatusUnauthorized, status)
 

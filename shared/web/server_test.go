@@ -188,3 +188,35 @@ func TestServeAndShutdown(t *testing.T) {
 	require.NoError(t, b.server.Shutdown(ctx))
 	require.NoError(t, <-done)
 }
+
+func TestServeOpenAPIChecksRoutes(t *testing.T) {
+	t.Parallel()
+
+	const complete = `{"paths": {
+		"/v1/items": {"post": {"responses": {"201": {"description": "created"}}}},
+		"/v1/items/{id}": {"get": {"responses": {"200": {"description": "an item"}}}},
+		"/v1/boom": {"get": {"responses": {"500": {"description": "always"}}}}}}`
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"Complete", complete, ""},
+		{"MissingRoute", `{"paths": {"/v1/items": {"post": {}}, "/v1/boom": {"get": {}}}}`, "undocumented route GET /v1/items/{id}"},
+		{"NoSuchRoute", strings.Replace(complete, `"/v1/boom"`, `"/v1/bang"`, 1), "documented operation with no route GET /v1/bang"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			err := b.server.ServeOpenAPI("test", []byte(tt.doc))
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				resp, body := b.do(t, http.MethodGet, "/openapi.json", "", "")
+				require.Equal(t, http.StatusOK, resp.StatusCode)
+				require.Contains(t, body["paths"], "/v1/items/{id}")
+				require.Contains(t, body["paths"], "/healthz", "the base document is merged in")
+				return
+			}
+			require.ErrorContains(t, err, tt.wantErr)
+		})
+	}
+}

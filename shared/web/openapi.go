@@ -1,0 +1,133 @@
+package web
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v5"
+)
+
+// The OpenAPI document every service serves at /openapi.json is baseOpenAPI (the open endpoints
+// and the problem+json error body) with the documents of the service's parts merged in: their
+// paths and components.schemas.
+//
+// CheckOpenAPI holds the document to the routes that exist, so it cannot drift: a service whose
+// routes and document disagree does not start, and its main_test fails.
+
+const baseOpenAPI = `{
+  "openapi": "3.1.0",
+  "info": {"title": "", "version": "1"},
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "schemas": {
+      "Problem": {"type": "object", "description": "RFC 9457 problem details", "properties": {
+        "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
+        "detail": {"type": "string"}, "instance": {"type": "string"},
+        "field": {"type": "string", "description": "the request field at fault"},
+        "request_id": {"type": "string"}}}
+    }
+  },
+  "security": [{"bearer": []}],
+  "paths": {
+    "/healthz": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "alive"}}}},
+    "/readyz": {"get": {"summary": "Readiness: database and River", "security": [], "responses": {"200": {"description": "ready"}, "503": {"description": "a dependency is down"}}}},
+    "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "metrics"}}}},
+    "/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+  }
+}`
+
+// ServeOpenAPI merges docs (OpenAPI 3.1 JSON documents; their paths and components.schemas)
+// into the base, serves the result at /openapi.json and checks it against the routes registered
+// so far. Call it after every route is registered.
+func (s *Server) ServeOpenAPI(title string, docs ...[]byte) error {
+	doc, err := mergeOpenAPI(title, docs)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		return fmt.Errorf("encode openapi document: %w", err)
+	}
+	s.Echo.GET("/openapi.json", func(c *echo.Context) error {
+		return c.Blob(http.StatusOK, "application/json", body)
+	})
+	return CheckOpenAPI(s.Echo.Router().Routes(), doc)
+}
+
+type openAPIDoc map[string]any
+
+func mergeOpenAPI(title string, docs [][]byte) (openAPIDoc, error) {
+	var doc openAPIDoc
+	if err := json.Unmarshal([]byte(baseOpenAPI), &doc); err != nil {
+		return nil, fmt.Errorf("base openapi document: %w", err)
+	}
+	doc["info"].(map[string]any)["title"] = title
+	for i, raw := range docs {
+		if len(raw) == 0 {
+			continue
+		}
+		var extra openAPIDoc
+		if err := json.Unmarshal(raw, &extra); err != nil {
+			return nil, fmt.Errorf("openapi document %d: %w", i, err)
+		}
+		merge(doc, extra, "paths")
+		if comps, ok := extra["components"].(map[string]any); ok {
+			merge(doc["components"].(map[string]any), comps, "schemas")
+		}
+	}
+	return doc, nil
+}
+
+// merge copies the entries of src[key] into dst[key].
+func merge(dst, src map[string]any, key string) {
+	from, _ := src[key].(map[string]any)
+	to, _ := dst[key].(map[string]any)
+	for k, v := range from {
+		to[k] = v
+	}
+}
+
+// CheckOpenAPI reports every route missing from doc and every documented operation with no
+// route. Echo's :param segments match OpenAPI's {param}.
+func CheckOpenAPI(routes echo.Routes, doc openAPIDoc) error {
+	documented := map[string]bool{}
+	paths, _ := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method := range ops {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
+	var problems []string
+	for _, r := range routes {
+		if r.Method == echo.RouteNotFound || r.Method == echo.RouteAny {
+			continue
+		}
+		key := r.Method + " " + openAPIPath(r.Path)
+		if !documented[key] {
+			problems = append(problems, "undocumented route "+key)
+		}
+		delete(documented, key)
+	}
+	for key := range documented {
+		problems = append(problems, "documented operation with no route "+key)
+	}
+	if len(problems) > 0 {
+		slices.Sort(problems)
+		return fmt.Errorf("openapi document and routes disagree: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func openAPIPath(echoPath string) string {
+	parts := strings.Split(echoPath, "/")
+	for i, p := range parts {
+		if name, ok := strings.CutPrefix(p, ":"); ok {
+			parts[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(parts, "/")
+}
