@@ -79,6 +79,17 @@ func TestProbesRoundTripBetweenEveryPairOfServices(t *testing.T) {
 			return body["state"] == "acked"
 		}, 20*time.Second, 50*time.Millisecond, "probe %v from %s never came back", p.id, p.from)
 	}
+
+	// Each probe was worked by its target alone: every schema recorded exactly one arrival from
+	// every service (25 probes, 5 per target).
+	pool := testdb.NewPoolFor(t, dbURL)
+	for _, svc := range queue.Services {
+		var arrivals, origins int
+		require.NoError(t, pool.QueryRow(context.Background(), fmt.Sprintf(
+			`SELECT count(*), count(DISTINCT origin) FROM %s.probe_arrivals`, svc.Schema())).Scan(&arrivals, &origins))
+		require.Equal(t, len(queue.Services), arrivals, svc)
+		require.Equal(t, len(queue.Services), origins, svc)
+	}
 }
 
 func TestProbeToUnknownServiceIsUnprocessable(t *testing.T) {
