@@ -1,0 +1,11 @@
+package queue
+
+func init() {
+	register(
+		SyncMetagraphArgs{Reason: "periodic"},
+		RunBatchArgs{Reason: "api", RequestedAt: goldenTime},
+		ScoreBatchArgs{BatchID: 7, StartedAt: goldenTime, Peak: true, Miners: []MinerClassResult{
+			{Hotkey: "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY", ExecutorClass: "spin_up-4min.gpu-24gb", Executors: 3, Completed: 1, Excused: 1, Failed: 1},
+		}},
+	)
+}

@@ -1,0 +1,77 @@
+package queue
+
+import (
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Queues of the populate-worker. Makes and maintenance travel apart so that a million scheduled
+// makes never delay the schedule and cleanup jobs that keep the jobs table fresh.
+const (
+	QueuePopulate            = "populate"
+	QueuePopulateMaintenance = "populate_maintenance"
+)
+
+// PopulateMakeArgs asks the populate-worker to run make() for one scheduled key of a computed
+// table. The jobs table row (Table, KeyHash) is the source of truth: a job whose row is no longer
+// scheduled completes without doing anything, so a duplicate delivery is harmless.
+type PopulateMakeArgs struct {
+	// Table is the computed table's registered name.
+	Table string `json:"table"`
+
+	// KeyHash identifies the key within Table, as in the jobs table.
+	KeyHash string `json:"key_hash"`
+}
+
+// Kind is the job kind of PopulateMakeArgs.
+func (PopulateMakeArgs) Kind() string { return "populate_make" }
+
+// InsertOpts pins PopulateMakeArgs to QueuePopulate. Failures of make itself are recorded in the
+// jobs table rather than retried; attempts only cover infrastructure errors.
+func (PopulateMakeArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePopulate, MaxAttempts: 5}
+}
+
+// PopulateScheduleArgs asks the populate-worker to schedule the missing keys of a computed table
+// (every table when Table is empty) and, with Cleanup, to remove orphaned jobs first. Any service
+// may enqueue it after writing upstream rows; the worker applies min_scheduling_interval.
+type PopulateScheduleArgs struct {
+	// Table is the computed table's registered name; empty means every registered table.
+	Table string `json:"table,omitempty"`
+
+	// Force reschedules keys whose job is in error or ignore.
+	Force bool `json:"force,omitempty"`
+
+	// Cleanup runs cleanup_jobs before scheduling (upstream or target rows were deleted).
+	Cleanup bool `json:"cleanup,omitempty"`
+}
+
+// Kind is the job kind of PopulateScheduleArgs.
+func (PopulateScheduleArgs) Kind() string { return "populate_schedule" }
+
+// InsertOpts pins PopulateScheduleArgs to QueuePopulateMaintenance. Identical requests waiting to
+// run collapse into one, which is what rate-limits a burst of upstream events.
+func (PopulateScheduleArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueuePopulateMaintenance,
+		MaxAttempts: 5,
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
+			rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		}},
+	}
+}
+
+// PopulateCleanupArgs asks the populate-worker to run cleanup_jobs on a computed table (every
+// table when Table is empty). It is the daily periodic job.
+type PopulateCleanupArgs struct {
+	// Table is the computed table's registered name; empty means every registered table.
+	Table string `json:"table,omitempty"`
+}
+
+// Kind is the job kind of PopulateCleanupArgs.
+func (PopulateCleanupArgs) Kind() string { return "populate_cleanup" }
+
+// InsertOpts pins PopulateCleanupArgs to QueuePopulateMaintenance.
+func (PopulateCleanupArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePopulateMaintenance, MaxAttempts: 5}
+}
