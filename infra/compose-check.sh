@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# Static checks of the deployment files; no Docker engine or cluster needed.
+#
+#   infra/compose-check.sh
+#
+# 1. docker-compose.yml is valid (`docker-compose config -q`) with dummy values for the required
+#    variables, and each required variable really is required.
+# 2. No drift: every service module listed in go.work (./services/<name>) has a compose service
+#    built from services/<name>, a River UI for its schema, and a Kubernetes Deployment + Service
+#    listed in infra/k8s/kustomization.yaml; every file kustomization lists exists and vice versa;
+#    every compose build CMD is a directory (the placeholder build-worker may be missing: warning).
+# 3. infra/k8s renders (`kubectl kustomize`, offline) when kubectl is installed, else every YAML
+#    file parses when python3 has PyYAML; otherwise that step is skipped with a notice.
+#
+# Exits non-zero on any problem. Installs Debian's docker-compose when missing and run as root.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+problems=0
+problem() { echo "compose-check: FAIL: $*" >&2; problems=$((problems + 1)); }
+warn() { echo "compose-check: warning: $*" >&2; }
+info() { echo "compose-check: $*"; }
+
+required_vars=(POSTGRES_PASSWORD DROVER_API_TOKEN RIVERUI_USER RIVERUI_PASSWORD)
+k8s_dir=infra/k8s
+
+# --- the compose tool ---------------------------------------------------------------------------
+compose=()
+if command -v docker-compose >/dev/null 2>&1; then
+	compose=(docker-compose)
+elif command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+	compose=(docker compose)
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	info "docker-compose missing: installing Debian's docker-compose package"
+	apt-get update -qq >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
+	compose=(docker-compose)
+else
+	echo "compose-check: docker-compose is missing. Install it with:" >&2
+	echo "  sudo apt-get update && sudo apt-get install -y docker-compose" >&2
+	echo "  (or the Docker Compose v2 plugin: 'docker compose')" >&2
+	exit 2
+fi
+info "using: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || echo unknown version))"
+
+# An empty env file keeps a developer's .env out of the check; env -i keeps the caller's
+# environment out, so results are the same on every machine.
+empty_env=$(mktemp)
+trap 'rm -f "$empty_env"' EXIT
+dummy_env=(POSTGRES_PASSWORD=dummy-password DROVER_API_TOKEN=dummy-token RIVERUI_USER=dummy-user RIVERUI_PASSWORD=dummy-pass)
+
+run_compose() { # run_compose VAR=value... -- compose args...
+	local envs=()
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${envs[@]}" \
+		"${compose[@]}" --env-file "$empty_env" -f docker-compose.yml --profile build-worker "$@"
+}
+
+# --- 1. compose file validity -------------------------------------------------------------------
+if out=$(run_compose "${dummy_env[@]}" -- config -q 2>&1); then
+	info "docker-compose.yml: valid"
+else
+	problem "docker-compose.yml does not validate:"$'\n'"$out"
+fi
+
+for var in "${required_vars[@]}"; do
+	envs=()
+	for kv in "${dummy_env[@]}"; do [ "${kv%%=*}" = "$var" ] || envs+=("$kv"); done
+	if run_compose "${envs[@]}" -- config -q >/dev/null 2>&1; then
+		problem "docker-compose.yml accepts an unset $var: it must stay required"
+	fi
+done
+info "required variables enforced: ${required_vars[*]}"
+
+if ! compose_services=$(run_compose "${dummy_env[@]}" -- config --services 2>/dev/null); then
+	# Invalid file: fall back to the keys under services: so the drift checks still say something.
+	compose_services=$(awk '/^services:/ { in_s = 1; next } /^[^[:space:]#]/ { in_s = 0 }
+		in_s && /^  [A-Za-z0-9_.-]+:/ { sub(/^  /, ""); sub(/:.*/, ""); print }' docker-compose.yml)
+fi
+has_compose_service() { grep -qx -- "$1" <<<"$compose_services"; }
+
+for s in db migrate; do
+	has_compose_service "$s" || problem "docker-compose.yml has no '$s' service"
+done
+
+# Every build CMD must be a directory of this repository.
+while read -r cmd; do
+	[ -n "$cmd" ] || continue
+	if [ ! -d "$cmd" ]; then
+		case "$cmd" in
+		*/cmd/build-worker) warn "build CMD $cmd does not exist yet (placeholder build-worker)" ;;
+		*) problem "docker-compose.yml builds CMD $cmd, which is not a directory" ;;
+		esac
+	fi
+done < <(sed -n 's/^[[:space:]]*CMD:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' docker-compose.yml)
+
+# --- 2. drift between go.work, compose and Kubernetes --------------------------------------------
+# ./services/<name> entries of go.work, in the block form or as single `use` lines.
+services=$(sed -n 's#^[[:space:]]*\(use[[:space:]]\{1,\}\)\{0,1\}\./services/\([A-Za-z0-9_.-]\{1,\}\).*#\2#p' go.work | sort -u)
+if [ -z "$services" ]; then
+	problem "found no ./services/<name> module in go.work"
+fi
+
+kustomization="$k8s_dir/kustomization.yaml"
+[ -f "$kustomization" ] || problem "$kustomization is missing"
+listed=$(sed -n 's/^[[:space:]]*-[[:space:]]\{1,\}\([A-Za-z0-9_.-]\{1,\}\.yaml\)[[:space:]]*$/\1/p' "$kustomization" 2>/dev/null || true)
+
+for name in $services; do
+	schema=${name//-/_}
+	has_compose_service "$name" || problem "go.work lists services/$name but docker-compose.yml has no '$name' service"
+	grep -Eq "^[[:space:]]*CMD:[[:space:]]*\"?services/$name\"?[[:space:]]*$" docker-compose.yml ||
+		problem "docker-compose.yml does not build services/$name"
+	has_compose_service "riverui-$name" || problem "docker-compose.yml has no 'riverui-$name' (River UI for schema $schema)"
+	grep -Eq "^[[:space:]]*RIVER_SCHEMA:[[:space:]]*\"?$schema\"?[[:space:]]*$" docker-compose.yml ||
+		problem "docker-compose.yml has no River UI with RIVER_SCHEMA: $schema"
+
+	manifest="$k8s_dir/$name.yaml"
+	if [ ! -f "$manifest" ]; then
+		problem "go.work lists services/$name but $manifest is missing"
+		continue
+	fi
+	for kind in Deployment Service; do
+		awk -v kind="$kind" -v name="$name" '
+			/^---/ { k = ""; next }
+			$1 == "kind:" && $2 == kind { k = kind; next }
+			k != "" && /^  name:/ && $2 == name { found = 1 }
+			END { exit !found }' "$manifest" || problem "$manifest has no $kind named $name"
+	done
+	grep -qx "$name.yaml" <<<"$listed" || problem "$kustomization does not list $name.yaml"
+done
+
+for f in $listed; do
+	[ -f "$k8s_dir/$f" ] || problem "$kustomization lists $f, which does not exist"
+done
+for f in "$k8s_dir"/*.yaml; do
+	b=$(basename "$f")
+	[ "$b" = kustomization.yaml ] && continue
+	grep -qx "$b" <<<"$listed" || problem "$k8s_dir/$b is not listed in $kustomization"
+done
+for f in namespace.yaml secret.yaml migrate-job.yaml build-worker.yaml; do
+	grep -qx "$f" <<<"$listed" || problem "$kustomization does not list $f"
+done
+info "go.work services checked against compose and $k8s_dir: $(echo $services)"
+
+# --- 3. Kubernetes manifests parse -------------------------------------------------------------
+if command -v kubectl >/dev/null 2>&1; then
+	if out=$(kubectl kustomize "$k8s_dir" 2>&1 >/dev/null); then
+		info "$k8s_dir: renders with kubectl kustomize"
+	else
+		problem "kubectl kustomize $k8s_dir failed:"$'\n'"$out"
+	fi
+elif command -v python3 >/dev/null 2>&1 && python3 -c 'import yaml' >/dev/null 2>&1; then
+	if out=$(python3 - "$k8s_dir"/*.yaml <<'PY' 2>&1
+import sys, yaml
+for path in sys.argv[1:]:
+    with open(path) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d is not None]
+    for d in docs:
+        if not isinstance(d, dict) or "kind" not in d or "apiVersion" not in d:
+            raise SystemExit(f"{path}: a document without kind/apiVersion")
+PY
+	); then
+		info "$k8s_dir: every YAML file parses (python3 yaml; kubectl not installed)"
+	else
+		problem "$k8s_dir YAML:"$'\n'"$out"
+	fi
+else
+	warn "neither kubectl nor python3 PyYAML found: $k8s_dir not parsed (apt-get install python3-yaml)"
+fi
+
+if [ "$problems" -gt 0 ]; then
+	echo "compose-check: $problems problem(s)" >&2
+	exit 1
+fi
+info "all checks passed"
