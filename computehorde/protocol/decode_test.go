@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -171,4 +172,19 @@ func TestErrorKindString(t *testing.T) {
 
 	require.Equal(t, "frame_too_large", KindFrameTooLarge.String())
 	require.Equal(t, "error_kind_99", ErrorKind(99).String())
+}
+
+// TestEncodeValueAndPointerAlike guards against marshalers on pointer receivers, which
+// encoding/json skips for values that are not addressable.
+func TestEncodeValueAndPointerAlike(t *testing.T) {
+	t.Parallel()
+
+	for path, frame := range goldenFrames(t) {
+		msg, err := Decode(frame)
+		require.NoError(t, err)
+		value := reflect.ValueOf(msg).Elem().Interface().(Message)
+		encoded, err := Encode(value)
+		require.NoError(t, err)
+		require.Equal(t, string(frame), string(encoded), path)
+	}
 }

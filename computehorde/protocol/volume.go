@@ -186,14 +186,10 @@ func decodeVolume(data []byte, allowMulti bool) (Volume, error) {
 
 // readTag returns the required string discriminator of an object.
 func readTag(data []byte, field string) (string, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
+	value, ok, err := jsonwire.Lookup(data, field)
+	if err != nil {
 		return "", err
 	}
-	if fields == nil {
-		return "", &json.UnmarshalTypeError{Value: "null", Type: objectType}
-	}
-	value, ok := fields[field]
 	if !ok || jsonwire.IsNull(value) {
 		return "", &jsonwire.FieldError{Field: field, Missing: !ok}
 	}

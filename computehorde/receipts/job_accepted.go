@@ -33,7 +33,7 @@ type jobAcceptedWire struct {
 }
 
 // MarshalJSON writes the payload in upstream's field order.
-func (p *JobAccepted) MarshalJSON() ([]byte, error) {
+func (p JobAccepted) MarshalJSON() ([]byte, error) {
 	return jsonwire.Marshal(jobAcceptedWire{
 		headerWire:   p.wire(),
 		ReceiptType:  TypeJobAccepted,

@@ -55,7 +55,7 @@ type jobFinishedWire struct {
 }
 
 // MarshalJSON writes the payload in upstream's field order.
-func (p *JobFinished) MarshalJSON() ([]byte, error) {
+func (p JobFinished) MarshalJSON() ([]byte, error) {
 	return jsonwire.Marshal(jobFinishedWire{
 		headerWire:   p.wire(),
 		ReceiptType:  TypeJobFinished,

@@ -53,7 +53,7 @@ type jobStartedWire struct {
 }
 
 // MarshalJSON writes the payload in upstream's field order.
-func (p *JobStarted) MarshalJSON() ([]byte, error) {
+func (p JobStarted) MarshalJSON() ([]byte, error) {
 	return jsonwire.Marshal(jobStartedWire{
 		headerWire:    p.wire(),
 		ReceiptType:   TypeJobStarted,

@@ -95,14 +95,12 @@ func decodePayload(data []byte, want Type, wire any, fields ...string) error {
 	if err := jsonwire.Require(data, append(fields, headerFields...)...); err != nil {
 		return err
 	}
-	var tag struct {
-		ReceiptType *string `json:"receipt_type"`
-	}
-	if err := json.Unmarshal(data, &tag); err != nil {
+	tag, ok, err := jsonwire.Lookup(data, "receipt_type")
+	if err != nil {
 		return err
 	}
-	if tag.ReceiptType != nil && Type(*tag.ReceiptType) != want {
-		return &jsonwire.ValueError{Field: "receipt_type", Value: *tag.ReceiptType}
+	if ok && !jsonwire.IsNull(tag) && string(tag) != `"`+string(want)+`"` {
+		return &jsonwire.ValueError{Field: "receipt_type", Value: string(tag)}
 	}
 	return json.Unmarshal(data, wire)
 }

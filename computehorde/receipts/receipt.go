@@ -56,25 +56,20 @@ func decodeAnyPayload(data []byte) (Payload, error) {
 	if err := jsonwire.Require(data, "receipt_type"); err != nil {
 		return nil, err
 	}
-	var tag struct {
-		ReceiptType Type `json:"receipt_type"`
-	}
-	if err := json.Unmarshal(data, &tag); err != nil {
-		return nil, err
-	}
+	tag, _, _ := jsonwire.Lookup(data, "receipt_type") // Require proved it present
 	var payload interface {
 		Payload
 		json.Unmarshaler
 	}
-	switch tag.ReceiptType {
-	case TypeJobStarted:
+	switch string(tag) {
+	case `"` + string(TypeJobStarted) + `"`:
 		payload = new(JobStarted)
-	case TypeJobAccepted:
+	case `"` + string(TypeJobAccepted) + `"`:
 		payload = new(JobAccepted)
-	case TypeJobFinished:
+	case `"` + string(TypeJobFinished) + `"`:
 		payload = new(JobFinished)
 	default:
-		return nil, &jsonwire.ValueError{Field: "receipt_type", Value: string(tag.ReceiptType)}
+		return nil, &jsonwire.ValueError{Field: "receipt_type", Value: string(tag)}
 	}
 	if err := payload.UnmarshalJSON(data); err != nil {
 		return nil, err

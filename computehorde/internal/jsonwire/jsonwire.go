@@ -70,25 +70,76 @@ func (e *ValueError) Error() string {
 }
 
 // Require checks that data is a JSON object holding each named field with a non-null value. It
-// reports a non-object as *json.UnmarshalTypeError, like encoding/json would.
+// reports a non-object as *json.UnmarshalTypeError and bad JSON as *json.SyntaxError, like
+// encoding/json would.
 func Require(data []byte, names ...string) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
+	if err := checkObject(data); err != nil {
 		return err
 	}
-	if fields == nil {
-		return &json.UnmarshalTypeError{Value: "null", Type: objectType}
+	const maxNames = 64
+	if len(names) > maxNames {
+		panic("jsonwire: too many required names") // a programming error: callers list a few
 	}
-	for _, name := range names {
-		raw, ok := fields[name]
-		if !ok {
+	var present, null uint64
+	eachMember(data, func(key, value []byte) {
+		for i, name := range names {
+			if keyEquals(key, name) {
+				present |= 1 << i
+				null &^= 1 << i
+				if IsNull(value) {
+					null |= 1 << i
+				}
+			}
+		}
+	})
+	for i, name := range names {
+		if present&(1<<i) == 0 {
 			return &FieldError{Field: name, Missing: true}
 		}
-		if IsNull(raw) {
+		if null&(1<<i) != 0 {
 			return &FieldError{Field: name}
 		}
 	}
 	return nil
+}
+
+// Lookup returns the raw value of an object's member, a subslice of data, and whether it is
+// present; with duplicate keys the last wins, as in encoding/json. It allocates nothing for
+// keys without escapes, so checking a frame's fields costs a scan, not a copy of the frame.
+func Lookup(data []byte, name string) (json.RawMessage, bool, error) {
+	if err := checkObject(data); err != nil {
+		return nil, false, err
+	}
+	var found json.RawMessage
+	ok := false
+	eachMember(data, func(key, value []byte) {
+		if keyEquals(key, name) {
+			found, ok = value, true
+		}
+	})
+	return found, ok, nil
+}
+
+// checkObject reports invalid JSON or a non-object the way json.Unmarshal does, without
+// allocating for the contents.
+func checkObject(data []byte) error {
+	var object struct{}
+	if err := json.Unmarshal(data, &object); err != nil {
+		return err
+	}
+	if first := skipSpace(data, 0); data[first] != '{' {
+		return &json.UnmarshalTypeError{Value: "null", Type: objectType}
+	}
+	return nil
+}
+
+// keyEquals compares a quoted JSON key with name, unquoting only keys with escapes.
+func keyEquals(quoted []byte, name string) bool {
+	if !bytes.ContainsRune(quoted, '\\') {
+		return string(quoted[1:len(quoted)-1]) == name
+	}
+	var key string
+	return json.Unmarshal(quoted, &key) == nil && key == name
 }
 
 // IsNull reports whether raw is the JSON literal null (or empty, as an absent RawMessage is).
