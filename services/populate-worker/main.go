@@ -5,18 +5,33 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"time"
 
 	"drover.dev/queue"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
 
-// Config is the populate-worker's configuration, read from PopulateWorker_* environment variables.
+// Config is the populate-worker's configuration, read from POPULATE_WORKER_* environment variables.
 type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8085" desc:"HTTP listen address"`
+
+	MinSchedulingInterval time.Duration `envconfig:"MIN_SCHEDULING_INTERVAL" default:"5s" desc:"schedule_jobs of a table runs at most once per interval (database clock)"`
+	OrphanTimeout         time.Duration `envconfig:"ORPHAN_TIMEOUT" default:"2m" desc:"reservation lease: a reserved job not renewed for this long is scheduled again"`
+	ReclaimEvery          time.Duration `envconfig:"RECLAIM_EVERY" default:"10s" desc:"how often dead or expired reservations are looked for"`
+	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
+	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent makes run from the River queue (0: only populate calls make)"`
+	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run"`
+	ScheduleEvery         time.Duration `envconfig:"SCHEDULE_EVERY" default:"1m" desc:"periodic schedule_jobs of every table, besides the event-driven one"`
+	CleanupEvery          time.Duration `envconfig:"CLEANUP_EVERY" default:"24h" desc:"periodic cleanup_jobs of every table, besides the event-driven one"`
+	TablesFile            string        `envconfig:"TABLES_FILE" desc:"JSON file of computed tables with HTTP function makes to register at start"`
+	Examples              bool          `envconfig:"EXAMPLES" default:"true" desc:"register the example pipelines and serve their HTTP function"`
+	ExamplesFunctionURL   string        `envconfig:"EXAMPLES_FUNCTION_URL" desc:"URL of the example energy function; this service's own when empty"`
+	ExamplesSeed          bool          `envconfig:"EXAMPLES_SEED" default:"false" desc:"serve POST /v1/examples/seed, which inserts example upstream rows (demo only)"`
 }
 
 func main() {
@@ -28,12 +43,42 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	cfg = cfg.withDefaults()
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	queues := map[string]int{queue.QueuePopulateMaintenance: 1}
+	if cfg.MakeWorkers > 0 {
+		queues[queue.QueuePopulate] = cfg.MakeWorkers
+	}
 	spec := service.Spec{
 		Service:  queue.PopulateWorker,
 		Config:   cfg.Common,
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
+		Queues:   queues,
 	}
-	return service.Run(ctx, spec, stdout, func(*service.Deps) error { return nil })
+	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
+}
+
+// withDefaults fills the durations a config struct built in code (tests) left at zero with the
+// defaults the environment would give.
+func (c Config) withDefaults() Config {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
+		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
+		{&c.ScheduleEvery, time.Minute}, {&c.CleanupEvery, 24 * time.Hour},
+	} {
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	return c
 }

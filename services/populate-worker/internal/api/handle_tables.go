@@ -1,0 +1,128 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/shared/problem"
+	"drover.dev/shared/web"
+)
+
+// tableView is a computed table as GET /v1/tables shows it.
+type tableView struct {
+	*populate.Table
+	Make string `json:"make"` // go, three-part or http
+}
+
+func handleTableList(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		out := []tableView{}
+		for _, t := range e.Tables().All() {
+			kind := "go"
+			switch {
+			case t.FunctionURL != "":
+				kind = "http"
+			case t.Fetch != nil:
+				kind = "three-part"
+			}
+			out = append(out, tableView{Table: t, Make: kind})
+		}
+		return c.JSON(http.StatusOK, map[string]any{"tables": out})
+	}
+}
+
+// populateRequest is POST /v1/tables/{name}/populate. reserve_jobs and schedule_jobs default to
+// true: through the jobs table, every worker and replica shares the keys safely.
+type populateRequest struct {
+	Restriction    populate.Restriction `json:"restriction"`
+	Order          populate.Order       `json:"order"`
+	MaxCalls       int                  `json:"max_calls"`
+	ReserveJobs    *bool                `json:"reserve_jobs"`
+	ScheduleJobs   *bool                `json:"schedule_jobs"`
+	SuppressErrors bool                 `json:"suppress_errors"`
+	Processes      int                  `json:"processes"`
+}
+
+func handlePopulate(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var req populateRequest
+		if err := web.DecodeJSON(c, &req); err != nil {
+			return err
+		}
+		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.PopulateOpts{
+			Restriction: req.Restriction, Order: req.Order, MaxCalls: req.MaxCalls,
+			ReserveJobs: orTrue(req.ReserveJobs), SkipSchedule: !orTrue(req.ScheduleJobs),
+			SuppressErrors: req.SuppressErrors, Processes: req.Processes,
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
+
+func orTrue(b *bool) bool { return b == nil || *b }
+
+// scheduleRequest is POST /v1/tables/{name}/schedule; MinSchedulingInterval (seconds) overrides
+// the service's for this call.
+type scheduleRequest struct {
+	Force                 bool     `json:"force"`
+	MinSchedulingInterval *float64 `json:"min_scheduling_interval"`
+}
+
+func handleSchedule(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var req scheduleRequest
+		if err := web.DecodeJSON(c, &req); err != nil {
+			return err
+		}
+		opts := populate.ScheduleOpts{Force: req.Force}
+		if s := req.MinSchedulingInterval; s != nil {
+			if *s < 0 || *s > 86400 {
+				return problem.Unprocessablef("min_scheduling_interval", "must be 0 to 86400 seconds")
+			}
+			d := time.Duration(*s * float64(time.Second))
+			opts.MinInterval = &d
+		}
+		res, err := e.ScheduleJobs(c.Request().Context(), c.Param("name"), opts)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
+
+func handleCleanup(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		res, err := e.CleanupJobs(c.Request().Context(), c.Param("name"), 0)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, res)
+	}
+}
+
+// handleProgress reads a restriction from the query: each parameter a key column, its value JSON
+// (3, "a", [1,2]) or else a string.
+func handleProgress(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := populate.Restriction{}
+		for col, vals := range c.Request().URL.Query() {
+			v := vals[len(vals)-1]
+			if !json.Valid([]byte(v)) {
+				b, _ := json.Marshal(v)
+				v = string(b)
+			}
+			r[col] = json.RawMessage(v)
+		}
+		p, err := e.Progress(c.Request().Context(), c.Param("name"), r)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, p)
+	}
+}

@@ -1,0 +1,92 @@
+package populate
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CleanupResult says what cleanup_jobs removed.
+type CleanupResult struct {
+	Removed    int  `json:"removed"`
+	Suppressed bool `json:"suppressed"`
+}
+
+// CleanupJobs is DataJoint's cleanup_jobs for the table registered as name: it deletes success
+// jobs whose target row is gone and scheduled, error and ignore jobs whose key left key_source,
+// whatever the sizes of the jobs table and key_source (DataJoint only cleaned up when jobs
+// outnumbered keys, so a few orphans in a big table stayed forever). minInterval rate-limits
+// event-driven calls like scheduling; zero always runs.
+func (e *Engine) CleanupJobs(ctx context.Context, name string, minInterval time.Duration) (CleanupResult, error) {
+	t, err := e.tables.Get(name)
+	if err != nil {
+		return CleanupResult{}, err
+	}
+	var res CleanupResult
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		ok, err := claimEvent(ctx, tx, t.Name, "cleanup", minInterval)
+		if err != nil || !ok {
+			res.Suppressed = !ok
+			return err
+		}
+		tag, err := tx.Exec(ctx, cleanupSQL(t), t.Name)
+		if err != nil {
+			return fmt.Errorf("delete orphaned jobs: %w", err)
+		}
+		res.Removed = int(tag.RowsAffected())
+		return recordEventKeys(ctx, tx, t.Name, "cleanup", res.Removed)
+	})
+	if err != nil {
+		return CleanupResult{}, fmt.Errorf("clean up jobs of %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// cleanupSQL compares keys typed: each job's key is turned into a row of the target's type.
+func cleanupSQL(t *Table) string {
+	return `DELETE FROM jobs j USING LATERAL jsonb_populate_record(NULL::` + t.target() + `, j.key) k
+		WHERE j.table_name = $1 AND (
+			(j.status = 'success' AND NOT EXISTS (SELECT 1 FROM ` + t.target() + ` t WHERE ` + t.pkMatch("t", "k") + `))
+			OR (j.status IN ('scheduled', 'error', 'ignore') AND NOT EXISTS (
+				SELECT 1 FROM (` + t.KeySource + `) s WHERE ` + t.pkMatch("s", "k") + `)))`
+}
+
+// Reclaim returns orphaned reservations to scheduled and enqueues their makes, in one
+// transaction: those whose database connection is gone (the worker process died; its
+// connection_id no longer appears in pg_stat_activity) and those whose lease expired (the worker
+// stopped renewing it). It returns how many it reclaimed.
+func (e *Engine) Reclaim(ctx context.Context) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE jobs j SET status = 'scheduled', "timestamp" = now(),
+			run_metadata = j.run_metadata || jsonb_build_object('reclaimed_from_connection', j.connection_id)
+			FROM (SELECT table_name, key_hash FROM jobs o
+				WHERE o.status = 'reserved' AND (
+					(o.run_metadata ->> 'lease_until')::timestamptz < now()
+					OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = o.connection_id))
+				FOR UPDATE SKIP LOCKED) o
+			WHERE j.table_name = o.table_name AND j.key_hash = o.key_hash
+			RETURNING j.table_name, j.key_hash`)
+		if err != nil {
+			return fmt.Errorf("reclaim orphaned reservations: %w", err)
+		}
+		var table, hash string
+		byTable := map[string][]string{}
+		if _, err := pgx.ForEachRow(rows, []any{&table, &hash}, func() error {
+			byTable[table] = append(byTable[table], hash)
+			n++
+			return nil
+		}); err != nil {
+			return fmt.Errorf("reclaim orphaned reservations: %w", err)
+		}
+		for table, hashes := range byTable {
+			if err := e.enqueueMakes(ctx, tx, table, hashes); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}

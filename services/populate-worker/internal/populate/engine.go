@@ -1,0 +1,93 @@
+package populate
+
+import (
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/queue"
+)
+
+// Config is what a service decides about populating.
+type Config struct {
+	// MinSchedulingInterval is DataJoint's min_scheduling_interval: schedule_jobs for a table does
+	// nothing when the last scheduling event, by the database clock, is more recent than this.
+	// Every key_source is an expensive query, and a thousand workers must not all run it at once
+	// (DataJoint #749). Zero means the default of 5 s.
+	MinSchedulingInterval time.Duration
+
+	// OrphanTimeout is the reservation lease. A worker renews its reservations while make runs; a
+	// reservation whose lease expired, or whose database connection is gone (a killed process),
+	// is returned to scheduled by the orphan sweep. Zero means 5 minutes.
+	OrphanTimeout time.Duration
+
+	// KeepSuccess keeps a completed job as status success with its run_duration instead of
+	// deleting it.
+	KeepSuccess bool
+
+	// WorkerID names this process in run_metadata.
+	WorkerID string
+
+	// HTTPClient calls HTTP function makes; a client with a 5-minute timeout when nil.
+	HTTPClient *http.Client
+}
+
+// Engine populates the computed tables of a registry. It is safe for concurrent use by any
+// number of goroutines, processes and replicas: the jobs table is the only shared state.
+type Engine struct {
+	pool     *pgxpool.Pool
+	river    *queue.Client
+	tables   *Registry
+	cfg      Config
+	host     string
+	version  string
+	stopping atomic.Bool
+}
+
+// NewEngine returns an engine on pool (search_path on the populate_worker schema) that inserts
+// make jobs through river, an insert-only client on the same schema.
+func NewEngine(pool *pgxpool.Pool, river *queue.Client, tables *Registry, cfg Config) *Engine {
+	if cfg.MinSchedulingInterval == 0 {
+		cfg.MinSchedulingInterval = 5 * time.Second
+	}
+	if cfg.OrphanTimeout == 0 {
+		cfg.OrphanTimeout = 5 * time.Minute
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Minute}
+	}
+	host, _ := os.Hostname()
+	return &Engine{pool: pool, river: river, tables: tables, cfg: cfg, host: host, version: buildVersion()}
+}
+
+// Tables returns the engine's registry.
+func (e *Engine) Tables() *Registry { return e.tables }
+
+// Config returns the engine's configuration with defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// SetStopping tells the engine the process received SIGTERM: a make cancelled from now on is
+// recorded as an error saying so instead of as a plain cancellation.
+func (e *Engine) SetStopping() { e.stopping.Store(true) }
+
+// buildVersion is the code version recorded in run_metadata: the VCS revision when the binary
+// carries one, else the module version.
+func buildVersion() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			return s.Value
+		}
+	}
+	return info.Main.Version
+}
+
+// Pool returns the engine's pool, for read-only queries of the jobs table.
+func (e *Engine) Pool() *pgxpool.Pool { return e.pool }

@@ -1,0 +1,219 @@
+package populate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CompleteFunc runs inside the transaction that finishes a job, success or error: the River
+// worker completes its River job there, so the job's outcome and River's commit together.
+type CompleteFunc func(ctx context.Context, tx pgx.Tx) error
+
+// recordTimeout bounds writing a job's outcome after its context ended (shutdown).
+const recordTimeout = 10 * time.Second
+
+// run runs make for r and finishes its job. It returns make's own error (recorded in the jobs
+// table, the job finished) separately from err, a failure to record anything (the reservation
+// stays and is reclaimed later).
+func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc) (makeErr, err error) {
+	leaseCtx, stopLease := context.WithCancel(ctx)
+	defer stopLease()
+	go e.holdLease(leaseCtx, r)
+
+	makeErr = e.makeAndCommit(ctx, r, complete)
+	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) {
+		return nil, makeErr
+	}
+	if ctx.Err() != nil {
+		makeErr = e.interruption(ctx, makeErr)
+	}
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	err = pgx.BeginFunc(recordCtx, r.conn, func(tx pgx.Tx) error {
+		if err := lockReservation(recordCtx, tx, r); err != nil {
+			return err
+		}
+		if err := finishError(recordCtx, tx, r, makeErr); err != nil {
+			return err
+		}
+		return callComplete(recordCtx, tx, complete)
+	})
+	return makeErr, err
+}
+
+// interruption is the error recorded for a make whose context ended: DataJoint records Ctrl-C
+// as KeyboardInterrupt and SIGTERM as SystemExit.
+func (e *Engine) interruption(ctx context.Context, cause error) error {
+	if e.stopping.Load() {
+		return &MakeError{Class: "SystemExit", Message: "SIGTERM received; make did not finish within the shutdown budget", Stack: errorChain(cause)}
+	}
+	return &MakeError{Class: "KeyboardInterrupt", Message: "make interrupted: " + context.Cause(ctx).Error(), Stack: errorChain(cause)}
+}
+
+func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc) error {
+	if complete == nil {
+		return nil
+	}
+	return complete(ctx, tx)
+}
+
+// makeAndCommit runs the three parts of make: fetch and compute outside any transaction, then
+// within one transaction lock the reservation, re-fetch and compare, run the in-transaction
+// make, insert the rows, finish the job and complete it.
+func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete CompleteFunc) (err error) {
+	defer recoverPanic(&err)
+	t := r.table
+	var fetched any
+	var rows []Row
+	if t.Fetch != nil {
+		if fetched, err = t.Fetch(ctx, r.conn, r.key); err != nil {
+			return err
+		}
+	}
+	if rows, err = e.compute(ctx, t, r.key, fetched); err != nil {
+		return err
+	}
+	return pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+		if !r.direct {
+			if err := lockReservation(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		done, err := targetHas(ctx, tx, t, r.key)
+		if err != nil || done {
+			return finishAll(ctx, tx, e, r, complete, err)
+		}
+		if err := refetch(ctx, tx, t, r.key, fetched); err != nil {
+			return err
+		}
+		if t.Make != nil {
+			more, err := t.Make(ctx, tx, r.key)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, more...)
+		}
+		if err := insertRows(ctx, tx, t, r.key, rows); err != nil {
+			return err
+		}
+		return finishAll(ctx, tx, e, r, complete, nil)
+	})
+}
+
+func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, err error) error {
+	if err != nil || r.direct {
+		return err
+	}
+	if err := e.finishSuccess(ctx, tx, r); err != nil {
+		return err
+	}
+	return callComplete(ctx, tx, complete)
+}
+
+func recoverPanic(err *error) {
+	if p := recover(); p != nil {
+		*err = &MakeError{Class: "panic", Message: fmt.Sprint(p), Stack: string(debug.Stack())}
+	}
+}
+
+// compute runs the outside-the-transaction part: the Go Compute or the HTTP function.
+func (e *Engine) compute(ctx context.Context, t *Table, key Key, fetched any) ([]Row, error) {
+	switch {
+	case t.FunctionURL != "":
+		return e.callFunction(ctx, t, key)
+	case t.Compute != nil:
+		return t.Compute(ctx, key, fetched)
+	}
+	return nil, nil
+}
+
+// refetch fails with ErrInputChanged when the inputs read inside the transaction differ from
+// those the rows were computed from.
+func refetch(ctx context.Context, tx pgx.Tx, t *Table, key Key, fetched any) error {
+	if t.Fetch == nil {
+		return nil
+	}
+	again, err := t.Fetch(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(fetched, again) {
+		return fmt.Errorf("make %s key %v: %w", t.Name, map[string]any(key), ErrInputChanged)
+	}
+	return nil
+}
+
+// targetHas reports whether the target already holds key: then the job is simply completed.
+func targetHas(ctx context.Context, tx pgx.Tx, t *Table, key Key) (bool, error) {
+	var ok bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.target()+` t,
+		jsonb_populate_record(NULL::`+t.target()+`, $1::jsonb) k WHERE `+t.pkMatch("t", "k")+`)`, key).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look up key in %s: %w", t.Target, err)
+	}
+	return ok, nil
+}
+
+// insertRows inserts rows into the target, converting JSON values to the column types in
+// Postgres. A row lacking a key column gets the key's value; a row with a different value fails.
+func insertRows(ctx context.Context, tx pgx.Tx, t *Table, key Key, rows []Row) error {
+	cols := map[string]bool{}
+	for _, row := range rows {
+		if err := fillKey(t, key, row); err != nil {
+			return err
+		}
+		for c := range row {
+			cols[c] = true
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	list := make([]string, 0, len(cols))
+	for c := range cols {
+		list = append(list, pgx.Identifier{c}.Sanitize())
+	}
+	slices.Sort(list)
+	names := joinComma(list)
+	_, err := tx.Exec(ctx, `INSERT INTO `+t.target()+` (`+names+`) SELECT `+names+
+		` FROM jsonb_populate_recordset(NULL::`+t.target()+`, $1::jsonb)`, rows)
+	if err != nil {
+		return fmt.Errorf("insert %d rows into %s: %w", len(rows), t.Target, err)
+	}
+	return nil
+}
+
+func fillKey(t *Table, key Key, row Row) error {
+	for _, c := range t.PrimaryKey {
+		v, ok := row[c]
+		if !ok {
+			row[c] = key[c]
+			continue
+		}
+		a, _ := json.Marshal(v)
+		b, _ := json.Marshal(key[c])
+		if string(a) != string(b) {
+			return fmt.Errorf("row of %s has %s = %s, but the key's is %s", t.Name, c, a, b)
+		}
+	}
+	return nil
+}
+
+func joinComma(list []string) string {
+	out := ""
+	for i, s := range list {
+		if i > 0 {
+			out += ", "
+		}
+		out += s
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package populate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"drover.dev/queue"
+	"drover.dev/shared/postgres"
+)
+
+// ChangeChannel is the channel the tables' statement triggers notify, with payload
+// "<schema>.<table> <TG_OP>".
+const ChangeChannel = "populate_change"
+
+// watch is what a change of one database table means for the computed tables.
+type watch struct {
+	upstreamOf []string // computed tables whose key_source reads it
+	targetOf   []string // computed tables it is the target of
+}
+
+// InstallTriggers puts statement triggers on every upstream table (inserts, updates, deletes,
+// truncates) and every target table (deletes, truncates) that notify ChangeChannel. Statement
+// triggers, not row triggers: a bulk insert of a million rows sends one notification.
+func (e *Engine) InstallTriggers(ctx context.Context) error {
+	for _, t := range e.tables.All() {
+		for _, u := range t.Upstream {
+			if err := createTrigger(ctx, e.pool, u, "populate_worker_upstream", "INSERT OR UPDATE OR DELETE OR TRUNCATE"); err != nil {
+				return err
+			}
+		}
+		if err := createTrigger(ctx, e.pool, t.Target, "populate_worker_target", "DELETE OR TRUNCATE"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func createTrigger(ctx context.Context, db postgres.DBTX, table, name, events string) error {
+	_, err := db.Exec(ctx, `CREATE OR REPLACE TRIGGER `+name+` AFTER `+events+` ON `+ident(table)+
+		` FOR EACH STATEMENT EXECUTE FUNCTION populate_worker.notify_change()`)
+	if err != nil {
+		return fmt.Errorf("install trigger %s on %s: %w", name, table, err)
+	}
+	return nil
+}
+
+// watches maps each watched table's "<schema>.<relname>" (as triggers report it) to what its
+// changes mean.
+func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
+	out := map[string]*watch{}
+	add := func(table string) (*watch, error) {
+		var qualified string
+		err := e.pool.QueryRow(ctx, `SELECT n.nspname || '.' || c.relname FROM pg_class c
+			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, table).Scan(&qualified)
+		if err != nil {
+			return nil, fmt.Errorf("resolve table %s: %w", table, err)
+		}
+		if out[qualified] == nil {
+			out[qualified] = &watch{}
+		}
+		return out[qualified], nil
+	}
+	for _, t := range e.tables.All() {
+		for _, u := range t.Upstream {
+			w, err := add(u)
+			if err != nil {
+				return nil, err
+			}
+			w.upstreamOf = append(w.upstreamOf, t.Name)
+		}
+		w, err := add(t.Target)
+		if err != nil {
+			return nil, err
+		}
+		w.targetOf = append(w.targetOf, t.Name)
+	}
+	return out, nil
+}
+
+// Listen holds a dedicated connection listening on ChangeChannel until ctx ends, and turns each
+// change into a populate_schedule job: inserts upstream schedule, deletes upstream or in the
+// target also clean up. The jobs collapse while one is waiting (unique by args) and the worker
+// applies min_scheduling_interval, so a storm of statements costs one schedule per interval.
+func (e *Engine) Listen(ctx context.Context, ins *queue.Client, logger *slog.Logger) error {
+	ws, err := e.watches(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire listen connection: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+ChangeChannel); err != nil {
+		return fmt.Errorf("listen on %s: %w", ChangeChannel, err)
+	}
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("wait for %s: %w", ChangeChannel, err)
+		}
+		for _, args := range followUps(ws, n.Payload) {
+			if _, err := ins.Insert(ctx, args, nil); err != nil && !errors.Is(err, context.Canceled) {
+				logger.Warn("enqueue schedule after change", "table", args.Table, "error", err)
+			}
+		}
+	}
+}
+
+// followUps returns the schedule jobs a change notification calls for.
+func followUps(ws map[string]*watch, payload string) []queue.PopulateScheduleArgs {
+	table, op, _ := strings.Cut(payload, " ")
+	w := ws[table]
+	if w == nil {
+		return nil
+	}
+	removes := op == "DELETE" || op == "TRUNCATE" || op == "UPDATE"
+	var out []queue.PopulateScheduleArgs
+	for _, name := range w.upstreamOf {
+		out = append(out, queue.PopulateScheduleArgs{Table: name, Cleanup: removes})
+	}
+	if removes {
+		for _, name := range w.targetOf {
+			out = append(out, queue.PopulateScheduleArgs{Table: name, Cleanup: true})
+		}
+	}
+	return out
+}

@@ -1,0 +1,54 @@
+package populate
+
+import (
+	"context"
+	"fmt"
+)
+
+// Progress is how far a computed table is: DataJoint's progress (remaining of total keys) and
+// its jobs by status.
+type Progress struct {
+	Table     string           `json:"table"`
+	Total     int64            `json:"total"`
+	Remaining int64            `json:"remaining"`
+	Jobs      map[Status]int64 `json:"jobs"`
+}
+
+// Progress counts key_source keys and those still missing from the target, and the table's jobs
+// by status, all restricted by r.
+func (e *Engine) Progress(ctx context.Context, name string, r Restriction) (Progress, error) {
+	t, err := e.tables.Get(name)
+	if err != nil {
+		return Progress{}, err
+	}
+	f, err := r.compile(t, "restriction")
+	if err != nil {
+		return Progress{}, err
+	}
+	p := Progress{Table: t.Name, Jobs: map[Status]int64{}}
+	cond, args := f.where("x.key", nil)
+	err = e.pool.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM (`+t.keySourceKeys()+`) x WHERE `+cond+`),
+		(SELECT count(*) FROM (`+todoSQL(t)+`) x WHERE `+cond+`)`, args...).Scan(&p.Total, &p.Remaining)
+	if err != nil {
+		return p, fmt.Errorf("progress of %s: %w", name, err)
+	}
+	cond, args = f.where("key", []any{t.Name})
+	rows, err := e.pool.Query(ctx, `SELECT status, count(*) FROM jobs WHERE table_name = $1 AND `+cond+` GROUP BY status`, args...)
+	if err != nil {
+		return p, fmt.Errorf("count jobs of %s: %w", name, err)
+	}
+	var st Status
+	var n int64
+	for _, s := range []Status{StatusScheduled, StatusReserved, StatusError, StatusIgnore, StatusSuccess} {
+		p.Jobs[s] = 0
+	}
+	for rows.Next() {
+		if err := rows.Scan(&st, &n); err != nil {
+			rows.Close()
+			return p, fmt.Errorf("count jobs of %s: %w", name, err)
+		}
+		p.Jobs[st] = n
+	}
+	return p, rows.Err()
+}

@@ -1,0 +1,120 @@
+package populate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ScheduleOpts tune one schedule_jobs call.
+type ScheduleOpts struct {
+	// Force reschedules keys whose job is in error or ignore.
+	Force bool
+
+	// MinInterval overrides Config.MinSchedulingInterval for this call when not nil; zero
+	// schedules whatever the last event.
+	MinInterval *time.Duration
+}
+
+// ScheduleResult says what schedule_jobs did.
+type ScheduleResult struct {
+	// Scheduled counts the keys that became scheduled (new, or forced back from error/ignore).
+	Scheduled int `json:"scheduled"`
+
+	// Suppressed is true when the call did nothing because a scheduling event of the table is
+	// more recent than the minimum interval.
+	Suppressed bool `json:"suppressed"`
+}
+
+// ScheduleJobs is DataJoint's schedule_jobs for the table registered as name: in one
+// transaction it records a scheduling event (or stops if one is too recent, by the database
+// clock), inserts a scheduled job for every key of key_source that is neither in the target (by
+// primary key only) nor already scheduled, reserved or succeeded, and inserts each new job's
+// River job.
+func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpts) (ScheduleResult, error) {
+	t, err := e.tables.Get(name)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	interval := e.cfg.MinSchedulingInterval
+	if opts.MinInterval != nil {
+		interval = *opts.MinInterval
+	}
+	var res ScheduleResult
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		ok, err := claimEvent(ctx, tx, t.Name, "schedule", interval)
+		if err != nil || !ok {
+			res.Suppressed = !ok
+			return err
+		}
+		hashes, err := e.insertScheduled(ctx, tx, t, opts.Force)
+		if err != nil {
+			return err
+		}
+		res.Scheduled = len(hashes)
+		if err := recordEventKeys(ctx, tx, t.Name, "schedule", len(hashes)); err != nil {
+			return err
+		}
+		return e.enqueueMakes(ctx, tx, t.Name, hashes)
+	})
+	if err != nil {
+		return ScheduleResult{}, fmt.Errorf("schedule jobs of %s: %w", name, err)
+	}
+	return res, nil
+}
+
+// scheduleSQL is the set-based statement: key_source minus target minus live jobs. Conflicts with
+// existing jobs update only error/ignore rows and only when forced; every other existing job is
+// left alone and not returned.
+func scheduleSQL(t *Table) string {
+	return `WITH todo AS (` + todoSQL(t) + `)
+	INSERT INTO jobs AS j (table_name, key_hash, status, key, host, pid, run_metadata)
+	SELECT $1, md5(key::text), 'scheduled', key, $2, $3, NULL FROM todo
+	ON CONFLICT (table_name, key_hash) DO UPDATE
+		SET status = 'scheduled', error_message = NULL, error_stack = NULL, "user" = current_user,
+		    host = excluded.host, pid = excluded.pid, connection_id = pg_backend_pid(), "timestamp" = now()
+		WHERE $4 AND j.status IN ('error', 'ignore')
+	RETURNING key_hash`
+}
+
+func (e *Engine) insertScheduled(ctx context.Context, tx pgx.Tx, t *Table, force bool) ([]string, error) {
+	rows, err := tx.Query(ctx, scheduleSQL(t), t.Name, e.host, pid(), force)
+	if err != nil {
+		return nil, fmt.Errorf("insert scheduled jobs: %w", err)
+	}
+	hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("insert scheduled jobs: %w", err)
+	}
+	return hashes, nil
+}
+
+// claimEvent records a scheduling event of kind for table unless the last one is more recent
+// than interval by the database clock, and reports whether it did. The event row stays locked
+// until the transaction ends, so concurrent callers queue behind it and then see it.
+func claimEvent(ctx context.Context, tx pgx.Tx, table, kind string, interval time.Duration) (bool, error) {
+	var at time.Time
+	err := tx.QueryRow(ctx, `
+		INSERT INTO scheduling_events AS ev (table_name, kind, last_at) VALUES ($1, $2, clock_timestamp())
+		ON CONFLICT (table_name, kind) DO UPDATE SET last_at = clock_timestamp()
+		WHERE ev.last_at <= clock_timestamp() - $3::interval
+		RETURNING last_at`, table, kind, interval).Scan(&at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("record %s event of %s: %w", kind, table, err)
+	}
+	return true, nil
+}
+
+func recordEventKeys(ctx context.Context, tx pgx.Tx, table, kind string, n int) error {
+	_, err := tx.Exec(ctx, `UPDATE scheduling_events SET keys = $3 WHERE table_name = $1 AND kind = $2`, table, kind, n)
+	if err != nil {
+		return fmt.Errorf("record %s event of %s: %w", kind, table, err)
+	}
+	return nil
+}

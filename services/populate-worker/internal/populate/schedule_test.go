@@ -1,0 +1,74 @@
+package populate
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestScheduleJobs(t *testing.T) {
+	t.Parallel()
+
+	t.Run("SchedulesMissingKeysWithTheirRiverJobs", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 5)
+		_, err := b.pool.Exec(b.ctx, `INSERT INTO dst (a, b, doubled) VALUES (1, 1, 2)`)
+		require.NoError(t, err)
+		require.Equal(t, ScheduleResult{Scheduled: 4}, b.schedule(t, ScheduleOpts{}))
+		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
+		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
+		require.Equal(t, ScheduleResult{}, b.schedule(t, ScheduleOpts{}), "scheduled keys are never scheduled twice")
+	})
+	t.Run("AntijoinOnPrimaryKeyOnly", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.insertSrc(t, [3]int{1, 1, 10}, [3]int{2, 1, 20})
+		// dst's v differs from src's v: matching on it would reschedule key (1,1) (#1405).
+		_, err := b.pool.Exec(b.ctx, `INSERT INTO dst (a, b, v, doubled) VALUES (1, 1, 99, 20)`)
+		require.NoError(t, err)
+		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
+	})
+	t.Run("KeyHashHasNoCollisions", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.insertSrc(t, [3]int{1, 23, 1}, [3]int{12, 3, 1})
+		require.Equal(t, 2, b.schedule(t, ScheduleOpts{}).Scheduled)
+		require.Equal(t, 2, b.count(t, `SELECT count(DISTINCT key_hash) FROM jobs`))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE key_hash = md5('{"a": 1, "b": 23}'::jsonb::text)`))
+	})
+	t.Run("SecondScheduleInsideTheIntervalIsSuppressed", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{MinSchedulingInterval: time.Hour})
+		b.grid(t, 2)
+		require.Equal(t, 2, b.schedule(t, ScheduleOpts{}).Scheduled)
+		b.insertSrc(t, [3]int{3, 1, 3})
+		require.Equal(t, ScheduleResult{Suppressed: true}, b.schedule(t, ScheduleOpts{}))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs`), "nothing written while suppressed")
+		zero := time.Duration(0)
+		require.Equal(t, 1, b.schedule(t, ScheduleOpts{MinInterval: &zero}).Scheduled, "a per-call override schedules")
+	})
+	t.Run("ForceReschedulesErrorAndIgnoreOnly", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{KeepSuccess: true})
+		b.grid(t, 5)
+		b.schedule(t, ScheduleOpts{})
+		hashes := b.hashes(t, StatusScheduled)
+		_, err := b.pool.Exec(b.ctx, `UPDATE jobs SET status = CASE key_hash
+			WHEN $1 THEN 'error' WHEN $2 THEN 'ignore' WHEN $3 THEN 'reserved' WHEN $4 THEN 'success' ELSE status END`,
+			hashes[0], hashes[1], hashes[2], hashes[3])
+		require.NoError(t, err)
+		require.Zero(t, b.schedule(t, ScheduleOpts{}).Scheduled, "without force nothing changes")
+		require.Equal(t, 2, b.schedule(t, ScheduleOpts{Force: true}).Scheduled)
+		require.Equal(t, 3, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'reserved'`))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'success'`))
+	})
+	t.Run("UnknownTableIsNotFound", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		_, err := b.engine.ScheduleJobs(b.ctx, "nope", ScheduleOpts{})
+		require.ErrorContains(t, err, "not found")
+	})
+}

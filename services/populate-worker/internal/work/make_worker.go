@@ -1,0 +1,42 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/shared/problem"
+)
+
+// MakeWorker works populate_make jobs: it reserves the key, runs make and finishes the key's job
+// and the River job in one transaction. make's own failures are recorded in the jobs table (the
+// River job completes); only failures to record anything are returned, for River to retry.
+type MakeWorker struct {
+	river.WorkerDefaults[queue.PopulateMakeArgs]
+	Engine *populate.Engine
+	// MakeTimeout bounds one make; River's client-wide job timeout is too short for pipelines.
+	MakeTimeout time.Duration
+}
+
+// Timeout is the longest a make may run.
+func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration { return w.MakeTimeout }
+
+// Work makes one key.
+func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
+	complete := func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	}
+	_, err := w.Engine.MakeKey(ctx, job.Args.Table, job.Args.KeyHash, complete)
+	if errors.Is(err, problem.ErrNotFound) {
+		return river.JobCancel(fmt.Errorf("make %s/%s: %w", job.Args.Table, job.Args.KeyHash, err))
+	}
+	return err
+}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/labstack/echo/v5"
+
+	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/api"
+	"drover.dev/services/populate-worker/internal/examples"
+	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/services/populate-worker/internal/work"
+	"drover.dev/shared/service"
+	"drover.dev/shared/web"
+)
+
+// wire registers the computed tables, checks them against the database, installs their change
+// triggers and adds the workers, periodic jobs, routes and background loops.
+func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) error {
+	reg, err := registry(cfg, ln)
+	if err != nil {
+		return err
+	}
+	if err := reg.Check(ctx, deps.Pool); err != nil {
+		return err
+	}
+	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
+		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
+		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID,
+	})
+	if err := engine.InstallTriggers(ctx); err != nil {
+		return err
+	}
+	deps.PeriodicJobs = append(deps.PeriodicJobs, work.Register(deps.Workers, engine, cfg.MakeTimeout, cfg.ScheduleEvery, cfg.CleanupEvery)...)
+	var seed echo.HandlerFunc
+	if cfg.Examples {
+		deps.Server.Echo.POST("/examples/functions/energy", echo.WrapHandler(examples.EnergyFunction(deps.Pool)))
+		if cfg.ExamplesSeed {
+			seed = handleSeed(deps)
+		}
+	}
+	api.Routes(deps.Server.API, engine, seed)
+	deps.Go(func(ctx context.Context) error {
+		<-ctx.Done()
+		engine.SetStopping() // before River cancels the makes that outlive the soft stop
+		return nil
+	})
+	deps.Go(func(ctx context.Context) error {
+		return engine.Listen(ctx, deps.Inserters[queue.PopulateWorker], deps.Logger)
+	})
+	deps.Go(func(ctx context.Context) error { return reclaimLoop(ctx, engine, cfg.ReclaimEvery, deps) })
+	return nil
+}
+
+// registry builds the tables from code (the examples) and from the tables file.
+func registry(cfg Config, ln net.Listener) (*populate.Registry, error) {
+	reg := populate.NewRegistry()
+	if cfg.Examples {
+		url := cfg.ExamplesFunctionURL
+		if url == "" {
+			url = fmt.Sprintf("http://127.0.0.1:%d/examples/functions/energy", ln.Addr().(*net.TCPAddr).Port)
+		}
+		if err := examples.Register(reg, url); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.TablesFile != "" {
+		if err := reg.LoadFile(cfg.TablesFile); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+// reclaimLoop returns dead workers' reservations to scheduled on every replica; the sweep is one
+// cheap statement and safe to run concurrently (SKIP LOCKED).
+func reclaimLoop(ctx context.Context, e *populate.Engine, every time.Duration, deps *service.Deps) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if n, err := e.Reclaim(ctx); err != nil && ctx.Err() == nil {
+			deps.Logger.Warn("reclaim orphaned reservations", "error", err)
+		} else if n > 0 {
+			deps.Logger.Info("reclaimed orphaned reservations", "jobs", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+type seedRequest struct {
+	Signals int `json:"signals"`
+	Empty   int `json:"empty"`
+}
+
+// handleSeed inserts example upstream rows in one transaction: one change notification.
+func handleSeed(deps *service.Deps) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var req seedRequest
+		if err := web.DecodeJSON(c, &req); err != nil {
+			return err
+		}
+		var res examples.SeedResult
+		err := pgx.BeginFunc(c.Request().Context(), deps.Pool, func(tx pgx.Tx) error {
+			var err error
+			res, err = examples.Seed(c.Request().Context(), tx, req.Signals, req.Empty)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(201, res)
+	}
+}
