@@ -1,4 +1,5 @@
-// Command build-scheduler schedules groups of build jobs with dependencies onto per-target workers.
+// Command build-scheduler schedules groups of build jobs with dependencies onto per-target
+// workers (the build-worker command in this module).
 //
 // Run it with --help for every environment variable it reads.
 package main
@@ -7,16 +8,36 @@ import (
 	"context"
 	"io"
 	"net"
+	"time"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/api"
+	"drover.dev/services/build-scheduler/internal/builder"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/services/build-scheduler/internal/work"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
 
-// Config is the build-scheduler's configuration, read from BuildScheduler_* environment variables.
+// Config is the build-scheduler's configuration, read from BUILD_SCHEDULER_* environment
+// variables.
 type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8084" desc:"HTTP listen address"`
+
+	MaxJobsPerGroup   int           `envconfig:"MAX_JOBS_PER_GROUP" default:"10000" desc:"largest group accepted"`
+	MaxDepsPerJob     int           `envconfig:"MAX_DEPS_PER_JOB" default:"1000" desc:"most dependencies one job may name"`
+	MaxJobBytes       int           `envconfig:"MAX_JOB_BYTES" default:"65536" desc:"largest command + payload + env of one job, in bytes"`
+	DefaultJobTimeout time.Duration `envconfig:"DEFAULT_JOB_TIMEOUT" default:"30m" desc:"a job's timeout when it names none"`
+	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest timeout a job may ask for"`
+
+	MaxAttempts      int           `envconfig:"MAX_ATTEMPTS" default:"3" desc:"times a job is handed out before losing its worker fails it"`
+	ReapInterval     time.Duration `envconfig:"REAP_INTERVAL" default:"5s" desc:"how often expired worker leases are looked for"`
+	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the watchdog runs"`
+	StallAfter       time.Duration `envconfig:"STALL_AFTER" default:"10m" desc:"how long a group may make no progress with nothing running before the watchdog cancels it"`
+	ReportWorkers    int           `envconfig:"REPORT_WORKERS" default:"8" desc:"concurrent workers applying build reports"`
 }
 
 func main() {
@@ -34,6 +55,24 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
+		Queues:   map[string]int{queue.QueueBuildScheduler: cfg.ReportWorkers},
 	}
-	return service.Run(ctx, spec, stdout, func(*service.Deps) error { return nil })
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
+		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
+		logs := logstore.Postgres{DB: d.Pool}
+		// The scheduler works no build queue; it registers the build worker only so that its
+		// River leader knows the kind (see package work).
+		build := &builder.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
+		d.PeriodicJobs = append(d.PeriodicJobs, work.Register(d.Workers, d.Pool, graph, build, work.Settings{
+			WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter,
+		})...)
+		a := &api.API{Pool: d.Pool, Graph: graph, Logs: logs, Limits: dag.Limits{
+			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
+			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+		}, MaxAttempts: cfg.MaxAttempts}
+		a.Routes(d.Server.API)
+		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, Logger: d.Logger}
+		d.Go(reaper.Run)
+		return nil
+	})
 }

@@ -1,0 +1,125 @@
+package api
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/shared/web"
+)
+
+// followPoll is how often a followed log looks for new chunks.
+const followPoll = 200 * time.Millisecond
+
+func (a *API) handleListJobs(c *echo.Context) error {
+	id, err := web.PathInt64(c, "id")
+	if err != nil {
+		return err
+	}
+	state, err := stateParam(c, jobgraph.JobStates)
+	if err != nil {
+		return err
+	}
+	cursor, limit, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := jobgraph.GetGroup(ctx, a.Pool, id); err != nil {
+		return err
+	}
+	jobs, err := jobgraph.ListJobs(ctx, a.Pool, id, state, cursor, limit)
+	if err != nil {
+		return err
+	}
+	page := Page[jobgraph.Job]{Items: jobs}
+	if len(jobs) == limit {
+		page.NextCursor = strconv.FormatInt(jobs[len(jobs)-1].ID, 10)
+	}
+	return c.JSON(http.StatusOK, page)
+}
+
+func (a *API) handleGetJob(c *echo.Context) error {
+	id, err := web.PathInt64(c, "id")
+	if err != nil {
+		return err
+	}
+	j, err := jobgraph.GetJob(c.Request().Context(), a.Pool, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, j)
+}
+
+// handleLog writes a job's output as plain text, each attempt introduced by a marker line. With
+// follow=true it keeps the response open and writes new output as it is stored, until the job
+// is final and everything has been sent: plain chunked HTTP, readable with curl -N.
+func (a *API) handleLog(c *echo.Context) error {
+	id, err := web.PathInt64(c, "id")
+	if err != nil {
+		return err
+	}
+	follow := c.QueryParam("follow") == "true"
+	ctx := c.Request().Context()
+	if _, err := jobgraph.GetJob(ctx, a.Pool, id); err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var after int64
+	attempt := 0
+	for {
+		// Whether the job was final is read before its chunks, so none stored before it became
+		// final can be missed.
+		done, err := a.logDone(c, id, follow)
+		if err != nil {
+			return err
+		}
+		chunks, err := a.Logs.Read(ctx, id, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, ch := range chunks {
+			if ch.Attempt != attempt {
+				attempt = ch.Attempt
+				fmt.Fprintf(w, "=== attempt %d ===\n", attempt)
+			}
+			if _, err := w.Write(ch.Data); err != nil {
+				return nil // the client went away
+			}
+			after = ch.Seq
+		}
+		if len(chunks) == 500 {
+			continue
+		}
+		if done {
+			return nil
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(time.Minute))
+		_ = rc.Flush()
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(followPoll):
+		}
+	}
+}
+
+// logDone reports whether a log response may end after the next read: always without follow,
+// and with follow once the job is final (a worker stores its last chunks before it reports).
+func (a *API) logDone(c *echo.Context, id int64, follow bool) (bool, error) {
+	if !follow {
+		return true, nil
+	}
+	j, err := jobgraph.GetJob(c.Request().Context(), a.Pool, id)
+	if err != nil {
+		return false, err
+	}
+	return jobgraph.IsFinal(j.State), nil
+}

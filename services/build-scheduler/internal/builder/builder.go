@@ -1,0 +1,92 @@
+// Package builder is the build-worker's side of the scheduler: a River worker that takes a
+// dispatch token from a target's queue, claims the best ready job of that target under a lease,
+// runs its command in a fresh temporary directory, streams the output to the log store, and
+// reports the outcome through a job in the scheduler's queue, enqueued in the same transaction
+// that completes its own token.
+//
+// While the command runs, a heartbeat extends the lease every third of it. The heartbeat is also
+// how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
+// report cancelled) and of having lost the job (the lease expired and the reaper gave the job to
+// another attempt: kill the process and report nothing, because that report would be ignored).
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/logstore"
+)
+
+// Worker works build_run tokens.
+type Worker struct {
+	river.WorkerDefaults[queue.BuildRunArgs]
+	Pool    *pgxpool.Pool
+	Reports *queue.Client // inserts into the scheduler's queue
+	Logs    logstore.Store
+	ID      string // this worker process, recorded on the jobs it claims
+	Lease   time.Duration
+	Logger  *slog.Logger
+}
+
+// Timeout disables River's job timeout: each job carries its own, enforced by run.
+func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration { return -1 }
+
+// Work claims a job for the token's target and runs it; a token that finds nothing to claim
+// completes at once.
+func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) error {
+	var (
+		claim jobgraph.Claim
+		ok    bool
+	)
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		var err error
+		if claim, ok, err = jobgraph.ClaimTx(ctx, tx, job.Args.Target, w.ID, w.Lease); err != nil || ok {
+			return err
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+	if err != nil || !ok {
+		return err
+	}
+	out := w.attempt(ctx, claim)
+	if ctx.Err() != nil {
+		// Shutting down: the lease runs out and the reaper hands the job to another worker.
+		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
+	}
+	return w.report(ctx, job, claim, out)
+}
+
+// report enqueues the outcome for the scheduler and completes the token in one transaction. An
+// attempt that lost its lease only completes the token.
+func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
+	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		err := jobgraph.MarkReportedTx(ctx, tx, c.JobID, c.LeaseToken)
+		switch {
+		case errors.Is(err, jobgraph.ErrLeaseLost):
+			w.Logger.Warn("attempt lost its lease; not reporting", "job", c.JobID, "attempt", c.Attempt)
+		case err != nil:
+			return err
+		default:
+			args := queue.BuildReportArgs{
+				JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
+				AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
+			}
+			if _, err := w.Reports.InsertTx(ctx, tx, args, nil); err != nil {
+				return fmt.Errorf("enqueue report of job %d: %w", c.JobID, err)
+			}
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}

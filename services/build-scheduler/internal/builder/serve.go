@@ -1,0 +1,79 @@
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/services/build-scheduler/internal/work"
+	"drover.dev/shared/config"
+	"drover.dev/shared/service"
+)
+
+// Config is the build-worker's configuration, read from BUILD_WORKER_* environment variables.
+type Config struct {
+	config.Common
+	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8094" desc:"HTTP listen address (health, readiness, metrics)"`
+	Targets  []string      `envconfig:"TARGETS" required:"true" desc:"targets whose build queues this worker serves, comma separated"`
+	Slots    int           `envconfig:"SLOTS" default:"2" desc:"builds run at once, per target"`
+	Lease    time.Duration `envconfig:"LEASE" default:"30s" desc:"how long a claimed job stays this worker's without a heartbeat; heartbeats come every third of it"`
+	// The watchdog settings matter only when this worker's River client is the leader and
+	// enqueues the watchdog; the scheduler's settings decide what a pass does.
+	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
+}
+
+// Run works the configured targets until ctx ends; the build-worker command is this function.
+// It listens on ln, or on cfg.HTTPAddr when ln is nil.
+func Run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	if len(cfg.Targets) == 0 || cfg.Slots < 1 || cfg.Lease < 300*time.Millisecond {
+		return errors.New("need at least one target, one slot and a lease of 300ms or more")
+	}
+	queues := map[string]int{}
+	for _, t := range cfg.Targets {
+		queues[queue.BuildQueue(t)] = cfg.Slots
+	}
+	spec := service.Spec{
+		Service: queue.BuildScheduler, Config: cfg.Common, Settings: &cfg,
+		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
+	}
+	id := cfg.WorkerID
+	if id == "" {
+		host, _ := os.Hostname()
+		id = fmt.Sprintf("build-worker-%s-%d", host, os.Getpid())
+	}
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
+		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
+		build := &Worker{
+			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logstore.Postgres{DB: d.Pool},
+			ID: id, Lease: cfg.Lease, Logger: d.Logger,
+		}
+		d.PeriodicJobs = append(d.PeriodicJobs, work.Register(d.Workers, d.Pool, graph, build,
+			work.Settings{WatchdogInterval: cfg.WatchdogInterval})...)
+		d.Go(func(ctx context.Context) error { return announce(ctx, d, id, cfg) })
+		return nil
+	})
+}
+
+// announce records every third of a lease that this worker polls its targets, so the
+// scheduler's watchdog can tell a target nobody serves from a busy one.
+func announce(ctx context.Context, d *service.Deps, id string, cfg Config) error {
+	tick := time.NewTicker(cfg.Lease / 3)
+	defer tick.Stop()
+	for {
+		if err := jobgraph.SeeWorker(ctx, d.Pool, id, cfg.Targets); err != nil && ctx.Err() == nil {
+			d.Logger.Warn("announce worker", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}

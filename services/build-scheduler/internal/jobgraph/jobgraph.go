@@ -1,0 +1,125 @@
+// Package jobgraph is the build scheduler's state: groups of jobs whose dependencies form a DAG,
+// and every transition a job or group goes through. It is the only code that writes the job
+// graph tables.
+//
+// Each job row keeps its dependencies as an immutable array of job ids plus waiting_on_count, the
+// number of them not yet complete (the seed's Option 3). Every transition is an UPDATE guarded by
+// the state it leaves (and, for reports, by the attempt number and lease token), so a repeated or
+// late message matches no row and changes nothing. A transition runs in the caller's transaction
+// together with all its consequences: dependents' counters in the same group, dependents becoming
+// ready, one dispatch token per newly ready job in the target's River queue, and the group's
+// remaining-jobs counter, whose last decrement settles the group. The seed's Option 1 query
+// (a job is ready when all its dependencies are complete) is kept as the check the watchdog runs
+// and the recovery path behind POST /v1/admin/recount.
+//
+// Failure policy: a failed job marks every transitive dependent dependency_failed at once;
+// independent branches go on building; the group ends failed when nothing is left to run.
+//
+// Ordering: the River job for a ready job is only a dispatch token for its target. The worker
+// that takes a token claims, with FOR UPDATE SKIP LOCKED, the ready job of that target from the
+// oldest group (lowest group id), then the highest priority, then the lowest job id. River's
+// own queue order therefore never decides which job runs.
+package jobgraph
+
+import (
+	"errors"
+	"time"
+
+	"drover.dev/queue"
+)
+
+// Job states, from the reference implementation's enum.
+const (
+	Pending          = "pending"
+	Waiting          = "waiting_on_dependency"
+	Ready            = "ready"
+	Running          = "running"
+	Complete         = "complete"
+	JobFailed        = "job_failed"
+	DependencyFailed = "dependency_failed"
+	CancelPending    = "cancel_pending"
+	CancelComplete   = "cancel_complete"
+)
+
+// JobStates lists every job state in lifecycle order.
+var JobStates = []string{Pending, Waiting, Ready, Running, Complete, JobFailed, DependencyFailed, CancelPending, CancelComplete}
+
+// Group states.
+const (
+	GroupQueued      = "queued"
+	GroupDispatching = "dispatching"
+	GroupComplete    = "complete"
+	GroupFailed      = "failed"
+	GroupCanceled    = "canceled"
+)
+
+// GroupStates lists every group state.
+var GroupStates = []string{GroupQueued, GroupDispatching, GroupComplete, GroupFailed, GroupCanceled}
+
+// ErrLeaseLost is returned to a worker whose attempt no longer holds the job: its lease expired
+// and the job went back to ready, or the job was cancelled and settled without it.
+var ErrLeaseLost = errors.New("lease lost")
+
+// Graph performs transitions. Tokens inserts dispatch tokens into the build queues; it is an
+// insert-only client on the build_scheduler schema.
+type Graph struct {
+	Tokens *queue.Client
+}
+
+// Group is a group as clients see it.
+type Group struct {
+	ID              int64          `json:"id"`
+	Name            string         `json:"name"`
+	State           string         `json:"state"`
+	CancelRequested bool           `json:"cancel_requested"`
+	Counts          map[string]int `json:"counts"`
+	Total           int            `json:"total"`
+	CreatedAt       time.Time      `json:"created_at"`
+	UpdatedAt       time.Time      `json:"updated_at"`
+	FinishedAt      *time.Time     `json:"finished_at"`
+}
+
+// Job is a job as clients see it.
+type Job struct {
+	ID             int64             `json:"id"`
+	GroupID        int64             `json:"group_id"`
+	Name           string            `json:"name"`
+	Target         string            `json:"target"`
+	State          string            `json:"state"`
+	Priority       int               `json:"priority"`
+	Command        []string          `json:"command"`
+	Env            map[string]string `json:"env"`
+	TimeoutSeconds float64           `json:"timeout_seconds"`
+	Dependencies   []int64           `json:"dependencies"`
+	WaitingOn      int               `json:"waiting_on_count"`
+	Attempt        int               `json:"attempt"`
+	MaxAttempts    int               `json:"max_attempts"`
+	WorkerID       *string           `json:"worker_id"`
+	AsBuilt        *string           `json:"as_built"`
+	ExitCode       *int              `json:"exit_code"`
+	Error          *string           `json:"error"`
+	LogIncomplete  bool              `json:"log_incomplete"`
+	CreatedAt      time.Time         `json:"created_at"`
+	StartedAt      *time.Time        `json:"started_at"`
+	FinishedAt     *time.Time        `json:"finished_at"`
+}
+
+// Event is a system event: something the scheduler decided on its own (a lost worker, a stalled
+// group, counter drift), with the reason in words.
+type Event struct {
+	ID        int64     `json:"id"`
+	GroupID   *int64    `json:"group_id"`
+	JobID     *int64    `json:"job_id"`
+	Kind      string    `json:"kind"`
+	Message   string    `json:"message"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// IsFinal reports whether a job in state s will not change again without a retry.
+func IsFinal(s string) bool {
+	switch s {
+	case Complete, JobFailed, DependencyFailed, CancelComplete:
+		return true
+	}
+	return false
+}

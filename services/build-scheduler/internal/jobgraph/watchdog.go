@@ -1,0 +1,167 @@
+package jobgraph
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// watch is one watchdog pass's view of an active group.
+type watch struct {
+	id        int64
+	counts    string // "ready=1 running=2", the signature compared between passes
+	changedAt time.Time
+	byState   map[string]int
+	idleFor   time.Duration
+	// unserved lists the targets of the group's ready jobs with no worker seen within stallAfter.
+	unserved []string
+}
+
+// WatchReport is what one watchdog pass did.
+type WatchReport struct {
+	Canceled []int64
+	Settled  []int64
+	Drift    map[int64][]string
+}
+
+// WatchTx runs one watchdog pass on tx. A group whose counts have not changed for stallAfter is
+// cancelled when it has waiting jobs but nothing ready or running (stalled), or ready jobs for a
+// target no worker has polled within stallAfter. A group that is progressing, or whose jobs are
+// running under live leases, is never touched however slow it is. Groups whose jobs are all
+// final are settled, and counter drift against Option 1 is reported as events.
+func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) (WatchReport, error) {
+	rep := WatchReport{}
+	watches, err := observe(ctx, tx, stallAfter)
+	if err != nil {
+		return rep, err
+	}
+	for _, w := range watches {
+		reason := w.verdict(stallAfter)
+		switch {
+		case w.byState["active"] == 0:
+			if settled, err := resettleGroup(ctx, tx, w.id); err != nil {
+				return rep, err
+			} else if settled {
+				rep.Settled = append(rep.Settled, w.id)
+				err = addEvent(ctx, tx, &w.id, nil, EventSettled, "watchdog settled group %d: every job is final (%s) but the group was still open", w.id, w.counts)
+				if err != nil {
+					return rep, err
+				}
+			}
+		case reason != "":
+			if _, err := g.CancelTx(ctx, tx, w.id, reason); err != nil {
+				return rep, err
+			}
+			rep.Canceled = append(rep.Canceled, w.id)
+		}
+	}
+	if rep.Drift, err = reportDrift(ctx, tx); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// verdict returns why the group must be cancelled, or "" when it must be left alone.
+func (w watch) verdict(stallAfter time.Duration) string {
+	if w.idleFor < stallAfter || w.byState[Running]+w.byState[CancelPending] > 0 {
+		return ""
+	}
+	since := fmt.Sprintf("counts unchanged (%s) since %s", w.counts, w.changedAt.UTC().Format(time.RFC3339))
+	if w.byState[Ready] == 0 && w.byState[Waiting]+w.byState[Pending] > 0 {
+		return fmt.Sprintf("watchdog: group %d stalled: %d jobs waiting on dependencies, none ready or running, %s",
+			w.id, w.byState[Waiting]+w.byState[Pending], since)
+	}
+	if len(w.unserved) > 0 {
+		return fmt.Sprintf("watchdog: group %d has %d ready jobs but no worker has polled target %s for %s; %s",
+			w.id, w.byState[Ready], strings.Join(w.unserved, ", "), stallAfter, since)
+	}
+	return ""
+}
+
+// observe reads every active group's counts, updates the watchdog's memory of when they last
+// changed, and finds ready targets without workers.
+func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT g.id, g.watch_counts, g.watch_changed_at, (extract(epoch FROM clock_timestamp() - g.watch_changed_at) * 1000)::bigint,
+			coalesce((SELECT jsonb_object_agg(state, n) FROM (
+				SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}'),
+			ARRAY(SELECT DISTINCT j.target FROM job_graph j WHERE j.group_id = g.id AND j.state = 'ready'
+				AND NOT EXISTS (SELECT FROM target_workers w WHERE w.target = j.target
+					AND w.seen_at > clock_timestamp() - $1 * interval '1 millisecond') ORDER BY 1)
+		FROM groups g WHERE g.state IN ('queued', 'dispatching') ORDER BY g.id`,
+		stallAfter.Milliseconds())
+	if err != nil {
+		return nil, fmt.Errorf("observe active groups: %w", err)
+	}
+	var out []watch
+	for rows.Next() {
+		var (
+			w      watch
+			prev   string
+			idleMS int64
+		)
+		if err := rows.Scan(&w.id, &prev, &w.changedAt, &idleMS, &w.byState, &w.unserved); err != nil {
+			return nil, fmt.Errorf("scan group watch: %w", err)
+		}
+		w.idleFor = time.Duration(idleMS) * time.Millisecond
+		w.counts = signature(w.byState)
+		if w.counts != prev {
+			w.changedAt, w.idleFor = time.Now(), 0
+		}
+		out = append(out, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("observe active groups: %w", err)
+	}
+	return out, remember(ctx, tx, out)
+}
+
+// remember stores each group's counts signature, restarting its clock when they changed.
+func remember(ctx context.Context, tx pgx.Tx, watches []watch) error {
+	for _, w := range watches {
+		_, err := tx.Exec(ctx, `UPDATE groups SET watch_counts = $2,
+			watch_changed_at = CASE WHEN watch_counts = $2 THEN watch_changed_at ELSE clock_timestamp() END
+			WHERE id = $1`, w.id, w.counts)
+		if err != nil {
+			return fmt.Errorf("remember counts of group %d: %w", w.id, err)
+		}
+	}
+	return nil
+}
+
+// signature is a stable text form of counts by state; it also sets byState["active"], the
+// number of jobs not final.
+func signature(byState map[string]int) string {
+	var parts []string
+	active := 0
+	for _, s := range JobStates {
+		if n := byState[s]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", s, n))
+			if !IsFinal(s) {
+				active += n
+			}
+		}
+	}
+	sort.Strings(parts)
+	byState["active"] = active
+	return strings.Join(parts, " ")
+}
+
+func reportDrift(ctx context.Context, tx pgx.Tx) (map[int64][]string, error) {
+	drift, err := Drift(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	for group, msgs := range drift {
+		err := addEvent(ctx, tx, &group, nil, EventDrift, "watchdog: %d counters disagree with the dependency arrays (POST /v1/admin/recount fixes them): %s",
+			len(msgs), strings.Join(msgs, "; "))
+		if err != nil {
+			return nil, err
+		}
+	}
+	return drift, nil
+}

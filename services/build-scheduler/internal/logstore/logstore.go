@@ -1,0 +1,67 @@
+// Package logstore keeps the output of build attempts. Store is the interface a worker writes
+// chunks to and the API reads them from; Postgres is the default implementation, so logs work
+// with nothing but the scheduler's database. An S3-compatible store would implement the same
+// interface (archiving a finished job's chunks as one object).
+//
+// Per the seed, a job never fails because its log could not be kept: a worker that cannot
+// append a chunk carries on and reports the log incomplete.
+package logstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"drover.dev/shared/postgres"
+)
+
+// Chunk is a piece of one attempt's output.
+type Chunk struct {
+	Seq       int64     `json:"seq"`
+	Attempt   int       `json:"attempt"`
+	Stream    string    `json:"stream"` // stdout, stderr or system
+	Data      []byte    `json:"data"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Store appends and reads job logs.
+type Store interface {
+	// Append adds a chunk of job jobID's attempt's output.
+	Append(ctx context.Context, jobID int64, attempt int, stream string, data []byte) error
+	// Read returns up to limit chunks of job jobID after sequence number after, in order.
+	Read(ctx context.Context, jobID, after int64, limit int) ([]Chunk, error)
+}
+
+// Postgres stores chunks in the job_logs table.
+type Postgres struct {
+	DB postgres.DBTX
+}
+
+// Append inserts one chunk.
+func (p Postgres) Append(ctx context.Context, jobID int64, attempt int, stream string, data []byte) error {
+	_, err := p.DB.Exec(ctx, `INSERT INTO job_logs (job_id, attempt, stream, data) VALUES ($1, $2, $3, $4)`,
+		jobID, attempt, stream, data)
+	if err != nil {
+		return fmt.Errorf("append log of job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// Read returns chunks in sequence order.
+func (p Postgres) Read(ctx context.Context, jobID, after int64, limit int) ([]Chunk, error) {
+	rows, err := p.DB.Query(ctx, `SELECT seq, attempt, stream, data, created_at FROM job_logs
+		WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, jobID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read log of job %d: %w", jobID, err)
+	}
+	defer rows.Close()
+	var out []Chunk
+	for rows.Next() {
+		var c Chunk
+		if err := rows.Scan(&c.Seq, &c.Attempt, &c.Stream, &c.Data, &c.CreatedAt); err != nil {
+			return nil, fmt.Errorf("read log of job %d: %w", jobID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}

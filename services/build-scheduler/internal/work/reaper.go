@@ -1,0 +1,57 @@
+package work
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+)
+
+// Reaper takes jobs back from workers that stopped heartbeating. It runs as a loop in every
+// scheduler replica rather than as a River periodic job, so a lost worker is noticed within the
+// lease plus Interval instead of waiting for River's leader and its one-hour rescue; the guarded
+// transitions make replicas reaping at once harmless.
+type Reaper struct {
+	Pool     *pgxpool.Pool
+	Graph    *jobgraph.Graph
+	Interval time.Duration
+	Logger   *slog.Logger
+}
+
+// Run reaps until ctx ends. Database errors are logged and retried on the next tick.
+func (r *Reaper) Run(ctx context.Context) error {
+	tick := time.NewTicker(r.Interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		if err := r.Reap(ctx); err != nil && ctx.Err() == nil {
+			r.Logger.Error("reap expired leases", "error", err)
+		}
+	}
+}
+
+// Reap expires every lease that has run out, each in its own transaction.
+func (r *Reaper) Reap(ctx context.Context) error {
+	leases, err := jobgraph.ExpiredLeases(ctx, r.Pool, 100)
+	if err != nil {
+		return err
+	}
+	for _, l := range leases {
+		err := pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
+			_, err := r.Graph.ExpireTx(ctx, tx, l)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+// Package work holds the build scheduler's River workers and background loops: applying worker
+// reports, the watchdog, and the lease reaper that takes jobs back from dead workers.
+//
+// Every River client on the build_scheduler schema (the scheduler's and each build-worker's)
+// registers the same kinds and periodic jobs through Register and differs only in the queues it
+// works. River's leader may be any of them; whichever leads then enqueues the watchdog, and its
+// stuck-job rescuer knows every kind, so it retries a stuck job instead of discarding it as
+// unknown.
+package work
+
+import (
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+)
+
+// Settings are the scheduler-side knobs the workers need.
+type Settings struct {
+	// WatchdogInterval is how often the watchdog runs.
+	WatchdogInterval time.Duration
+	// StallAfter is how long a group's counts may stay unchanged, with nothing running, before
+	// the watchdog cancels it.
+	StallAfter time.Duration
+}
+
+// Register adds the scheduler's workers and periodic jobs. build is the build_run worker: the
+// scheduler registers it without working any build queue, so that its River leader knows the
+// kind.
+func Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs], s Settings) []*river.PeriodicJob {
+	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph})
+	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter})
+	river.AddWorker(workers, build)
+	return []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(s.WatchdogInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return WatchdogArgs{}, nil },
+			&river.PeriodicJobOpts{ID: "build_watchdog"}),
+	}
+}
