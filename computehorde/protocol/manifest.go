@@ -60,7 +60,7 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.Token() // the opening brace; json.Unmarshal above proved the object well formed
+	_, _ = dec.Token() // the opening brace; json.Unmarshal above proved the object well formed
 	entries := make(Manifest, 0, len(counts))
 	for dec.More() {
 		key, _ := dec.Token()

@@ -7,10 +7,7 @@ import (
 	"drover.dev/computehorde/internal/jsonwire"
 )
 
-var (
-	objectType = reflect.TypeFor[map[string]any]()
-	stringType = reflect.TypeFor[string]()
-)
+var stringType = reflect.TypeFor[string]()
 
 // List is a list field upstream defaults to []: a nil List encodes as [] rather than null.
 // A []T converts to it implicitly.

@@ -169,7 +169,7 @@ func (s hashcatSecrets) stagePayload(i int) []byte {
 			out = append(out, '\n')
 		}
 		h.Reset()
-		io.WriteString(h, password)
+		h.Write([]byte(password)) // hash.Hash writes never fail
 		h.Write(s.salts[i][:])
 		out = hex.AppendEncode(out, h.Sum(sum[:0]))
 		out = append(out, ':')
@@ -193,7 +193,7 @@ func (s hashcatSecrets) answer() string {
 	h := sha256.New()
 	for _, passwords := range s.passwords {
 		for _, password := range passwords {
-			io.WriteString(h, password)
+			h.Write([]byte(password))
 		}
 	}
 	return base64.URLEncoding.EncodeToString(h.Sum(nil))
