@@ -35,6 +35,11 @@ type WatchReport struct {
 // final are settled, and counter drift against Option 1 is reported as events.
 func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) (WatchReport, error) {
 	rep := WatchReport{}
+	var err error
+	// Drift is reported before any group is cancelled, while the drifting groups are still active.
+	if rep.Drift, err = reportDrift(ctx, tx); err != nil {
+		return rep, err
+	}
 	watches, err := observe(ctx, tx, stallAfter)
 	if err != nil {
 		return rep, err
@@ -58,9 +63,6 @@ func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration
 			}
 			rep.Canceled = append(rep.Canceled, w.id)
 		}
-	}
-	if rep.Drift, err = reportDrift(ctx, tx); err != nil {
-		return rep, err
 	}
 	return rep, nil
 }

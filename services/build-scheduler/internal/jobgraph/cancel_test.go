@@ -1,0 +1,99 @@
+package jobgraph
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue"
+	"drover.dev/shared/problem"
+)
+
+func TestCancelInEveryState(t *testing.T) {
+	t.Parallel()
+
+	t.Run("QueuedGroupCancelsAtOnce", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		state, err := b.graph.CancelTx(ctx, b.tx, g, "test")
+		require.NoError(t, err)
+		require.Equal(t, GroupCanceled, state)
+		require.Equal(t, map[string]int{CancelComplete: 2}, b.group(t, g).Counts)
+		_, ok, err := ClaimTx(ctx, b.tx, "linux", "w1", time.Minute)
+		require.NoError(t, err)
+		require.False(t, ok, "a cancelled group's ready job is never handed out")
+	})
+
+	t.Run("RunningJobIsToldToStop", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("done", "linux"), spec("run", "linux"), spec("ready", "linux"), spec("wait", "linux", "run"))
+		b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
+		running := b.take(t, "linux")
+		state, err := b.graph.CancelTx(ctx, b.tx, g, "test")
+		require.NoError(t, err)
+		require.Equal(t, GroupDispatching, state, "the group waits for its running job")
+		require.Equal(t, map[string]int{Complete: 1, CancelPending: 1, CancelComplete: 2}, b.group(t, g).Counts)
+
+		beat, err := Heartbeat(ctx, b.tx, running.JobID, running.LeaseToken, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, CancelPending, beat)
+		require.Equal(t, GroupCanceled, b.report(t, running, queue.BuildCancelled).GroupState)
+		require.Equal(t, map[string]int{Complete: 1, CancelComplete: 3}, b.group(t, g).Counts)
+	})
+
+	t.Run("DeadWorkerOfCancellingJob", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"))
+		c, _, err := ClaimTx(ctx, b.tx, "linux", "w1", 0)
+		require.NoError(t, err)
+		_, err = b.graph.CancelTx(ctx, b.tx, g, "test")
+		require.NoError(t, err)
+		res, err := b.graph.ExpireTx(ctx, b.tx, Lease{JobID: c.JobID, Attempt: c.Attempt, Token: c.LeaseToken})
+		require.NoError(t, err)
+		require.Equal(t, GroupCanceled, res.GroupState)
+	})
+
+	t.Run("FinishedGroups", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"))
+		b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
+		_, err := b.graph.CancelTx(ctx, b.tx, g, "test")
+		require.ErrorIs(t, err, problem.ErrConflict)
+
+		g2 := b.submit(t, spec("a", "linux"))
+		_, err = b.graph.CancelTx(ctx, b.tx, g2, "test")
+		require.NoError(t, err)
+		state, err := b.graph.CancelTx(ctx, b.tx, g2, "again")
+		require.NoError(t, err, "cancelling twice is a no-op")
+		require.Equal(t, GroupCanceled, state)
+		_, err = b.graph.CancelTx(ctx, b.tx, 1<<60, "test")
+		require.ErrorIs(t, err, problem.ErrNotFound)
+	})
+}
+
+func TestRetryRerunsOnlyWhatFailed(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	g := b.submit(t, spec("top", "linux"), spec("left", "linux", "top"), spec("right", "linux", "top"),
+		spec("bottom", "linux", "left", "right"))
+	b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
+	b.report(t, b.take(t, "linux"), queue.BuildFailed)
+	b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
+	require.Equal(t, GroupFailed, b.group(t, g).State)
+
+	_, err := b.graph.RetryTx(ctx, b.tx, g)
+	require.NoError(t, err)
+	require.Equal(t, map[string]int{Complete: 2, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
+	left := b.take(t, "linux")
+	require.Equal(t, "left", left.Name)
+	b.report(t, left, queue.BuildSucceeded)
+	require.Equal(t, GroupComplete, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
+
+	_, err = b.graph.RetryTx(ctx, b.tx, g)
+	require.ErrorIs(t, err, problem.ErrConflict, "a complete group has nothing to retry")
+}

@@ -1,0 +1,188 @@
+package jobgraph
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/shared/testdb"
+)
+
+// committed runs fn in its own committed transaction.
+func committed(t *testing.T, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) {
+	t.Helper()
+	require.NoError(t, pgx.BeginFunc(context.Background(), pool, fn))
+}
+
+func newGraph(t *testing.T) *Graph {
+	t.Helper()
+	tokens, err := queue.NewInserter(nil, queue.BuildScheduler)
+	require.NoError(t, err)
+	return &Graph{Tokens: tokens}
+}
+
+func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "build_scheduler")
+	graph := newGraph(t)
+
+	for round := range 10 {
+		var g int64
+		target := fmt.Sprint("fanin", round)
+		plan, err := dag.Validate(dag.Submission{Name: "fan-in", Jobs: []dag.JobSpec{
+			spec("a", target), spec("b", target), spec("c", target, "a", "b"),
+		}}, dag.DefaultLimits)
+		require.NoError(t, err)
+		committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+		var claims [2]Claim
+		for i := range claims {
+			committed(t, pool, func(tx pgx.Tx) (err error) { claims[i], _, err = ClaimTx(ctx, tx, target, "w", time.Minute); return err })
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for _, c := range claims {
+			wg.Go(func() {
+				<-start
+				committed(t, pool, func(tx pgx.Tx) error {
+					_, err := graph.ReportTx(ctx, tx, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded})
+					return err
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		var state string
+		var count, tokens int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, waiting_on_count,
+			(SELECT count(*) FROM river_job WHERE kind = 'build_run' AND (args->>'job_id')::bigint = j.id)
+			FROM job_graph j WHERE group_id = $1 AND name = 'c'`, g).Scan(&state, &count, &tokens))
+		require.Equal(t, Ready, state, "round %d", round)
+		require.Zero(t, count)
+		require.Equal(t, 1, tokens, "c is dispatched exactly once")
+	}
+}
+
+// randomGraph builds n jobs, each depending on up to three earlier ones, about one in eight
+// failing; it returns the submission and which job names fail.
+func randomGraph(rng *rand.Rand, n int) (dag.Submission, map[string]bool) {
+	sub := dag.Submission{Name: "random"}
+	fails := map[string]bool{}
+	for i := range n {
+		name := fmt.Sprintf("j%d", i)
+		var deps []string
+		for range rng.IntN(4) {
+			if i > 0 {
+				if d := fmt.Sprintf("j%d", rng.IntN(i)); !contains(deps, d) {
+					deps = append(deps, d)
+				}
+			}
+		}
+		sub.Jobs = append(sub.Jobs, spec(name, "linux", deps...))
+		fails[name] = rng.IntN(8) == 0
+	}
+	return sub, fails
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// expectedStates is what Option 1 says the final states must be: a job runs only when all its
+// dependencies completed; otherwise it is dependency_failed.
+func expectedStates(sub dag.Submission, fails map[string]bool) map[string]string {
+	out := map[string]string{}
+	for _, j := range sub.Jobs { // dependencies come earlier, so one pass suffices
+		state := Complete
+		for _, d := range j.DependsOn {
+			if out[d] != Complete {
+				state = DependencyFailed
+			}
+		}
+		if state == Complete && fails[j.Name] {
+			state = JobFailed
+		}
+		out[j.Name] = state
+	}
+	return out
+}
+
+func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
+	t.Parallel()
+
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("Seed", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := testdb.NewPool(t, "build_scheduler")
+			graph := newGraph(t)
+			sub, fails := randomGraph(rand.New(rand.NewPCG(seed, 7)), 80)
+			plan, err := dag.Validate(sub, dag.DefaultLimits)
+			require.NoError(t, err)
+			var g int64
+			committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+
+			var wg sync.WaitGroup
+			for w := range 8 {
+				wg.Go(func() { workUntilDone(t, pool, graph, g, fails, w) })
+			}
+			wg.Wait()
+
+			rows, err := pool.Query(ctx, `SELECT name, state::text FROM job_graph WHERE group_id = $1`, g)
+			require.NoError(t, err)
+			got := map[string]string{}
+			for rows.Next() {
+				var name, state string
+				require.NoError(t, rows.Scan(&name, &state))
+				got[name] = state
+			}
+			require.NoError(t, rows.Err())
+			require.Equal(t, expectedStates(sub, fails), got)
+			drift, err := Drift(ctx, pool)
+			require.NoError(t, err)
+			require.Empty(t, drift)
+		})
+	}
+}
+
+// workUntilDone claims and reports jobs of group g until the group is final. Every fifth report
+// is sent twice, as River may deliver it twice.
+func workUntilDone(t *testing.T, pool *pgxpool.Pool, graph *Graph, g int64, fails map[string]bool, w int) {
+	ctx := context.Background()
+	for n := 0; ; n++ {
+		var c Claim
+		var ok bool
+		committed(t, pool, func(tx pgx.Tx) (err error) { c, ok, err = ClaimTx(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute); return err })
+		if !ok {
+			var state string
+			require.NoError(t, pool.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, g).Scan(&state))
+			if state != GroupQueued && state != GroupDispatching {
+				return
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		outcome := queue.BuildSucceeded
+		if fails[c.Name] {
+			outcome = queue.BuildFailed
+		}
+		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome}
+		for range 1 + min(1, n%5/4) {
+			committed(t, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
+		}
+	}
+}

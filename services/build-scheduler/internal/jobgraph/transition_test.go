@@ -1,0 +1,171 @@
+package jobgraph
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue"
+)
+
+// The reference implementation's scenarios, on the real schema.
+func TestReferenceScenarios(t *testing.T) {
+	t.Parallel()
+
+	t.Run("ChainAddedHasOneWaitingOneReady", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		require.Equal(t, map[string]int{Waiting: 1, Ready: 1}, b.group(t, g).Counts)
+		require.Equal(t, 1, b.tokens(t, "linux"))
+
+		require.Equal(t, "a", b.take(t, "linux").Name)
+		_, ok, err := ClaimTx(ctx, b.tx, "windows", "w1", 0)
+		require.NoError(t, err)
+		require.False(t, ok, "another target gets nothing")
+	})
+
+	t.Run("ChainRootFails", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		res := b.report(t, b.take(t, "linux"), queue.BuildFailed)
+		require.Equal(t, GroupFailed, res.GroupState)
+		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+	})
+
+	t.Run("ChainCompletes", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		a := b.take(t, "linux")
+		require.Equal(t, GroupDispatching, b.report(t, a, queue.BuildSucceeded).GroupState)
+		require.Equal(t, Ready, b.state(t, g, "b"))
+		require.Equal(t, 2, b.tokens(t, "linux"))
+		job, err := GetJob(ctx, b.tx, a.JobID)
+		require.NoError(t, err)
+		require.Equal(t, "a/1.0", *job.AsBuilt)
+
+		require.Equal(t, GroupComplete, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
+		require.Equal(t, map[string]int{Complete: 2}, b.group(t, g).Counts)
+	})
+
+	t.Run("DiamondSideFails", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		g := b.submit(t, spec("top", "linux"), spec("left", "linux", "top"), spec("right", "linux", "top"),
+			spec("bottom", "linux", "left", "right"))
+		b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
+		require.Equal(t, 2, b.group(t, g).Counts[Ready])
+
+		left := b.take(t, "linux")
+		require.Equal(t, "left", left.Name)
+		b.report(t, left, queue.BuildFailed)
+		require.Equal(t, DependencyFailed, b.state(t, g, "bottom"))
+		require.Equal(t, Ready, b.state(t, g, "right"), "an independent branch goes on")
+
+		require.Equal(t, GroupFailed, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
+		require.Equal(t, map[string]int{Complete: 2, JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+	})
+
+	t.Run("DiamondRootFails", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		g := b.submit(t, spec("top", "linux"), spec("left", "linux", "top"), spec("right", "linux", "top"),
+			spec("bottom", "linux", "left", "right"))
+		b.report(t, b.take(t, "linux"), queue.BuildFailed)
+		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 3}, b.group(t, g).Counts)
+		require.Equal(t, GroupFailed, b.group(t, g).State)
+	})
+
+	t.Run("OlderGroupFirstThenPriority", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		low, high := spec("low", "linux"), spec("high", "linux")
+		high.Priority = 5
+		older := b.submit(t, spec("x", "linux"), low, high)
+		newer := b.submit(t, spec("x", "linux"), low, high)
+		var order []string
+		for range 6 {
+			c := b.take(t, "linux")
+			order = append(order, map[int64]string{older: "old:", newer: "new:"}[c.GroupID]+c.Name)
+		}
+		require.Equal(t, []string{"old:high", "old:x", "old:low", "new:high", "new:x", "new:low"}, order)
+	})
+
+	t.Run("InterleavedGroups", func(t *testing.T) {
+		t.Parallel()
+		b, _ := setup(t)
+		g1 := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		a1 := b.take(t, "linux")
+		g2 := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+		a2 := b.take(t, "linux")
+		require.Equal(t, g2, a2.GroupID)
+		b.report(t, a1, queue.BuildSucceeded)
+		require.Equal(t, map[string]int{Complete: 1, Ready: 1}, b.group(t, g1).Counts)
+		require.Equal(t, map[string]int{Running: 1, Waiting: 1}, b.group(t, g2).Counts)
+		b1 := b.take(t, "linux")
+		require.Equal(t, g1, b1.GroupID)
+		b.report(t, a2, queue.BuildFailed)
+		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g2).Counts)
+		b.report(t, b1, queue.BuildSucceeded)
+		require.Equal(t, GroupComplete, b.group(t, g1).State)
+		require.Equal(t, GroupFailed, b.group(t, g2).State)
+	})
+}
+
+func TestRepeatedAndLateReportsChangeNothing(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Duplicate", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"), spec("b", "linux"), spec("c", "linux", "a", "b"))
+		a := b.take(t, "linux")
+		require.True(t, b.report(t, a, queue.BuildSucceeded).Applied)
+		require.False(t, b.report(t, a, queue.BuildSucceeded).Applied)
+		require.False(t, b.report(t, a, queue.BuildFailed).Applied)
+		c, err := GetJob(ctx, b.tx, a.JobID+2)
+		require.NoError(t, err)
+		require.Equal(t, 1, c.WaitingOn, "a repeat must not decrement the dependent twice")
+		require.Equal(t, map[string]int{Complete: 1, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
+	})
+
+	t.Run("FromDeadAttempt", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		g := b.submit(t, spec("a", "linux"))
+		first, ok, err := ClaimTx(ctx, b.tx, "linux", "w1", 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		res, err := b.graph.ExpireTx(ctx, b.tx, Lease{JobID: first.JobID, Attempt: first.Attempt, Token: first.LeaseToken})
+		require.NoError(t, err)
+		require.Equal(t, Ready, res.State)
+		second := b.take(t, "linux")
+		require.Equal(t, 2, second.Attempt)
+
+		require.False(t, b.report(t, first, queue.BuildFailed).Applied, "the dead attempt's report is ignored")
+		require.Equal(t, map[string]int{Running: 1}, b.group(t, g).Counts)
+		require.True(t, b.report(t, second, queue.BuildSucceeded).Applied)
+		require.Equal(t, GroupComplete, b.group(t, g).State)
+	})
+}
+
+func TestLostWorkerAttemptsAreBounded(t *testing.T) {
+	t.Parallel()
+	b, ctx := setup(t)
+	g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
+	for attempt := 1; attempt <= 2; attempt++ {
+		c, ok, err := ClaimTx(ctx, b.tx, "linux", "w1", 0)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, attempt, c.Attempt)
+		_, err = b.graph.ExpireTx(ctx, b.tx, Lease{JobID: c.JobID, Attempt: c.Attempt, Token: c.LeaseToken})
+		require.NoError(t, err)
+	}
+	require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+	require.Equal(t, GroupFailed, b.group(t, g).State)
+	events, err := Events(ctx, b.tx, g, 10)
+	require.NoError(t, err)
+	require.Contains(t, events[0].Message, "stopped heartbeating on job")
+}
