@@ -56,6 +56,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
 		Queues:   map[string]int{queue.QueueBuildScheduler: cfg.ReportWorkers},
+		OpenAPI:  api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}

@@ -107,3 +107,81 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "=== attempt 1 ===\ntop\n", string(body))
 }
+
+func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	base := startScheduler(t, testConfig(dbURL))
+
+	tests := map[string]struct {
+		body   any
+		field  string
+		detail string
+	}{
+		"Cycle":      {dag.Submission{Name: "g", Jobs: []dag.JobSpec{sh("a", "true", "b"), sh("b", "true", "a")}}, "jobs", "dependency cycle: a → b → a"},
+		"Unknown":    {dag.Submission{Name: "g", Jobs: []dag.JobSpec{sh("a", "true", "zz")}}, "jobs[0].depends_on[0]", "unknown job"},
+		"Duplicate":  {dag.Submission{Name: "g", Jobs: []dag.JobSpec{sh("a", "true"), sh("a", "true")}}, "jobs[1].name", "duplicate"},
+		"Empty":      {dag.Submission{Name: "g"}, "jobs", "empty"},
+		"NoTarget":   {dag.Submission{Name: "g", Jobs: []dag.JobSpec{{Name: "a", Command: []string{"true"}}}}, "jobs[0].target", "no target"},
+		"TooManyDep": {dag.Submission{Name: "g", Jobs: manyDeps(11)}, "jobs[11].depends_on", "limit of 10"},
+	}
+	for name, tt := range tests {
+		var p struct{ Field, Detail string }
+		require.Equal(t, http.StatusUnprocessableEntity, servicetest.Call(t, http.MethodPost, base+"/v1/groups", tt.body, &p), name)
+		require.Equal(t, tt.field, p.Field, name)
+		require.Contains(t, p.Detail, tt.detail, name)
+	}
+	var n int
+	pool := testdb.NewPoolFor(t, dbURL)
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM build_scheduler.groups) + (SELECT count(*) FROM build_scheduler.job_graph)
+			+ (SELECT count(*) FROM build_scheduler.river_job WHERE kind = 'build_run')`).Scan(&n))
+	require.Zero(t, n, "a rejected submission writes nothing")
+}
+
+func manyDeps(n int) []dag.JobSpec {
+	var jobs []dag.JobSpec
+	var names []string
+	for i := range n {
+		jobs = append(jobs, sh(fmt.Sprint("d", i), "true"))
+		names = append(names, fmt.Sprint("d", i))
+	}
+	return append(jobs, sh("top", "true", names...))
+}
+
+func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	base := startScheduler(t, testConfig(dbURL))
+
+	// The first worker stops heartbeating mid-job (its process is stopped and the build killed
+	// without a report); the second attempt succeeds on another worker.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	cfg := builder.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour}
+	cfg.SoftStopTimeout = 100 * time.Millisecond
+	go func() { done <- builder.Run(ctx, cfg, ln, io.Discard) }()
+
+	job := dag.JobSpec{Name: "slow", Target: "lost", Command: []string{"sh", "-c", `[ "$DROVER_ATTEMPT" -ge 2 ] || sleep 30`}}
+	var g jobgraph.Group
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", dag.Submission{Name: "lost", Jobs: []dag.JobSpec{job, {Name: "after", Target: "lost", Command: []string{"true"}, DependsOn: []string{"slow"}}}}, &g))
+	require.Eventually(t, func() bool {
+		var got jobgraph.Group
+		servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d", base, g.ID), nil, &got)
+		return got.Counts[jobgraph.Running] == 1
+	}, 10*time.Second, 20*time.Millisecond)
+	cancel()
+	require.NoError(t, <-done)
+
+	startWorker(t, dbURL, "lost")
+	final := waitGroup(t, base, g.ID)
+	require.Equal(t, jobgraph.GroupComplete, final.State)
+	var jobs struct{ Items []jobgraph.Job }
+	servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, g.ID), nil, &jobs)
+	require.Equal(t, 2, jobs.Items[0].Attempt)
+	var events struct{ Items []jobgraph.Event }
+	servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/events", base, g.ID), nil, &events)
+	require.Contains(t, events.Items[len(events.Items)-1].Message, "stopped heartbeating")
+}

@@ -3,6 +3,8 @@
 package api
 
 import (
+	_ "embed"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v5"
 
@@ -10,6 +12,12 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
 )
+
+// OpenAPI documents every route Routes registers; the service serves it at /openapi.json and
+// refuses to start when the two disagree.
+//
+//go:embed openapi.json
+var OpenAPI []byte
 
 // API holds what the handlers need.
 type API struct {

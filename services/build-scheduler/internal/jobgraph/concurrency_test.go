@@ -46,7 +46,10 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
 		var claims [2]Claim
 		for i := range claims {
-			committed(t, pool, func(tx pgx.Tx) (err error) { claims[i], _, err = ClaimTx(ctx, tx, target, "w", time.Minute); return err })
+			committed(t, pool, func(tx pgx.Tx) (err error) {
+				claims[i], _, err = ClaimTx(ctx, tx, target, "w", time.Minute)
+				return err
+			})
 		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
@@ -166,7 +169,10 @@ func workUntilDone(t *testing.T, pool *pgxpool.Pool, graph *Graph, g int64, fail
 	for n := 0; ; n++ {
 		var c Claim
 		var ok bool
-		committed(t, pool, func(tx pgx.Tx) (err error) { c, ok, err = ClaimTx(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute); return err })
+		committed(t, pool, func(tx pgx.Tx) (err error) {
+			c, ok, err = ClaimTx(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute)
+			return err
+		})
 		if !ok {
 			var state string
 			require.NoError(t, pool.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, g).Scan(&state))

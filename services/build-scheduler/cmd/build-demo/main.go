@@ -1,0 +1,145 @@
+// Command build-demo submits a demo group to a running build-scheduler (a diamond plus a chain
+// whose middle job fails), prints progress until the group finishes, prints the jobs' final
+// counts by state, and exits 0 when the group ended as expected: failed, with the diamond and
+// the chain's first job complete, one job_failed and one dependency_failed.
+//
+//	build-demo -url http://localhost:8084 -token $API_TOKEN
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+)
+
+type job struct {
+	Name      string   `json:"name"`
+	Target    string   `json:"target"`
+	Command   []string `json:"command"`
+	DependsOn []string `json:"depends_on,omitempty"`
+}
+
+type group struct {
+	ID     int64          `json:"id"`
+	State  string         `json:"state"`
+	Counts map[string]int `json:"counts"`
+	Events []struct {
+		Message string `json:"message"`
+	} `json:"events"`
+}
+
+var expected = map[string]int{"complete": 5, "job_failed": 1, "dependency_failed": 1}
+
+func main() {
+	url := flag.String("url", "http://localhost:8084", "build-scheduler base URL")
+	token := flag.String("token", os.Getenv("API_TOKEN"), "bearer token (default $API_TOKEN)")
+	target := flag.String("target", "x86_64-linux", "target the demo jobs run on")
+	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), token: *token}, *target, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "build-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func demoJobs(target string) []job {
+	sh := func(name, script string, deps ...string) job {
+		return job{Name: name, Target: target, Command: []string{"sh", "-c", script}, DependsOn: deps}
+	}
+	return []job{
+		sh("fetch", "echo fetching sources; sleep 0.2"),
+		sh("compile-lib", "echo compiling lib; sleep 0.3", "fetch"),
+		sh("compile-cli", "echo compiling cli; sleep 0.2", "fetch"),
+		sh("link", "echo linking; echo demo/app/1.0 > $DROVER_AS_BUILT_FILE", "compile-lib", "compile-cli"),
+		sh("docs-prepare", "echo preparing docs"),
+		{Name: "docs-build", Target: target, Command: []string{"false"}, DependsOn: []string{"docs-prepare"}},
+		sh("docs-publish", "echo publishing docs", "docs-build"),
+	}
+}
+
+func run(ctx context.Context, c client, target string, out io.Writer) error {
+	var g group
+	body := map[string]any{"name": "demo", "jobs": demoJobs(target)}
+	if err := c.do(ctx, http.MethodPost, "/v1/groups", body, &g); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "submitted group %d: a diamond (fetch → compile-lib, compile-cli → link) and a chain whose docs-build fails\n", g.ID)
+	last := ""
+	for g.State == "queued" || g.State == "dispatching" {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %d still %s: %w", g.ID, g.State, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+		g = group{ID: g.ID}
+		if err := c.do(ctx, http.MethodGet, fmt.Sprintf("/v1/groups/%d", g.ID), nil, &g); err != nil {
+			return err
+		}
+		if line := fmt.Sprintf("group %d %s: %s", g.ID, g.State, counts(g.Counts)); line != last {
+			fmt.Fprintln(out, line)
+			last = line
+		}
+	}
+	for _, e := range g.Events {
+		fmt.Fprintln(out, "event:", e.Message)
+	}
+	fmt.Fprintf(out, "final: group %d %s; jobs by state: %s\n", g.ID, g.State, counts(g.Counts))
+	if g.State != "failed" || !maps.Equal(g.Counts, expected) {
+		return fmt.Errorf("expected state failed with %s", counts(expected))
+	}
+	fmt.Fprintln(out, "as expected: the diamond built, docs-build failed, docs-publish was skipped")
+	return nil
+}
+
+func counts(m map[string]int) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+type client struct{ base, token string }
+
+func (c client) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
