@@ -1,0 +1,206 @@
+package minerconn
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"drover.dev/computehorde/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Handler that keeps what it is given.
+type recorder struct {
+	mu     sync.Mutex
+	msgs   []protocol.Message
+	bad    []error
+	closed chan error
+}
+
+func newRecorder() *recorder { return &recorder{closed: make(chan error, 1)} }
+
+func (r *recorder) Message(_ time.Time, m protocol.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, m)
+}
+
+func (r *recorder) BadFrame(_ time.Time, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.bad = append(r.bad, err)
+}
+
+func (r *recorder) Closed(err error) { r.closed <- err }
+
+func (r *recorder) counts() (int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.msgs), len(r.bad)
+}
+
+// peer is the miner's side: serve runs once per connection with the server socket.
+func peer(t *testing.T, serve func(ws *websocket.Conn)) string {
+	t.Helper()
+	up := websocket.Upgrader{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		serve(ws)
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
+func TestConn(t *testing.T) {
+	t.Parallel()
+
+	type testBundle struct {
+		rec *recorder
+	}
+	setup := func(t *testing.T) *testBundle {
+		t.Helper()
+		return &testBundle{rec: newRecorder()}
+	}
+
+	t.Run("RawFramesAfterGateReachPeerIntact", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		got := make(chan string, 3)
+		url := peer(t, func(ws *websocket.Conn) {
+			for range 3 {
+				_, data, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				got <- string(data)
+			}
+		})
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		defer c.Close()
+		gate := make(chan struct{})
+		long := strings.Repeat("x", 70000)
+		frames := append(append(MaskedFrame([]byte("a")), MaskedFrame([]byte(strings.Repeat("y", 300)))...), MaskedFrame([]byte(long))...)
+		res := make(chan SendResult, 1)
+		c.SendAt(gate, frames, func(r SendResult) { res <- r })
+		select {
+		case <-got:
+			t.Fatal("sent before the gate opened")
+		case <-time.After(20 * time.Millisecond):
+		}
+		close(gate)
+		require.Equal(t, "a", <-got)
+		require.Len(t, <-got, 300)
+		require.Equal(t, long, <-got)
+		r := <-res
+		require.NoError(t, r.Err)
+		require.False(t, r.After.Before(r.Before))
+	})
+
+	t.Run("DecodesMessagesAndAnswersMalformedFrames", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		reply := make(chan string, 1)
+		url := peer(t, func(ws *websocket.Conn) {
+			_ = ws.WriteMessage(websocket.TextMessage, []byte(`{"message_type":"V0AcceptJobRequest","job_uuid":"u1"}`))
+			_ = ws.WriteMessage(websocket.TextMessage, []byte(`PING`))
+			_ = ws.WriteMessage(websocket.TextMessage, []byte(`{not json`))
+			_, data, err := ws.ReadMessage()
+			if err == nil {
+				reply <- string(data)
+			}
+		})
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		defer c.Close()
+		require.Contains(t, <-reply, `"message_type":"GenericError"`)
+		msgs, bad := bundle.rec.counts()
+		require.Equal(t, 1, msgs)
+		require.Equal(t, 1, bad)
+	})
+
+	t.Run("OversizedFrameClosesConnection", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		url := peer(t, func(ws *websocket.Conn) {
+			_ = ws.WriteMessage(websocket.TextMessage, []byte(strings.Repeat("z", 5000)))
+			_, _, _ = ws.ReadMessage()
+		})
+		c, err := Dial(context.Background(), url, bundle.rec, Options{MaxFrameSize: 1024})
+		require.NoError(t, err)
+		defer c.Close()
+		require.ErrorIs(t, <-bundle.rec.closed, ErrFrameTooLarge)
+	})
+
+	t.Run("SilentMinerHitsReadDeadline", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		url := peer(t, func(ws *websocket.Conn) { _, _, _ = ws.ReadMessage() })
+		c, err := Dial(context.Background(), url, bundle.rec, Options{ReadTimeout: 30 * time.Millisecond})
+		require.NoError(t, err)
+		defer c.Close()
+		require.ErrorContains(t, <-bundle.rec.closed, "timeout")
+	})
+
+	t.Run("PeerNotReadingIsCutOffByWriteDeadline", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		release := make(chan struct{})
+		url := peer(t, func(*websocket.Conn) { <-release })
+		defer close(release)
+		c, err := Dial(context.Background(), url, bundle.rec, Options{WriteTimeout: 50 * time.Millisecond})
+		require.NoError(t, err)
+		defer c.Close()
+		gate := make(chan struct{})
+		close(gate)
+		res := make(chan SendResult, 1)
+		start := time.Now()
+		c.SendAt(gate, MaskedFrame(make([]byte, 64<<20)), func(r SendResult) { res <- r })
+		r := <-res
+		require.Error(t, r.Err)
+		require.Less(t, time.Since(start), 2*time.Second)
+		after := make(chan SendResult, 1)
+		c.Send([]byte(`{}`), func(r SendResult) { after <- r })
+		require.Error(t, (<-after).Err, "a broken connection fails later sends")
+	})
+
+	t.Run("PingIsAnsweredByTheWriter", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		pong := make(chan string, 1)
+		url := peer(t, func(ws *websocket.Conn) {
+			ws.SetPongHandler(func(data string) error { pong <- data; return nil })
+			_ = ws.WriteControl(websocket.PingMessage, []byte("hi"), time.Now().Add(time.Second))
+			_, _, _ = ws.ReadMessage()
+		})
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		defer c.Close()
+		require.Equal(t, "hi", <-pong)
+	})
+
+	t.Run("SendAfterCloseFails", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		url := peer(t, func(ws *websocket.Conn) { _, _, _ = ws.ReadMessage() })
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		c.Close()
+		res := make(chan SendResult, 1)
+		c.Send([]byte(`{}`), func(r SendResult) { res <- r })
+		require.ErrorIs(t, (<-res).Err, ErrClosed)
+	})
+}
