@@ -1,0 +1,263 @@
+// Command build-bench measures the scheduler's own cost per job on a 10,000-job graph (a wide
+// fan-out, diamonds and 20-deep chains) with instant jobs and 8 worker slots, against a floor
+// measured in the same run: a bare loop of single-row UPDATE+COMMIT on the same Postgres. Only
+// the ratio is comparable between machines. It also runs the seed's Option 1 (readiness
+// recomputed by query after each completion) on the same graph, for a bounded time, to show the
+// gap the counter closes.
+//
+// Each slot claims with ClaimTx and applies its report with ReportTx, in two transactions as a
+// build-worker and the scheduler's report worker do; River's fetch and the report job's queue
+// round trip are left out, as they are River's cost, not the scheduler's.
+//
+//	go run ./cmd/build-bench -db postgres://postgres@127.0.0.1:5432/postgres
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/migrations"
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+)
+
+func main() {
+	db := flag.String("db", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "Postgres server (a scratch database is created and dropped)")
+	slots := flag.Int("slots", 8, "concurrent worker slots")
+	option1For := flag.Duration("option1-for", 20*time.Second, "how long to run Option 1")
+	flag.Parse()
+	if err := run(context.Background(), *db, *slots, *option1For, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "build-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, server string, slots int, option1For time.Duration, out io.Writer) error {
+	pool, drop, err := scratch(ctx, server)
+	if err != nil {
+		return err
+	}
+	defer drop()
+	defer pool.Close()
+	plan, err := dag.Validate(benchGraph(), dag.DefaultLimits)
+	if err != nil {
+		return err
+	}
+	n := len(plan.Jobs)
+	floor, err := measureFloor(ctx, pool, n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "floor: %d single-row UPDATE+COMMIT in %s = %.0f/s (%.3f ms each)\n", n, floor.Round(time.Millisecond), rate(n, floor), ms(floor, n))
+	tokens, err := queue.NewInserter(nil, queue.BuildScheduler)
+	if err != nil {
+		return err
+	}
+	graph := &jobgraph.Graph{Tokens: tokens}
+	took, done, err := drive(ctx, pool, graph, plan, slots, time.Hour, false)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "scheduler (Option 3 counter): %d jobs, %d slots, %s = %.0f jobs/s, overhead %.3f ms/job; ratio to floor %.0f%% (target >= 50%%)\n",
+		done, slots, took.Round(time.Millisecond), rate(done, took), ms(took, done), 100*rate(done, took)/rate(n, floor))
+	took, done, err = drive(ctx, pool, graph, plan, slots, option1For, true)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "seed Option 1 (query per completion): %d of %d jobs in %s = %.0f jobs/s, %.3f ms/job; ratio to floor %.0f%%\n",
+		done, n, took.Round(time.Millisecond), rate(done, took), ms(took, done), 100*rate(done, took)/rate(n, floor))
+	return nil
+}
+
+func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
+func ms(d time.Duration, n int) float64   { return float64(d.Microseconds()) / 1000 / float64(max(n, 1)) }
+
+// benchGraph is 10,000 jobs: one root fanning out to 2,999 leaves, 500 diamonds and 250 chains
+// of 20.
+func benchGraph() dag.Submission {
+	sub := dag.Submission{Name: "bench"}
+	add := func(name string, deps ...string) {
+		sub.Jobs = append(sub.Jobs, dag.JobSpec{Name: name, Target: "bench", Command: []string{"true"}, DependsOn: deps})
+	}
+	add("root")
+	for i := range 2999 {
+		add(fmt.Sprint("leaf", i), "root")
+	}
+	for i := range 500 {
+		p := fmt.Sprint("d", i, "-")
+		add(p + "top")
+		add(p+"left", p+"top")
+		add(p+"right", p+"top")
+		add(p+"bottom", p+"left", p+"right")
+	}
+	for i := range 250 {
+		prev := ""
+		for k := range 20 {
+			name := fmt.Sprint("c", i, "-", k)
+			if prev == "" {
+				add(name)
+			} else {
+				add(name, prev)
+			}
+			prev = name
+		}
+	}
+	return sub
+}
+
+// measureFloor runs n single-row UPDATEs, each its own transaction.
+func measureFloor(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, error) {
+	if _, err := pool.Exec(ctx, `CREATE TABLE bench_floor (id int PRIMARY KEY, n int NOT NULL);
+		INSERT INTO bench_floor SELECT i, 0 FROM generate_series(1, 1000) i`); err != nil {
+		return 0, fmt.Errorf("create floor table: %w", err)
+	}
+	start := time.Now()
+	for i := range n {
+		if _, err := pool.Exec(ctx, `UPDATE bench_floor SET n = n + 1 WHERE id = $1`, 1+i%1000); err != nil {
+			return 0, fmt.Errorf("floor update: %w", err)
+		}
+	}
+	return time.Since(start), nil
+}
+
+// drive submits plan as a new group and has slots goroutines claim and complete its jobs until
+// the group is final or limit passes. With option1, completion flips dependents to ready with the
+// seed's Option 1 query instead of the counter.
+func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan dag.Plan, slots int, limit time.Duration, option1 bool) (time.Duration, int, error) {
+	var g int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+	if err != nil {
+		return 0, 0, err
+	}
+	var (
+		done     atomic.Int64
+		wg       sync.WaitGroup
+		firstErr atomic.Value
+	)
+	start := time.Now()
+	deadline := start.Add(limit)
+	for range slots {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				ok, err := step(ctx, pool, graph, g, option1)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				if !ok {
+					if finished(ctx, pool, g) {
+						return
+					}
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, 0, err
+	}
+	return time.Since(start), int(done.Load()), nil
+}
+
+func finished(ctx context.Context, pool *pgxpool.Pool, g int64) bool {
+	var open bool
+	_ = pool.QueryRow(ctx, `SELECT state IN ('queued', 'dispatching') FROM groups WHERE id = $1`, g).Scan(&open)
+	return !open
+}
+
+// step claims one job and completes it, in two transactions.
+func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int64, option1 bool) (bool, error) {
+	var (
+		c  jobgraph.Claim
+		ok bool
+	)
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		c, ok, err = jobgraph.ClaimTx(ctx, tx, "bench", "bench", time.Minute)
+		return err
+	})
+	if err != nil || !ok {
+		return false, err
+	}
+	return true, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if option1 {
+			return completeOption1(ctx, tx, c.JobID, g)
+		}
+		_, err := graph.ReportTx(ctx, tx, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded})
+		return err
+	})
+}
+
+// completeOption1 is the seed's Option 1: mark the job complete, then find every waiting job of
+// the group whose dependencies are all complete.
+func completeOption1(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
+	if _, err := tx.Exec(ctx, `UPDATE job_graph SET state = 'complete' WHERE id = $1 AND state = 'running'`, jobID); err != nil {
+		return fmt.Errorf("complete job %d: %w", jobID, err)
+	}
+	_, err := tx.Exec(ctx, `
+		UPDATE job_graph j SET state = 'ready' WHERE j.group_id = $1 AND j.state = 'waiting_on_dependency'
+			AND NOT EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete')`, g)
+	if err != nil {
+		return fmt.Errorf("option 1 readiness for group %d: %w", g, err)
+	}
+	return nil
+}
+
+// scratch creates a migrated database for the run and returns a pool on its build_scheduler
+// schema and a function that drops it.
+func scratch(ctx context.Context, server string) (*pgxpool.Pool, func(), error) {
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", server, err)
+	}
+	name := fmt.Sprintf("drover_bench_%x", rand.Uint32())
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close(ctx)
+		return nil, nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	drop := func() {
+		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		admin.Close(context.Background())
+	}
+	u, _ := url.Parse(server)
+	u.Path = "/" + name
+	if err := migrations.Up(ctx, u.String(), slog.New(slog.DiscardHandler)); err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("migrate %s: %w", name, err)
+	}
+	cfg, err := pgxpool.ParseConfig(u.String())
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = "build_scheduler,public"
+	cfg.MaxConns = 16
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return pool, drop, nil
+}
