@@ -41,6 +41,16 @@ type fleet struct {
 	extra    []*service // helpers such as build-worker
 }
 
+// url returns the base URL of the named service.
+func (f *fleet) url(name string) string {
+	for _, s := range f.services {
+		if s.name == name {
+			return s.url
+		}
+	}
+	return ""
+}
+
 // env is the environment every child gets: the parent's, plus the database and the token.
 func env(opts options, extra map[string]string) []string {
 	out := append(os.Environ(), "DATABASE_URL="+opts.databaseURL, "API_TOKENS="+opts.token, "LOG_FORMAT=json")

@@ -1,0 +1,24 @@
+package main
+
+// The workloads' demos, in the order make run shows them. Each is a program of its service's
+// module that talks to the running services over HTTP and exits 0 when its workload did what it
+// should.
+func init() {
+	demos = append(demos, demo{
+		name:   "build",
+		binary: "build-demo",
+		args: func(f *fleet, opts options) []string {
+			return []string{"-url", f.url("build-scheduler"), "-token", opts.token}
+		},
+		helper: &helperProcess{
+			name:   "build-worker",
+			binary: "build-worker",
+			env: func(*fleet, options) map[string]string {
+				return map[string]string{
+					"BUILD_WORKER_TARGETS":   "x86_64-linux",
+					"BUILD_WORKER_HTTP_ADDR": "127.0.0.1:8086",
+				}
+			},
+		},
+	})
+}
