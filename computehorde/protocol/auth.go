@@ -48,7 +48,10 @@ func (m *ValidatorAuthForMiner) Blob() []byte {
 // minerHotkey, from the validator named in the URL, and signed by it. Whether the validator
 // may use the miner at all is the miner's policy, not checked here.
 func (m *ValidatorAuthForMiner) Verify(minerHotkey, urlValidatorHotkey string, now time.Time) error {
-	if m.Timestamp < now.Add(-AuthMaxAge).Unix() {
+	// Upstream compares with the fractional time.time(), so a timestamp of t is too old from
+	// t + AuthMaxAge plus any fraction of a second; truncating now would accept it up to a
+	// second longer than a real miner does.
+	if time.Unix(m.Timestamp, 0).Before(now.Add(-AuthMaxAge)) {
 		return fmt.Errorf("auth from %s at %d: %w", m.ValidatorHotkey, m.Timestamp, ErrAuthTooOld)
 	}
 	if m.MinerHotkey != minerHotkey {

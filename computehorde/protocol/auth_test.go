@@ -43,6 +43,7 @@ func TestValidatorAuth(t *testing.T) {
 	}{
 		{name: "Valid", auth: auth, miner: bobAddress, url: aliceAddress, now: now},
 		{name: "TenSecondsOld", auth: auth, miner: bobAddress, url: aliceAddress, now: now.Add(10 * time.Second)},
+		{name: "TooOldByAFraction", auth: auth, miner: bobAddress, url: aliceAddress, now: now.Add(10*time.Second + time.Millisecond), want: ErrAuthTooOld},
 		{name: "TooOld", auth: auth, miner: bobAddress, url: aliceAddress, now: now.Add(11 * time.Second), want: ErrAuthTooOld},
 		{name: "WrongMiner", auth: auth, miner: aliceAddress, url: aliceAddress, now: now, want: ErrAuthWrongMiner},
 		{name: "WrongURL", auth: auth, miner: bobAddress, url: bobAddress, now: now, want: ErrAuthWrongValidator},

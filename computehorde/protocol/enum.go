@@ -116,6 +116,32 @@ var (
 	}
 )
 
+// MarshalJSON writes the reason, or "unknown" for the zero value: upstream's default, and the
+// only way to send "no reason" that an upstream enum accepts.
+func (r JobRejectionReason) MarshalJSON() ([]byte, error) {
+	return encodeEnum(r, RejectionUnknown)
+}
+
+// MarshalJSON writes the reason, or "unknown" for the zero value.
+func (r JobFailureReason) MarshalJSON() ([]byte, error) {
+	return encodeEnum(r, FailureUnknown)
+}
+
+// MarshalJSON writes the stage, or "unknown" for the zero value.
+func (s JobStage) MarshalJSON() ([]byte, error) {
+	return encodeEnum(s, StageUnknown)
+}
+
+// MarshalJSON writes the participant, or "unknown" for the zero value.
+func (p JobParticipantType) MarshalJSON() ([]byte, error) {
+	return encodeEnum(p, ParticipantUnknown)
+}
+
+// MarshalJSON writes the reason, or "unknown" for the zero value.
+func (r HordeFailureReason) MarshalJSON() ([]byte, error) {
+	return encodeEnum(r, HordeUnknown)
+}
+
 // UnmarshalJSON reads a known value, or RejectionUnknown for anything else.
 func (r *JobRejectionReason) UnmarshalJSON(data []byte) error {
 	return decodeEnum(data, r, rejectionReasons, RejectionUnknown)
@@ -152,6 +178,15 @@ func (p *DockerRunOptionsPreset) UnmarshalJSON(data []byte) error {
 	}
 	*p = DockerRunOptionsPreset(s)
 	return nil
+}
+
+// encodeEnum writes v as a JSON string, the zero value as unknown. Values outside the known set
+// are written as they are: the caller chose them, and dropping them silently would hide a bug.
+func encodeEnum[E ~string](v, unknown E) ([]byte, error) {
+	if v == "" {
+		v = unknown
+	}
+	return jsonwire.Marshal(string(v))
 }
 
 // decodeEnum stores the string in data if known and unknown otherwise; null also reads as

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 
+	"drover.dev/computehorde/internal/jsonwire"
 	"drover.dev/computehorde/receipts"
 )
 
@@ -112,6 +113,18 @@ type V0MachineSpecsRequest struct {
 // MachineSpecs wraps the free-form specs object as upstream nests it: {"specs": {...}}.
 type MachineSpecs struct {
 	Specs Object `json:"specs"`
+}
+
+// MarshalJSON writes a nil Specs as {}: upstream requires an object there, so null would make
+// an upstream validator reject the whole message.
+func (s MachineSpecs) MarshalJSON() ([]byte, error) {
+	specs := s.Specs
+	if specs == nil {
+		specs = Object("{}")
+	}
+	return jsonwire.Marshal(struct {
+		Specs Object `json:"specs"`
+	}{specs})
 }
 
 // UnmarshalJSON applies the error_detail and error_type aliases.

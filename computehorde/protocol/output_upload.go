@@ -26,7 +26,9 @@ const (
 
 // ZipAndHTTPPostUpload posts the zipped output directory as a form.
 type ZipAndHTTPPostUpload struct {
-	URL        string    `json:"url"`
+	URL string `json:"url"`
+	// FormFields is optional; unlike V0JobRequest.Env, upstream defaults it to null, so a nil
+	// FormFields encodes as null.
 	FormFields StringMap `json:"form_fields"`
 }
 
@@ -37,7 +39,8 @@ type ZipAndHTTPPutUpload struct {
 
 // SingleFilePostUpload posts one output file as a form.
 type SingleFilePostUpload struct {
-	URL           string            `json:"url"`
+	URL string `json:"url"`
+	// FormFields is optional; a nil FormFields encodes as null, upstream's default.
 	FormFields    StringMap         `json:"form_fields"`
 	RelativePath  string            `json:"relative_path"`
 	SignedHeaders map[string]string `json:"signed_headers"`
@@ -72,10 +75,12 @@ func (SingleFilePutUpload) OutputUploadType() string { return UploadTypeSingleFi
 // OutputUploadType implements OutputUpload.
 func (MultiUpload) OutputUploadType() string { return UploadTypeMulti }
 
-// MarshalJSON writes output_upload_type first.
+// MarshalJSON writes output_upload_type first, and a nil FormFields as null (upstream's default).
 func (u ZipAndHTTPPostUpload) MarshalJSON() ([]byte, error) {
-	type plain ZipAndHTTPPostUpload
-	return jsonwire.MarshalTagged("output_upload_type", u.OutputUploadType(), plain(u))
+	return jsonwire.MarshalTagged("output_upload_type", u.OutputUploadType(), struct {
+		URL        string            `json:"url"`
+		FormFields map[string]string `json:"form_fields"`
+	}{u.URL, u.FormFields})
 }
 
 // MarshalJSON writes output_upload_type first.
@@ -84,10 +89,14 @@ func (u ZipAndHTTPPutUpload) MarshalJSON() ([]byte, error) {
 	return jsonwire.MarshalTagged("output_upload_type", u.OutputUploadType(), plain(u))
 }
 
-// MarshalJSON writes output_upload_type first.
+// MarshalJSON writes output_upload_type first, and a nil FormFields as null (upstream's default).
 func (u SingleFilePostUpload) MarshalJSON() ([]byte, error) {
-	type plain SingleFilePostUpload
-	return jsonwire.MarshalTagged("output_upload_type", u.OutputUploadType(), plain(u))
+	return jsonwire.MarshalTagged("output_upload_type", u.OutputUploadType(), struct {
+		URL           string            `json:"url"`
+		FormFields    map[string]string `json:"form_fields"`
+		RelativePath  string            `json:"relative_path"`
+		SignedHeaders map[string]string `json:"signed_headers"`
+	}{u.URL, u.FormFields, u.RelativePath, u.SignedHeaders})
 }
 
 // MarshalJSON writes output_upload_type first.

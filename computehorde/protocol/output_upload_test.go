@@ -7,6 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestOutputUploadVariants pins each variant's wire form with upstream's defaults: form_fields
+// and signed_headers are null when unset, as pydantic writes them.
 func TestOutputUploadVariants(t *testing.T) {
 	t.Parallel()
 
@@ -15,9 +17,9 @@ func TestOutputUploadVariants(t *testing.T) {
 		upload OutputUpload
 		wire   string
 	}{
-		{name: "ZipPost", upload: &ZipAndHTTPPostUpload{URL: "u"}, wire: `{"output_upload_type":"zip_and_http_post","url":"u","form_fields":{}}`},
+		{name: "ZipPost", upload: &ZipAndHTTPPostUpload{URL: "u"}, wire: `{"output_upload_type":"zip_and_http_post","url":"u","form_fields":null}`},
 		{name: "ZipPut", upload: &ZipAndHTTPPutUpload{URL: "u"}, wire: `{"output_upload_type":"zip_and_http_put","url":"u"}`},
-		{name: "SinglePost", upload: &SingleFilePostUpload{URL: "u", RelativePath: "f"}, wire: `{"output_upload_type":"single_file_post","url":"u","form_fields":{},"relative_path":"f","signed_headers":null}`},
+		{name: "SinglePost", upload: &SingleFilePostUpload{URL: "u", RelativePath: "f"}, wire: `{"output_upload_type":"single_file_post","url":"u","form_fields":null,"relative_path":"f","signed_headers":null}`},
 		{name: "SinglePut", upload: &SingleFilePutUpload{URL: "u", RelativePath: "f", SignedHeaders: map[string]string{"h": "v"}}, wire: `{"output_upload_type":"single_file_put","url":"u","relative_path":"f","signed_headers":{"h":"v"}}`},
 		{name: "Multi", upload: &MultiUpload{Uploads: List[OutputUpload]{&SingleFilePutUpload{URL: "u", RelativePath: "f"}}}, wire: `{"output_upload_type":"multi_upload","uploads":[{"output_upload_type":"single_file_put","url":"u","relative_path":"f","signed_headers":null}],"system_output":null}`},
 	}

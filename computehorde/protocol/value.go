@@ -22,7 +22,8 @@ func (l List[T]) MarshalJSON() ([]byte, error) {
 }
 
 // StringMap is a dict[str, str] field upstream defaults to {}: a nil StringMap encodes as {}.
-// Keys encode sorted; the order carries no meaning.
+// Keys encode sorted; the order carries no meaning. The form_fields of the post uploads are
+// StringMaps too but default to null upstream; their MarshalJSON writes nil as null.
 type StringMap map[string]string
 
 // MarshalJSON encodes nil as {}.

@@ -2,6 +2,7 @@ package receipts
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"drover.dev/computehorde/internal/jsonwire"
@@ -20,8 +21,18 @@ type JobFinished struct {
 	BlockNumbers []int64
 }
 
-// FormatScore renders a score as Python's "%.6g" does: 1 → "1", 0.5 → "0.5".
+// FormatScore renders a score as Python's "%.6g" does: 1 → "1", 0.5 → "0.5". Go's %g agrees
+// with Python's for finite values; NaN and the infinities are spelled as Python spells them
+// ("nan", "inf", "-inf") so that float(score_str) still reads them back on the miner.
 func FormatScore(score float64) string {
+	switch {
+	case math.IsNaN(score):
+		return "nan"
+	case math.IsInf(score, 1):
+		return "inf"
+	case math.IsInf(score, -1):
+		return "-inf"
+	}
 	return fmt.Sprintf("%.6g", score)
 }
 

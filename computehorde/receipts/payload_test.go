@@ -2,6 +2,7 @@ package receipts
 
 import (
 	"encoding/json"
+	"math"
 	"testing"
 	"time"
 
@@ -181,8 +182,16 @@ func TestStartedTTL(t *testing.T) {
 func TestFormatScore(t *testing.T) {
 	t.Parallel()
 
-	tests := map[float64]string{1: "1", 0: "0", 0.5: "0.5", 1.0 / 3: "0.333333", 1234567: "1.23457e+06", 1e-7: "1e-07"}
-	for score, want := range tests {
-		require.Equal(t, want, FormatScore(score))
+	// Expected strings are Python's "%.6g" % score for each value.
+	tests := []struct {
+		score float64
+		want  string
+	}{
+		{1, "1"}, {0, "0"}, {0.5, "0.5"}, {1.0 / 3, "0.333333"}, {1234567, "1.23457e+06"}, {1e-7, "1e-07"},
+		{123456789, "1.23457e+08"}, {2.5e-5, "2.5e-05"}, {100000, "100000"}, {1e16, "1e+16"}, {math.Copysign(0, -1), "-0"},
+		{math.NaN(), "nan"}, {math.Inf(1), "inf"}, {math.Inf(-1), "-inf"},
+	}
+	for _, tt := range tests {
+		require.Equal(t, tt.want, FormatScore(tt.score), "score %v", tt.score)
 	}
 }
