@@ -6,10 +6,13 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/queue"
+	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -18,15 +21,108 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunServesHealthAndProbes(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Common: servicetest.Config(testdb.New(t))}
+// testConfig is the configuration the environment's defaults give, on databaseURL.
+func testConfig(databaseURL string) Config {
+	p := scoring.DefaultParams()
+	return Config{
+		Common: servicetest.Config(databaseURL), Workers: 2,
+		ClassWeights: scoring.DefaultClassWeights, ExcusedScore: p.ExcusedScore, HordeClass: p.HordeClass,
+		HordeAlpha: p.HordeAlpha, HordeBeta: p.HordeBeta, HordeDelta: p.HordeDelta,
+		DancingMultiplier: p.DancingMultiplier, DancingRatio: p.DancingRatio,
+		NonPeakPenalty: p.NonPeakPenalty, NonPeakMinRatio: p.NonPeakMinRatio,
+	}
+}
+
+type testBundle struct {
+	base string
+	ins  *queue.Client
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	dbURL := testdb.New(t)
+	cfg := testConfig(dbURL)
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
+	ins, err := queue.NewInserter(testdb.NewPoolFor(t, dbURL), queue.Scorer)
+	require.NoError(t, err)
+	return &testBundle{base: base, ins: ins}
+}
 
-	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
-	var probe struct{ ID int64 }
-	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/probes", map[string]string{"target": "scorer"}, &probe))
-	require.Positive(t, probe.ID)
+func TestRunServesScoresAndWeights(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	ctx := context.Background()
+
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, bundle.base+"/healthz", nil, nil))
+	require.Equal(t, http.StatusNotFound, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/weights", nil, nil))
+
+	// Batch-runner's side of the contract: a score_batch job in scorer's queue.
+	_, err := bundle.ins.Insert(ctx, queue.ScoreBatchArgs{
+		BatchID: 7, StartedAt: time.Now(), Peak: true,
+		Miners: []queue.MinerClassResult{
+			{Hotkey: "5A", ExecutorClass: scoring.HordeClass, Executors: 1, Completed: 1},
+			{Hotkey: "5B", ExecutorClass: scoring.HordeClass, Executors: 1, Failed: 1},
+		},
+	}, nil)
+	require.NoError(t, err)
+
+	var scores struct {
+		BatchID int64 `json:"batch_id"`
+		Miners  []struct {
+			Hotkey    string  `json:"hotkey"`
+			Weight    float64 `json:"weight"`
+			WeightU16 int     `json:"weight_u16"`
+			Classes   []struct {
+				Raw float64 `json:"raw"`
+			} `json:"classes"`
+		} `json:"miners"`
+	}
+	require.Eventually(t, func() bool {
+		return servicetest.Call(t, http.MethodGet, bundle.base+"/v1/batches/7/scores", nil, &scores) == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Len(t, scores.Miners, 2)
+	require.Equal(t, "5A", scores.Miners[0].Hotkey)
+	require.InDelta(t, 0.5, scores.Miners[0].Classes[0].Raw, 1e-12) // horde_score of one executor
+	require.Equal(t, 1.0, scores.Miners[0].Weight)
+
+	var weights struct {
+		BatchID  int64 `json:"batch_id"`
+		TotalU16 int   `json:"total_u16"`
+		Weights  []struct {
+			Hotkey    string `json:"hotkey"`
+			WeightU16 int    `json:"weight_u16"`
+		} `json:"weights"`
+	}
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/weights", nil, &weights))
+	require.Equal(t, int64(7), weights.BatchID)
+	require.Equal(t, 65535, weights.TotalU16)
+	require.Len(t, weights.Weights, 1, "a miner with weight 0 is not listed")
+}
+
+func TestRunRejectsBadRequests(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+
+	var p struct{ Type, Field string }
+	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/batches/x/scores", nil, &p))
+	require.Equal(t, "id", p.Field)
+	require.Equal(t, http.StatusNotFound, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/batches/99/scores", nil, nil))
+}
+
+func TestRunRefusesBadScoringConfig(t *testing.T) {
+	t.Parallel()
+
+	for name, change := range map[string]func(*Config){
+		"ClassWeights": func(c *Config) { c.ClassWeights = "a=x" },
+		"Dancing":      func(c *Config) { c.DancingMultiplier = 0 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("postgres://unused")
+			change(&cfg)
+			require.Error(t, run(context.Background(), cfg, nil, io.Discard))
+		})
+	}
 }
