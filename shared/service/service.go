@@ -128,6 +128,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps) error {
 	}
 	// River's own context outlives ctx: stopping is ours to sequence below.
 	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {
+		_ = ln.Close()
 		return fmt.Errorf("start river: %w", err)
 	}
 	g, gctx := errgroup.WithContext(ctx)
