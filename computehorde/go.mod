@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/ChainSafe/go-schnorrkel v1.1.0
+	github.com/gorilla/websocket v1.5.3
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/crypto v0.58.0
 )

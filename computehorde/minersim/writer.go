@@ -1,0 +1,153 @@
+package minersim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"drover.dev/computehorde/protocol"
+)
+
+type outKind int
+
+const (
+	outText    outKind = iota
+	outDribble         // a text frame written one byte at a time
+	outPong
+	outClose // a close frame, then the socket is closed
+)
+
+// outFrame is one thing for the writer goroutine to put on the socket.
+type outFrame struct {
+	kind  outKind
+	data  []byte
+	every time.Duration // outDribble: pause between bytes
+	code  int           // outClose: close code; zero means normal closure
+}
+
+// writeLoop is the connection's only writer: every frame, pong, ping and close goes through
+// it, so no two writes ever interleave on the socket.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.writeDeadline()); err != nil {
+				c.abort()
+				return
+			}
+		case f := <-c.out:
+			if err := c.write(f); err != nil || f.kind == outClose {
+				c.abort()
+				return
+			}
+		}
+	}
+}
+
+// abort ends the connection from the writer's side: the reader's next read fails.
+func (c *conn) abort() {
+	c.cancel()
+	c.ws.Close()
+}
+
+func (c *conn) writeDeadline() time.Time { return time.Now().Add(c.cfg.WriteTimeout) }
+
+func (c *conn) write(f outFrame) error {
+	switch f.kind {
+	case outPong:
+		return c.ws.WriteControl(websocket.PongMessage, f.data, c.writeDeadline())
+	case outClose:
+		code := f.code
+		if code == 0 || code == websocket.CloseNoStatusReceived {
+			code = websocket.CloseNormalClosure
+		}
+		return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), c.writeDeadline())
+	case outDribble:
+		return c.dribble(f.data, f.every)
+	}
+	if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, f.data)
+}
+
+// dribble writes a complete, valid text frame onto the raw socket one byte at a time. It is
+// safe because this goroutine is the socket's only writer and gorilla buffers nothing between
+// messages.
+func (c *conn) dribble(data []byte, every time.Duration) error {
+	frame := textFrame(data)
+	nc := c.ws.NetConn()
+	for i := range frame {
+		if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
+			return err
+		}
+		if _, err := nc.Write(frame[i : i+1]); err != nil {
+			return fmt.Errorf("dribble byte %d of %d: %w", i, len(frame), err)
+		}
+		select {
+		case <-time.After(every):
+		case <-c.ctx.Done():
+			return c.ctx.Err()
+		}
+	}
+	return nil
+}
+
+// textFrame is an unmasked, final text frame as a server sends it (RFC 6455 section 5.2).
+func textFrame(data []byte) []byte {
+	frame := []byte{0x81}
+	switch n := len(data); {
+	case n < 126:
+		frame = append(frame, byte(n))
+	case n <= 0xffff:
+		frame = append(frame, 126)
+		frame = binary.BigEndian.AppendUint16(frame, uint16(n))
+	default:
+		frame = append(frame, 127)
+		frame = binary.BigEndian.AppendUint64(frame, uint64(n))
+	}
+	return append(frame, data...)
+}
+
+// enqueue hands a frame to the writer, giving up when the connection is over.
+func (c *conn) enqueue(f outFrame) {
+	select {
+	case c.out <- f:
+	case <-c.ctx.Done():
+	}
+}
+
+// tryEnqueue is for the reader's control-frame handlers, which must never block: a pong that
+// does not fit is dropped and the peer pings again.
+func (c *conn) tryEnqueue(f outFrame) {
+	select {
+	case c.out <- f:
+	default:
+	}
+}
+
+// send encodes and enqueues a message as an honest miner would.
+func (c *conn) send(msg protocol.Message) {
+	data, err := protocol.Encode(msg)
+	if err != nil {
+		c.cfg.Logger.Error("encode", "message_type", msg.MessageType(), "err", err)
+		return
+	}
+	c.enqueue(outFrame{data: data})
+}
+
+// refuse answers a validator the miner will not serve, as upstream does: a GenericError, then
+// close. It waits until the writer has sent both.
+func (c *conn) refuse(details string) {
+	c.m.authFailures.Add(1)
+	c.send(&protocol.GenericError{Details: &details})
+	c.enqueue(outFrame{kind: outClose})
+	<-c.writerDone
+}
