@@ -5,18 +5,32 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"time"
+
+	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
+	"drover.dev/services/miner-sync/internal/api"
+	"drover.dev/services/miner-sync/internal/metagraph"
+	"drover.dev/services/miner-sync/internal/work"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
 
-// Config is the miner-sync's configuration, read from MinerSync_* environment variables.
+// Config is the miner-sync's configuration, read from MINER_SYNC_* environment variables.
 type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8081" desc:"HTTP listen address"`
+
+	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
+	SyncInterval     time.Duration `envconfig:"SYNC_INTERVAL" default:"1m" desc:"how often the metagraph is synced (also once at start)"`
+	SourceTimeout    time.Duration `envconfig:"SOURCE_TIMEOUT" default:"10s" desc:"longest a metagraph fetch may take, body included"`
+	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes"`
+	SourceMaxEntries int           `envconfig:"SOURCE_MAX_ENTRIES" default:"4096" desc:"most metagraph entries accepted"`
 }
 
 func main() {
@@ -28,12 +42,66 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	cfg = cfg.withDefaults()
+	source, err := sourceOf(cfg)
+	if err != nil {
+		return err
+	}
 	spec := service.Spec{
 		Service:  queue.MinerSync,
 		Config:   cfg.Common,
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
+		Queues:   map[string]int{queue.QueueMetagraph: 1},
+		OpenAPI:  api.OpenAPI,
 	}
-	return service.Run(ctx, spec, stdout, func(*service.Deps) error { return nil })
+	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
+		river.AddWorker(deps.Workers, &work.SyncMetagraphWorker{
+			DB: deps.Pool, Source: source, Logger: deps.Logger, JobTimeout: cfg.SourceTimeout + 30*time.Second,
+		})
+		deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
+			river.PeriodicInterval(cfg.SyncInterval),
+			func() (river.JobArgs, *river.InsertOpts) { return queue.SyncMetagraphArgs{Reason: "periodic"}, nil },
+			&river.PeriodicJobOpts{ID: "sync_metagraph", RunOnStart: true},
+		))
+		api.Routes(deps.Server.API, deps.Pool, deps.Inserters[queue.MinerSync])
+		return nil
+	})
+}
+
+// sourceOf builds the metagraph source METAGRAPH_URL names; nil when it is empty.
+func sourceOf(cfg Config) (metagraph.Source, error) {
+	if cfg.MetagraphURL == "" {
+		return nil, nil
+	}
+	u, err := url.Parse(cfg.MetagraphURL)
+	if err != nil {
+		return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: %w", err)
+	}
+	switch u.Scheme {
+	case "http", "https":
+		return &metagraph.HTTPSource{URL: cfg.MetagraphURL, Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
+	case "file":
+		return &metagraph.FileSource{Path: u.Path, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
+	}
+	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want http, https or file", u.Scheme)
+}
+
+// withDefaults fills the settings a config struct built in code (tests) left at zero with the
+// defaults the environment would give; zero is never a meaningful value for any of them.
+func (c Config) withDefaults() Config {
+	if c.SyncInterval <= 0 {
+		c.SyncInterval = time.Minute
+	}
+	if c.SourceTimeout <= 0 {
+		c.SourceTimeout = 10 * time.Second
+	}
+	if c.SourceMaxBytes <= 0 {
+		c.SourceMaxBytes = metagraph.DefaultMaxBytes
+	}
+	if c.SourceMaxEntries <= 0 {
+		c.SourceMaxEntries = metagraph.DefaultMaxEntries
+	}
+	return c
 }

@@ -2,14 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/computehorde/hotkey"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -18,15 +23,158 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunServesHealthAndProbes(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Common: servicetest.Config(testdb.New(t))}
+// fleet fakes the simulated fleet's metagraph endpoint (external HTTP).
+type fleet struct {
+	mu     sync.Mutex
+	status int
+	body   []byte
+	gate   chan struct{} // when not nil, answers wait until it is closed
+}
+
+func (f *fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	status, body, gate := f.status, f.body, f.gate
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (f *fleet) serve(t *testing.T, status int, miners ...map[string]any) {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"netuid": 12, "block": 9000, "miners": miners})
+	require.NoError(t, err)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status, f.body = status, body
+}
+
+func address(t *testing.T, b byte) string {
+	t.Helper()
+	var key hotkey.PublicKey
+	key[0], key[31] = b, 0xa5
+	addr, err := hotkey.EncodeSS58(key, hotkey.SubstrateFormat)
+	require.NoError(t, err)
+	return addr
+}
+
+func neuron(t *testing.T, uid int, validator bool) map[string]any {
+	t.Helper()
+	return map[string]any{"uid": uid, "hotkey": address(t, byte(uid+1)), "coldkey": address(t, 99), "ip": "127.0.0.1", "port": 9000 + uid, "stake": float64(uid) * 1000, "validator": validator}
+}
+
+type testBundle struct {
+	base  string
+	fleet *fleet
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	f := &fleet{status: http.StatusOK}
+	f.serve(t, http.StatusOK, neuron(t, 0, true), neuron(t, 1, false), neuron(t, 2, false), map[string]any{"uid": -5})
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	cfg := Config{Common: servicetest.Config(testdb.New(t)), MetagraphURL: srv.URL + "/metagraph", SyncInterval: time.Hour, SourceTimeout: 5 * time.Second}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
+	return &testBundle{base: base, fleet: f}
+}
 
-	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
-	var probe struct{ ID int64 }
-	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/probes", map[string]string{"target": "miner-sync"}, &probe))
-	require.Positive(t, probe.ID)
+type minerPage struct {
+	Miners []struct {
+		Hotkey string `json:"hotkey"`
+		UID    int    `json:"uid"`
+		Active bool   `json:"active"`
+	} `json:"miners"`
+	NextCursor string `json:"next_cursor"`
+}
+
+func (b *testBundle) miners(t *testing.T, query string) minerPage {
+	t.Helper()
+	var page minerPage
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, b.base+"/v1/miners"+query, nil, &page))
+	return page
+}
+
+type syncEvents struct {
+	Events []struct {
+		Outcome string  `json:"outcome"`
+		Skipped int     `json:"skipped"`
+		Error   *string `json:"error"`
+	} `json:"events"`
+}
+
+func TestRunSyncsAtStartAndServesMiners(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+
+	require.Eventually(t, func() bool { return len(bundle.miners(t, "").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
+	require.Len(t, bundle.miners(t, "?validator=true").Miners, 1)
+	require.Len(t, bundle.miners(t, "?validator=false&active=true").Miners, 2)
+	require.Equal(t, 1, bundle.miners(t, "?hotkey="+address(t, 2)).Miners[0].UID)
+
+	// Pages of two by (uid, hotkey).
+	first := bundle.miners(t, "?limit=2")
+	require.Equal(t, []int{0, 1}, []int{first.Miners[0].UID, first.Miners[1].UID})
+	require.NotEmpty(t, first.NextCursor)
+	second := bundle.miners(t, "?limit=2&cursor="+first.NextCursor)
+	require.Len(t, second.Miners, 1)
+	require.Equal(t, 2, second.Miners[0].UID)
+	require.Empty(t, second.NextCursor)
+
+	var events syncEvents
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/sync/events", nil, &events))
+	require.Equal(t, "partial", events.Events[0].Outcome)
+	require.Equal(t, 1, events.Events[0].Skipped, "uid -5 is reported")
+
+	var p struct{ Field string }
+	for _, q := range []string{"?active=maybe", "?limit=0", "?cursor=%21"} {
+		require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/miners"+q, nil, &p), q)
+	}
+	require.Equal(t, "cursor", p.Field)
+}
+
+func TestRunSyncOnDemand(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	require.Eventually(t, func() bool { return len(bundle.miners(t, "?active=true").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
+
+	// Miner 2 deregisters. The fleet holds its answer, so the sync stays running and a second
+	// request finds it queued.
+	gate := make(chan struct{})
+	bundle.fleet.serve(t, http.StatusOK, neuron(t, 0, true), neuron(t, 1, false))
+	bundle.fleet.mu.Lock()
+	bundle.fleet.gate = gate
+	bundle.fleet.mu.Unlock()
+
+	type answer struct {
+		JobID         int64 `json:"job_id"`
+		AlreadyQueued bool  `json:"already_queued"`
+	}
+	var a1, a2 answer
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, bundle.base+"/v1/sync", nil, &a1))
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, bundle.base+"/v1/sync", nil, &a2))
+	require.True(t, a2.AlreadyQueued)
+	require.Equal(t, a1.JobID, a2.JobID)
+	close(gate)
+
+	require.Eventually(t, func() bool { return len(bundle.miners(t, "?active=false").Miners) == 1 }, 10*time.Second, 20*time.Millisecond)
+
+	// The fleet goes down: the sync fails with an event and the list stays.
+	bundle.fleet.serve(t, http.StatusServiceUnavailable)
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, bundle.base+"/v1/sync", nil, nil))
+	var events syncEvents
+	require.Eventually(t, func() bool {
+		servicetest.Call(t, http.MethodGet, bundle.base+"/v1/sync/events?limit=1", nil, &events)
+		return len(events.Events) == 1 && events.Events[0].Outcome == "failed"
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Contains(t, *events.Events[0].Error, "status 503")
+	require.Len(t, bundle.miners(t, "?active=true").Miners, 2)
 }

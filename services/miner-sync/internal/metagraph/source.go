@@ -1,0 +1,89 @@
+package metagraph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxBytes bounds a source's answer: 4,096 UIDs at ~300 bytes each fit in 1.2 MiB.
+const DefaultMaxBytes = 4 << 20
+
+// DefaultMaxEntries bounds the entries of one snapshot (Bittensor caps a subnet at 4,096 UIDs).
+const DefaultMaxEntries = 4096
+
+// ErrTooLarge is returned when a source's answer exceeds its byte or entry bound.
+var ErrTooLarge = errors.New("metagraph too large")
+
+// Source is where the metagraph comes from.
+//
+// A subtensor adapter (reading the metagraph from a Bittensor node over its websocket RPC) would
+// implement Source by calling the SubnetInfo runtime API for the netuid and mapping each neuron
+// to an Entry: uid, hotkey, coldkey, axon ip and port, total stake in TAO, and validator_permit.
+// It is not implemented: deployments point HTTPSource at a service that exports the metagraph.
+type Source interface {
+	// Fetch returns the current snapshot. Entries are not validated yet (see Check); an error
+	// means the whole snapshot is unusable and the last good list must stay.
+	Fetch(ctx context.Context) (Snapshot, error)
+
+	// String describes the source for events and logs; it never holds a secret.
+	String() string
+}
+
+// Snapshot is the metagraph as a source returned it.
+type Snapshot struct {
+	Netuid  int
+	Block   int64
+	Entries []Entry
+}
+
+// Entry is one neuron as the source gave it. DecodeErr is set for an entry that did not decode,
+// so that a bad entry is reported rather than aborting the sync.
+type Entry struct {
+	UID       int64   `json:"uid"`
+	Hotkey    string  `json:"hotkey"`
+	Coldkey   string  `json:"coldkey"`
+	IP        string  `json:"ip"`
+	Port      int64   `json:"port"`
+	Stake     float64 `json:"stake"`
+	Validator bool    `json:"validator"`
+
+	DecodeErr error `json:"-"`
+}
+
+type document struct {
+	Netuid *int              `json:"netuid"`
+	Block  *int64            `json:"block"`
+	Miners []json.RawMessage `json:"miners"`
+}
+
+// Decode reads a snapshot from r, reading at most maxBytes and accepting at most maxEntries. An
+// entry that does not decode is kept with DecodeErr set; only a malformed document fails.
+func Decode(r io.Reader, maxBytes int64, maxEntries int) (Snapshot, error) {
+	body, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("read metagraph: %w", err)
+	}
+	if int64(len(body)) > maxBytes {
+		return Snapshot{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
+	}
+	var doc document
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return Snapshot{}, fmt.Errorf("decode metagraph: %w", err)
+	}
+	if doc.Netuid == nil || doc.Block == nil || doc.Miners == nil {
+		return Snapshot{}, errors.New("decode metagraph: netuid, block and miners are required")
+	}
+	if len(doc.Miners) > maxEntries {
+		return Snapshot{}, fmt.Errorf("%w: %d entries, at most %d", ErrTooLarge, len(doc.Miners), maxEntries)
+	}
+	snap := Snapshot{Netuid: *doc.Netuid, Block: *doc.Block, Entries: make([]Entry, len(doc.Miners))}
+	for i, raw := range doc.Miners {
+		if err := json.Unmarshal(raw, &snap.Entries[i]); err != nil {
+			snap.Entries[i] = Entry{UID: -1, DecodeErr: err}
+		}
+	}
+	return snap, nil
+}

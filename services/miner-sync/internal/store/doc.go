@@ -1,0 +1,4 @@
+// Package store keeps miner-sync's rows: the miners table batch-runner reads, and the sync events
+// that say how each sync went. Functions take a postgres.DBTX so the worker runs a sync's writes,
+// its event and the River completion in one transaction.
+package store

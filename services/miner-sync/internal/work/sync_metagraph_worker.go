@@ -1,0 +1,95 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"drover.dev/queue"
+	"drover.dev/services/miner-sync/internal/metagraph"
+	"drover.dev/services/miner-sync/internal/store"
+)
+
+// Beginner starts a transaction: a pool in production, a test's transaction (a savepoint) in
+// tests, so a worker test sees and rolls back everything the worker wrote.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// SyncMetagraphWorker works sync_metagraph: it fetches the metagraph, checks every entry and
+// applies the good ones, recording how it went in a sync event. When the source fails, or gives
+// nothing usable, no miner changes: the last good list stays, so batches go on while the chain
+// is unreachable, and the event says why.
+type SyncMetagraphWorker struct {
+	river.WorkerDefaults[queue.SyncMetagraphArgs]
+	DB     Beginner
+	Source metagraph.Source // nil: no source configured; every sync fails with an event
+	Logger *slog.Logger
+
+	// JobTimeout bounds a whole sync; River's default applies when zero. It must exceed the
+	// source's own timeout so that a slow source still ends in an event.
+	JobTimeout time.Duration
+}
+
+// Timeout is the sync's time limit.
+func (w *SyncMetagraphWorker) Timeout(*river.Job[queue.SyncMetagraphArgs]) time.Duration {
+	return w.JobTimeout
+}
+
+// Work syncs once. A source failure is not a job failure (the event records it and the next
+// periodic sync tries again); a database error is, and River retries it.
+func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs]) error {
+	miners, event := w.fetch(ctx, job.Args.Reason)
+	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		if event.Outcome != store.OutcomeFailed {
+			var err error
+			if event.Upserted, event.Deactivated, err = store.MinersApply(ctx, tx, miners); err != nil {
+				return err
+			}
+		}
+		if _, err := store.SyncEventInsert(ctx, tx, event); err != nil {
+			return err
+		}
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}
+
+// fetch reads and checks the metagraph. The event it returns is failed when nothing may be
+// applied.
+func (w *SyncMetagraphWorker) fetch(ctx context.Context, reason string) ([]metagraph.Miner, store.SyncEvent) {
+	event := store.SyncEvent{Reason: reason, Outcome: store.OutcomeFailed, Source: "none"}
+	if w.Source == nil {
+		return nil, w.failed(ctx, event, errors.New("no metagraph source configured"))
+	}
+	event.Source = w.Source.String()
+	snap, err := w.Source.Fetch(ctx)
+	if err != nil {
+		return nil, w.failed(ctx, event, err)
+	}
+	miners, skipped := metagraph.Check(snap.Entries)
+	event.Netuid, event.Block = &snap.Netuid, &snap.Block
+	event.Entries, event.Skipped, event.SkippedEntries = len(snap.Entries), len(skipped), skipped
+	if len(miners) == 0 {
+		// Applying an empty list would deactivate every miner and stop the batches.
+		return nil, w.failed(ctx, event, errors.New("the metagraph has no usable entry"))
+	}
+	event.Outcome = store.OutcomeOK
+	if len(skipped) > 0 {
+		event.Outcome = store.OutcomePartial
+		w.Logger.WarnContext(ctx, "metagraph entries skipped", "skipped", len(skipped), "first", skipped[0].Reason)
+	}
+	return miners, event
+}
+
+func (w *SyncMetagraphWorker) failed(ctx context.Context, event store.SyncEvent, err error) store.SyncEvent {
+	msg := err.Error()
+	event.Error = &msg
+	w.Logger.WarnContext(ctx, "metagraph sync failed; keeping the last good miners", "source", event.Source, "error", err)
+	return event
+}
