@@ -7,16 +7,44 @@ import (
 	"context"
 	"io"
 	"net"
+	"time"
 
 	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/api"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
 
-// Config is the batch-runner's configuration, read from BatchRunner_* environment variables.
+// Config is the batch-runner's configuration, read from BATCH_RUNNER_* environment variables.
 type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8082" desc:"HTTP listen address"`
+
+	HotkeyURI  string `envconfig:"HOTKEY_URI" secret:"true" desc:"validator hotkey as a secret URI, e.g. //Alice for development"`
+	WalletPath string `envconfig:"WALLET_PATH" desc:"validator hotkey as a Bittensor wallet hotkey file (used when HOTKEY_URI is empty)"`
+
+	Cycle      time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
+	RunOnStart bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`
+	PeakEvery  int64         `envconfig:"PEAK_EVERY" default:"1" desc:"every n-th batch is a peak batch for scoring"`
+	JobTimeout time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch may run before River cancels it"`
+
+	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat" desc:"job generator per executor class: pow or hashcat, e.g. *=pow,spin_up-4min.gpu-24gb=hashcat"`
+	PoWTimeLimit time.Duration `envconfig:"POW_TIME_LIMIT" default:"10s" desc:"time limit of proof-of-work jobs"`
+	Headroom     float64       `envconfig:"HEADROOM" default:"1.2" desc:"jobs pregenerated per job of the previous batch"`
+
+	ClassTablePath string                   `envconfig:"CLASS_TABLE" desc:"JSON executor class table; the built-in table when empty"`
+	SpinUps        map[string]time.Duration `envconfig:"SPIN_UPS" desc:"spin-up overrides per class, e.g. *:1s or always_on.test:500ms"`
+	MinSpinUp      time.Duration            `envconfig:"MIN_SPIN_UP" default:"2s" desc:"floor of every spin-up in the stagger"`
+	ClassCaps      map[string]int           `envconfig:"CLASS_CAPS" default:"always_on.llm.a6000:100" desc:"executors tested per miner and class at most"`
+
+	ManifestTimeout time.Duration `envconfig:"MANIFEST_TIMEOUT" default:"30s" desc:"per miner: connect, auth and manifest"`
+	ReadyGrace      time.Duration `envconfig:"READY_GRACE" default:"10s" desc:"wait for executor ready past the spin-up"`
+	JobExtra        time.Duration `envconfig:"JOB_EXTRA" default:"2m" desc:"wait past a job's time limit, to record slow answers"`
+	ReceiptTimeout  time.Duration `envconfig:"RECEIPT_TIMEOUT" default:"5s" desc:"for the JobFinished receipts"`
+	WriteTimeout    time.Duration `envconfig:"WRITE_TIMEOUT_MINER" default:"5s" desc:"deadline of every write to a miner"`
+	SlowSend        time.Duration `envconfig:"SLOW_SEND" default:"100ms" desc:"a job request send slower than this is a system event"`
+	MaxFrameSize    int64         `envconfig:"MAX_FRAME_SIZE" default:"1048576" desc:"largest frame read from a miner"`
+	ExcuseMinStake  float64       `envconfig:"EXCUSE_MIN_STAKE" default:"30000" desc:"stake a validator needs for its receipts to excuse a busy miner"`
 }
 
 func main() {
@@ -28,12 +56,21 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	batchCfg, err := batchConfig(cfg)
+	if err != nil {
+		return err
+	}
 	spec := service.Spec{
 		Service:  queue.BatchRunner,
 		Config:   cfg.Common,
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
+		// One batch at a time per process; the batches table's unique index holds it across replicas.
+		Queues:               map[string]int{queue.QueueBatches: 1},
+		JobTimeout:           cfg.JobTimeout,
+		RescueStuckJobsAfter: cfg.JobTimeout + time.Minute,
+		OpenAPI:              api.OpenAPI,
 	}
-	return service.Run(ctx, spec, stdout, func(*service.Deps) error { return nil })
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, batchCfg) })
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,15 +19,41 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunServesHealthAndProbes(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Common: servicetest.Config(testdb.New(t))}
-	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+// testConfig is the service's configuration for tests: //Alice, proof-of-work jobs, short
+// spin-ups and timeouts, no periodic batch during the test.
+func testConfig(databaseURL string) Config {
+	return Config{
+		Common: servicetest.Config(databaseURL), HotkeyURI: "//Alice",
+		Cycle: time.Hour, PeakEvery: 1, JobTimeout: time.Minute,
+		Generators: "*=pow", PoWTimeLimit: time.Second, Headroom: 1.2,
+		SpinUps: map[string]time.Duration{"*": 100 * time.Millisecond}, MinSpinUp: 50 * time.Millisecond,
+		ManifestTimeout: time.Second, ReadyGrace: 500 * time.Millisecond, JobExtra: 300 * time.Millisecond,
+		ReceiptTimeout: time.Second, WriteTimeout: time.Second, SlowSend: 100 * time.Millisecond,
+		MaxFrameSize: 1 << 20, ExcuseMinStake: 30000,
+	}
+}
+
+func startService(t *testing.T, cfg Config) string {
+	t.Helper()
+	return servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
+}
+
+func TestRunServesHealthAndProbes(t *testing.T) {
+	t.Parallel()
+	base := startService(t, testConfig(testdb.New(t)))
 
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/probes", map[string]string{"target": "batch-runner"}, &probe))
 	require.Positive(t, probe.ID)
+}
+
+func TestRunRefusesToStartWithoutHotkey(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("postgres://unused")
+	cfg.HotkeyURI = ""
+	err := run(context.Background(), cfg, nil, io.Discard)
+	require.ErrorContains(t, err, "BATCH_RUNNER_HOTKEY_URI")
 }

@@ -93,3 +93,6 @@ func (r *Rendezvous) ArriveAndWait(ctx context.Context) error {
 
 // Done is closed once every party has arrived.
 func (r *Rendezvous) Done() <-chan struct{} { return r.gate.Done() }
+
+// OpenedAt is when the last party arrived, or the zero time before.
+func (r *Rendezvous) OpenedAt() time.Time { return r.gate.OpenedAt() }

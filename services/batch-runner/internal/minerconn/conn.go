@@ -82,8 +82,9 @@ const (
 type write struct {
 	kind writeKind
 	data []byte
-	gate <-chan struct{}
-	done func(SendResult)
+	gate  <-chan struct{}
+	armed func() // called when the writer starts waiting on gate
+	done  func(SendResult)
 }
 
 // Conn is one open connection. Its methods are safe for concurrent use.
@@ -148,9 +149,11 @@ func (c *Conn) Send(payload []byte, done func(SendResult)) {
 }
 
 // SendAt queues complete frames (see MaskedFrame) to be written in one system call as soon as
-// gate is closed. Nothing queued after it is written before it.
-func (c *Conn) SendAt(gate <-chan struct{}, frames []byte, done func(SendResult)) {
-	c.enqueue(write{kind: writeRaw, data: frames, gate: gate, done: done})
+// gate is closed. Nothing queued after it is written before it. armed, if not nil, is called
+// when the writer is parked on the gate, so the caller can release only once every writer is
+// waiting; it is not called when the write fails before that.
+func (c *Conn) SendAt(gate <-chan struct{}, frames []byte, armed func(), done func(SendResult)) {
+	c.enqueue(write{kind: writeRaw, data: frames, gate: gate, armed: armed, done: done})
 }
 
 // SetReadDeadline moves the read deadline: the reader gives up on a silent miner at t.

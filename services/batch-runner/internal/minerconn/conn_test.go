@@ -95,7 +95,7 @@ func TestConn(t *testing.T) {
 		long := strings.Repeat("x", 70000)
 		frames := append(append(MaskedFrame([]byte("a")), MaskedFrame([]byte(strings.Repeat("y", 300)))...), MaskedFrame([]byte(long))...)
 		res := make(chan SendResult, 1)
-		c.SendAt(gate, frames, func(r SendResult) { res <- r })
+		c.SendAt(gate, frames, nil, func(r SendResult) { res <- r })
 		select {
 		case <-got:
 			t.Fatal("sent before the gate opened")
@@ -168,7 +168,7 @@ func TestConn(t *testing.T) {
 		close(gate)
 		res := make(chan SendResult, 1)
 		start := time.Now()
-		c.SendAt(gate, MaskedFrame(make([]byte, 64<<20)), func(r SendResult) { res <- r })
+		c.SendAt(gate, MaskedFrame(make([]byte, 64<<20)), nil, func(r SendResult) { res <- r })
 		r := <-res
 		require.Error(t, r.Err)
 		require.Less(t, time.Since(start), 2*time.Second)

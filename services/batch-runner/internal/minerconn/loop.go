@@ -81,6 +81,9 @@ func finish(w write, res SendResult) {
 func (c *Conn) write(w write) SendResult {
 	switch w.kind {
 	case writeRaw:
+		if w.armed != nil {
+			w.armed()
+		}
 		select {
 		case <-w.gate:
 		case <-c.stop:

@@ -82,11 +82,11 @@ func DefaultLimits() map[Kind]int {
 
 // Recorder collects events. It is safe for concurrent use; the zero value is not, use New.
 type Recorder struct {
-	mu      sync.Mutex
-	limits  map[Kind]int
-	counts  map[Kind]int
-	events  []Event
-	now     func() time.Time
+	mu     sync.Mutex
+	limits map[Kind]int
+	counts map[Kind]int
+	events []Event
+	now    func() time.Time
 }
 
 // New returns a recorder with the given per-kind limits (nil: DefaultLimits).

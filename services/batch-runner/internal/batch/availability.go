@@ -1,0 +1,166 @@
+package batch
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/receipts"
+	"drover.dev/services/batch-runner/internal/barrier"
+	"drover.dev/services/batch-runner/internal/minerconn"
+	"drover.dev/services/batch-runner/internal/sysevent"
+)
+
+// checkAvailability offers every job to its miner so that all executors are up at the same
+// moment: a job of a class with a long spin-up is offered first, an always-on one last, each
+// maxSpin − spin-up after a common start. Between two rendezvous every task signs its JobStarted
+// receipt and serialises its request, so signing cost never skews the start. When every task is
+// done early, the rest of the spin-up period is slept, so no executor gets the job before its
+// class's spin-up has passed.
+func (r *run) checkAvailability(ctx context.Context) error {
+	maxSpin := r.cfg.MinSpinUp
+	for _, j := range r.jobs {
+		s, _ := r.cfg.spinUp(j.class)
+		maxSpin = max(maxSpin, s)
+	}
+	for _, m := range r.miners {
+		m.conn.SetReadDeadline(time.Now().Add(maxSpin + r.cfg.ReadyGrace + r.cfg.ManifestTimeout))
+	}
+	start, signed := barrier.NewRendezvous(len(r.jobs)), barrier.NewRendezvous(len(r.jobs))
+	var wg sync.WaitGroup
+	for _, j := range r.jobs {
+		wg.Go(func() {
+			defer j.miner.recoverPanic("initial request " + j.uuid)
+			r.offer(ctx, j, start, signed, maxSpin)
+		})
+	}
+	wg.Wait()
+	if t0 := start.OpenedAt(); !t0.IsZero() {
+		sleepUntil(ctx, t0.Add(maxSpin))
+	}
+	for _, j := range r.jobs {
+		j.miner.mu.Lock()
+		j.seal(slotResponse)
+		j.seal(slotReadiness)
+		j.miner.mu.Unlock()
+	}
+	return nil
+}
+
+// offer runs one job's availability check. It arrives at both rendezvous on every path.
+func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvous, maxSpin time.Duration) {
+	if err := start.ArriveAndWait(ctx); err != nil {
+		signed.Arrive()
+		return
+	}
+	spin, _ := r.cfg.spinUp(j.class)
+	sendAt := start.OpenedAt().Add(maxSpin - spin)
+	payload, err := r.initialRequest(j, spin, sendAt)
+	if err != nil {
+		signed.Arrive()
+		r.events.Addf(sysevent.TypeValidatorFailure, sysevent.GenericError, "initial request %s: %v", j.uuid, err)
+		return
+	}
+	if err := signed.ArriveAndWait(ctx); err != nil {
+		return
+	}
+	if !sleepUntil(ctx, sendAt) {
+		return
+	}
+	j.initialSentAt = time.Now()
+	j.miner.conn.Send(payload, r.sendFailed(j.miner, "V0InitialJobRequest"))
+	deadline := start.OpenedAt().Add(maxSpin)
+	accept, _ := waitSlot(ctx, j, slotResponse, deadline).(*protocol.V0AcceptJobRequest)
+	if accept == nil {
+		return
+	}
+	r.sendAccepted(j)
+	waitSlot(ctx, j, slotReadiness, deadline.Add(r.cfg.ReadyGrace))
+}
+
+// initialRequest signs the JobStarted receipt and serialises V0InitialJobRequest. The receipt is
+// stamped with the instant the request will be sent, not the instant it was signed: for an
+// always-on class that is minutes later, and the receipt's ttl must cover the job from there.
+func (r *run) initialRequest(j *job, spin time.Duration, sendAt time.Time) ([]byte, error) {
+	j.started = receipts.JobStarted{
+		Header: receipts.Header{
+			JobUUID: j.uuid, MinerHotkey: j.miner.Hotkey, ValidatorHotkey: r.cfg.Key.Address(), Timestamp: sendAt.UTC(),
+		},
+		ExecutorClass: j.class, IsOrganic: false, TTL: receipts.StartedTTL(spin, j.spec.TimeLimit),
+	}
+	j.startedSig = receipts.Sign(&j.started, r.cfg.Key)
+	image := j.spec.Initial.DockerImage
+	timeout := int(j.spec.TimeLimit.Seconds())
+	msg := &protocol.V0InitialJobRequest{
+		JobUUID: j.uuid, ExecutorClass: j.class, DockerImage: &image, TimeoutSeconds: &timeout,
+		JobStartedReceiptPayload: j.started, JobStartedReceiptSignature: j.startedSig,
+	}
+	if v := j.spec.Initial.Volume; v != nil {
+		msg.Volume = &protocol.InlineVolume{Contents: v.Contents}
+	}
+	r.addReceipt(j, receipts.TypeJobStarted, &j.started, j.startedSig, time.Time{}, nil)
+	return protocol.Encode(msg)
+}
+
+func (r *run) sendAccepted(j *job) {
+	_, acceptedAt := j.get(slotResponse)
+	p := &receipts.JobAccepted{
+		Header:       receipts.Header{JobUUID: j.uuid, MinerHotkey: j.miner.Hotkey, ValidatorHotkey: r.cfg.Key.Address(), Timestamp: time.Now().UTC()},
+		TimeAccepted: acceptedAt.UTC(), TTL: receipts.AcceptedTTL,
+	}
+	sig := receipts.Sign(p, r.cfg.Key)
+	j.miner.send(&protocol.V0JobAcceptedReceiptRequest{Payload: *p, Signature: sig}, func(res minerconn.SendResult) {
+		r.addReceipt(j, receipts.TypeJobAccepted, p, sig, res.Before, res.Err)
+	})
+}
+
+func (r *run) sendFailed(m *miner, what string) func(minerconn.SendResult) {
+	return func(res minerconn.SendResult) {
+		if res.Err != nil {
+			r.events.Add(sysevent.TypeJobFailure, sysevent.MinerSendError, what+": "+res.Err.Error(), map[string]string{"miner_hotkey": m.Hotkey})
+		}
+	}
+}
+
+func (r *run) addReceipt(j *job, typ receipts.Type, p receipts.Payload, sig string, sentAt time.Time, err error) {
+	raw, _ := json.Marshal(p)
+	sr := SentReceipt{JobUUID: j.uuid, Miner: j.miner.Hotkey, Type: string(typ), Payload: raw, Signature: sig, SentAt: sentAt}
+	if err != nil {
+		sr.Error = err.Error()
+	}
+	r.mu.Lock()
+	r.res.Receipts = append(r.res.Receipts, sr)
+	r.mu.Unlock()
+}
+
+// waitSlot waits for a slot until deadline and returns its message, nil when none came.
+func waitSlot(ctx context.Context, j *job, k slotKind, deadline time.Time) protocol.Message {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-j.slots[k].filled:
+		msg, _ := j.get(k)
+		return msg
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// sleepUntil sleeps until t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,161 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"drover.dev/computehorde/protocol"
+	"drover.dev/services/batch-runner/internal/barrier"
+	"drover.dev/services/batch-runner/internal/minerconn"
+	"drover.dev/services/batch-runner/internal/sysevent"
+)
+
+// sendJobs is the hot phase. Every ready job's V0JobRequest is encoded and framed before the
+// release, one buffer per miner in a random order; each miner's writer goroutine is parked on
+// one gate; the gate opens once; each writer makes one write system call and records the time
+// before and after it. Then the answers are awaited, each until its time limit plus JobExtra.
+func (r *run) sendJobs(ctx context.Context) error {
+	byMiner, ready, err := r.frames()
+	if err != nil {
+		return err
+	}
+	if len(ready) == 0 {
+		return nil
+	}
+	var longest time.Duration
+	for _, j := range ready {
+		longest = max(longest, j.spec.TimeLimit)
+	}
+	for m := range byMiner {
+		m.conn.SetReadDeadline(time.Now().Add(longest + r.cfg.JobExtra + r.cfg.ReceiptTimeout + r.cfg.WriteTimeout))
+	}
+	release := r.releaseAll(byMiner)
+	r.res.HotRelease = release
+	r.recordSpread(ready)
+	for _, j := range ready {
+		if j.sendErr == nil {
+			waitSlot(ctx, j, slotAnswer, j.beforeSend.Add(j.spec.TimeLimit+r.cfg.JobExtra))
+		}
+	}
+	for _, j := range r.jobs {
+		j.miner.mu.Lock()
+		j.seal(slotAnswer)
+		j.miner.mu.Unlock()
+	}
+	return ctx.Err()
+}
+
+// minerFrames is one miner's hot-phase write: its jobs and their frames, concatenated.
+type minerFrames struct {
+	jobs   []*job
+	frames []byte
+}
+
+// frames encodes and frames every ready job's request; nothing of this happens after the release.
+func (r *run) frames() (map[*miner]*minerFrames, []*job, error) {
+	byMiner := map[*miner]*minerFrames{}
+	var ready []*job
+	for _, j := range r.jobs { // already in this batch's random order
+		msg, _ := j.get(slotReadiness)
+		switch msg.(type) {
+		case *protocol.V0ExecutorReadyRequest, *protocol.V0StreamingJobReadyRequest:
+		default:
+			continue
+		}
+		payload, err := protocol.Encode(jobRequest(j))
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode job request %s: %w", j.uuid, err)
+		}
+		mf := byMiner[j.miner]
+		if mf == nil {
+			mf = &minerFrames{}
+			byMiner[j.miner] = mf
+		}
+		mf.jobs = append(mf.jobs, j)
+		mf.frames = append(mf.frames, minerconn.MaskedFrame(payload)...)
+		j.miner.mu.Lock()
+		j.sent = true // from here a horde failure answers the job, not its readiness
+		j.miner.mu.Unlock()
+		ready = append(ready, j)
+	}
+	return byMiner, ready, nil
+}
+
+func jobRequest(j *job) *protocol.V0JobRequest {
+	req := j.spec.Request
+	msg := &protocol.V0JobRequest{
+		JobUUID: j.uuid, ExecutorClass: j.class, DockerImage: req.DockerImage,
+		DockerRunOptionsPreset: protocol.DockerRunOptionsPreset(req.DockerRunOptionsPreset),
+		DockerRunCmd:           req.DockerRunCmd, Env: req.Env,
+	}
+	if req.RawScript != "" {
+		script := req.RawScript
+		msg.RawScript = &script
+	}
+	if req.Volume != nil {
+		msg.Volume = &protocol.InlineVolume{Contents: req.Volume.Contents}
+	}
+	return msg
+}
+
+// releaseAll parks every writer on one gate, opens it, and waits for every write to end (each
+// bounded by the write deadline). A writer still busy with an earlier write is not waited for
+// beyond WriteTimeout: its miner is slow, and only it pays.
+func (r *run) releaseAll(byMiner map[*miner]*minerFrames) time.Time {
+	gate := barrier.NewGate()
+	var armed, sent sync.WaitGroup
+	for m, mf := range byMiner {
+		armed.Add(1)
+		sent.Add(1)
+		var once sync.Once
+		m.conn.SendAt(gate.Done(), mf.frames, func() { once.Do(armed.Done) }, func(res minerconn.SendResult) {
+			once.Do(armed.Done)
+			for _, j := range mf.jobs {
+				j.beforeSend, j.afterSend, j.sendErr = res.Before, res.After, res.Err
+			}
+			if res.Err != nil {
+				r.events.Add(sysevent.TypeJobFailure, sysevent.MinerSendError, "job request send: "+res.Err.Error(),
+					map[string]any{"miner_hotkey": m.Hotkey, "jobs": len(mf.jobs)})
+			}
+			sent.Done()
+		})
+	}
+	waitTimeout(&armed, r.cfg.WriteTimeout)
+	release := gate.Open()
+	sent.Wait()
+	return release
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// recordSpread computes max(after-send) − min(before-send) and reports slow sends.
+func (r *run) recordSpread(ready []*job) {
+	var first, last time.Time
+	for _, j := range ready {
+		if j.sendErr != nil || j.beforeSend.IsZero() {
+			continue
+		}
+		if first.IsZero() || j.beforeSend.Before(first) {
+			first = j.beforeSend
+		}
+		if j.afterSend.After(last) {
+			last = j.afterSend
+		}
+		if took := j.afterSend.Sub(j.beforeSend); took > r.cfg.SlowSend {
+			r.events.Add(sysevent.TypeTelemetry, sysevent.SlowSend, fmt.Sprintf("job request send took %v", took),
+				map[string]any{"miner_hotkey": j.miner.Hotkey, "job_uuid": j.uuid, "send_us": took.Microseconds()})
+		}
+	}
+	if !first.IsZero() {
+		r.res.SendSpread = last.Sub(first)
+	}
+}

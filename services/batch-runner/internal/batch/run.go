@@ -1,0 +1,137 @@
+package batch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math/big"
+	"sync"
+	"time"
+
+	"drover.dev/computehorde/receipts"
+	"drover.dev/services/batch-runner/internal/sysevent"
+)
+
+// Plan is what phase 1 hands to phase 2: the miners, the metagraph's validators (to judge busy
+// excuses) and the pregenerated jobs. Nothing in it can reach the database.
+type Plan struct {
+	BatchID    int64
+	Miners     []Miner
+	Validators map[string]receipts.Validator
+	Pool       *Pool
+	// Events is where the batch's system events go; the caller drains it on every exit path.
+	Events *sysevent.Recorder
+}
+
+// run is one batch in flight.
+type run struct {
+	cfg    Config
+	plan   Plan
+	events *sysevent.Recorder
+	res    *Result
+	miners []*miner
+	jobs   []*job // every job, in the random order of this batch
+	mu     sync.Mutex // guards res.Receipts
+}
+
+// Run runs phase 2. It returns the result even on error: the stages completed so far, every job
+// judged with what is known, and the events; the caller writes what it can.
+func Run(ctx context.Context, cfg Config, plan Plan) (*Result, error) {
+	cfg = cfg.WithDefaults()
+	r := &run{cfg: cfg, plan: plan, events: plan.Events, res: &Result{}}
+	if r.events == nil {
+		r.events = sysevent.New(nil)
+	}
+	if r.plan.Pool == nil {
+		r.plan.Pool = &Pool{}
+	}
+	defer r.closeAll()
+	err := r.stages(ctx)
+	r.judgeAll()
+	if err == nil {
+		err = r.stage("receipts", func() error { return r.sendFinishedReceipts(ctx) })
+	}
+	r.res.Pregenerated = r.plan.Pool.Pregenerated
+	r.res.PregeneratedUsed, r.res.ExtraGenerated = r.plan.Pool.Used, r.plan.Pool.Extra
+	r.telemetry(err)
+	return r.res, err
+}
+
+func (r *run) stages(ctx context.Context) error {
+	steps := []struct {
+		name string
+		f    func(context.Context) error
+	}{
+		{"manifests", r.collectManifests},
+		{"generate", r.assignJobs},
+		{"availability", r.checkAvailability},
+		{"hot", r.sendJobs},
+	}
+	for _, s := range steps {
+		if err := r.stage(s.name, func() error { return s.f(ctx) }); err != nil {
+			return fmt.Errorf("stage %s: %w", s.name, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("after stage %s: %w", s.name, err)
+		}
+	}
+	return nil
+}
+
+func (r *run) stage(name string, f func() error) error {
+	st := Stage{Name: name, StartedAt: time.Now()}
+	err := f()
+	st.FinishedAt = time.Now()
+	r.res.Stages = append(r.res.Stages, st)
+	return err
+}
+
+func (r *run) closeAll() {
+	var wg sync.WaitGroup
+	for _, m := range r.miners {
+		if m.conn != nil {
+			wg.Go(m.conn.Close)
+		}
+	}
+	wg.Wait()
+}
+
+func (r *run) telemetry(err error) {
+	counts := map[string]int{}
+	for _, j := range r.res.Jobs {
+		counts[j.Outcome]++
+	}
+	data := map[string]any{"batch_id": r.plan.BatchID, "miners": len(r.plan.Miners), "jobs": len(r.res.Jobs),
+		"outcomes": counts, "send_spread_us": r.res.SendSpread.Microseconds()}
+	if err != nil {
+		data["error"] = err.Error()
+	}
+	r.events.Add(sysevent.TypeTelemetry, sysevent.SyntheticBatch, "batch finished", data)
+}
+
+// shuffle randomises the order of s in place: miners and executors are contacted in a new order
+// every batch so that nobody gains from being listed first (upstream's shuffle was a no-op).
+func shuffle[T any](rnd io.Reader, s []T) {
+	for i := len(s) - 1; i > 0; i-- {
+		n, err := rand.Int(rnd, big.NewInt(int64(i+1)))
+		if err != nil {
+			continue // a failing reader leaves the rest in place; crypto/rand does not fail
+		}
+		k := int(n.Int64())
+		s[i], s[k] = s[k], s[i]
+	}
+}
+
+// newUUID returns a random version 4 UUID.
+func newUUID(rnd io.Reader) (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(rnd, b[:]); err != nil {
+		return "", fmt.Errorf("read random uuid: %w", err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", hi>>32, hi>>16&0xffff, hi&0xffff, lo>>48, lo&0xffffffffffff), nil
+}

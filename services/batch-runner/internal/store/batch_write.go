@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/sysevent"
+	"drover.dev/shared/postgres"
+)
+
+// Started identifies one attempt at a batch.
+type Started struct {
+	ID      int64
+	Attempt int
+}
+
+// BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
+// the job. A running batch of another job older than staleAfter belonged to a process that died
+// and whose job River gave up on; it is marked failed so batches can go on. Another batch still
+// running gives ErrConflict; this job's batch already done gives ErrAlreadyDone.
+func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
+	if _, err := db.Exec(ctx, `
+		UPDATE batches SET state = 'failed', error = 'abandoned: still running after ' || $2::text, finished_at = clock_timestamp()
+		WHERE state = 'running' AND river_job_id <> $1 AND started_at < clock_timestamp() - $3::interval`,
+		riverJobID, staleAfter.String(), staleAfter.String()); err != nil {
+		return Started{}, fmt.Errorf("fail stale batches: %w", err)
+	}
+	var s Started
+	err := db.QueryRow(ctx, `
+		INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
+		ON CONFLICT (river_job_id) DO UPDATE
+		   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+		       started_at = clock_timestamp(), finished_at = NULL
+		 WHERE batches.state <> 'done'
+		RETURNING id, attempt`, riverJobID, reason).Scan(&s.ID, &s.Attempt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Started{}, ErrAlreadyDone
+	}
+	if err != nil {
+		return Started{}, fmt.Errorf("start batch of job %d: %w", riverJobID, mapErr(err))
+	}
+	return s, nil
+}
+
+// BatchPlanned records what phase 1 decided.
+func BatchPlanned(ctx context.Context, db postgres.DBTX, s Started, miners, previousJobs, pregenerated int) error {
+	_, err := db.Exec(ctx, `UPDATE batches SET miners = $2, previous_jobs = $3, pregenerated = $4 WHERE id = $1`,
+		s.ID, miners, previousJobs, pregenerated)
+	if err != nil {
+		return fmt.Errorf("record plan of batch %d: %w", s.ID, err)
+	}
+	return nil
+}
+
+// BatchFinish writes a batch's results and marks it done, in tx, guarded so that only the
+// attempt that is running can finish it: a second finish is ErrConflict and writes nothing.
+func BatchFinish(ctx context.Context, tx pgx.Tx, s Started, res *batch.Result) error {
+	stages, _ := json.Marshal(res.Stages)
+	var release *time.Time
+	if !res.HotRelease.IsZero() {
+		release = &res.HotRelease
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE batches SET state = 'done', finished_at = clock_timestamp(), stages = $3,
+		       pregenerated_used = $4, extra_generated = $5, hot_release_at = $6, send_spread_us = $7
+		WHERE id = $1 AND attempt = $2 AND state = 'running'`,
+		s.ID, s.Attempt, stages, res.PregeneratedUsed, res.ExtraGenerated, release, res.SendSpread.Microseconds())
+	if err != nil {
+		return fmt.Errorf("finish batch %d: %w", s.ID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("finish batch %d attempt %d: %w", s.ID, s.Attempt, ErrConflict)
+	}
+	for _, step := range []func(context.Context, pgx.Tx, int64, *batch.Result) error{copyManifests, copyJobs, copyReceipts} {
+		if err := step(ctx, tx, s.ID, res); err != nil {
+			return err
+		}
+	}
+	return EventsWrite(ctx, tx, s, res.Events)
+}
+
+// BatchFail marks an attempt failed and keeps its events and stage timings, so a batch that
+// broke halfway still says what it saw.
+func BatchFail(ctx context.Context, tx pgx.Tx, s Started, cause error, res *batch.Result) error {
+	stages := []byte("[]")
+	if res != nil {
+		stages, _ = json.Marshal(res.Stages)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE batches SET state = 'failed', error = $3, stages = $4, finished_at = clock_timestamp()
+		WHERE id = $1 AND attempt = $2 AND state = 'running'`, s.ID, s.Attempt, cause.Error(), stages); err != nil {
+		return fmt.Errorf("fail batch %d: %w", s.ID, err)
+	}
+	if res == nil {
+		return nil
+	}
+	return EventsWrite(ctx, tx, s, res.Events)
+}
+
+// EventsWrite bulk-writes system events of an attempt.
+func EventsWrite(ctx context.Context, tx pgx.Tx, s Started, events []sysevent.Event) error {
+	rows := make([][]any, len(events))
+	for i, e := range events {
+		rows[i] = []any{s.ID, s.Attempt, e.Type, e.Subtype, e.Description, []byte(e.Data), e.At}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_events"},
+		[]string{"batch_id", "attempt", "type", "subtype", "description", "data", "at"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("write %d events of batch %d: %w", len(events), s.ID, err)
+	}
+	return nil
+}
+
+func copyManifests(ctx context.Context, tx pgx.Tx, id int64, res *batch.Result) error {
+	rows := make([][]any, len(res.Manifests))
+	for i, m := range res.Manifests {
+		rows[i] = []any{id, m.Miner, m.Class, m.Declared, m.Tested}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_manifests"},
+		[]string{"batch_id", "miner_hotkey", "executor_class", "declared", "tested"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("write manifests of batch %d: %w", id, err)
+	}
+	return nil
+}
+
+func copyJobs(ctx context.Context, tx pgx.Tx, id int64, res *batch.Result) error {
+	rows := make([][]any, len(res.Jobs))
+	for i, j := range res.Jobs {
+		var took *int64
+		if j.TimeTook != 0 {
+			us := j.TimeTook.Microseconds()
+			took = &us
+		}
+		rows[i] = []any{
+			j.UUID, id, j.Miner, j.Class, j.Generator, j.Outcome, j.Reason, j.Detail, j.Score,
+			ts(j.InitialSentAt), ts(j.ResponseAt), ts(j.ReadyAt), ts(j.BeforeSend), ts(j.AfterSend), ts(j.EndAt),
+			took, j.TimeLimit.Microseconds(),
+		}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_jobs"}, []string{
+		"job_uuid", "batch_id", "miner_hotkey", "executor_class", "generator", "outcome", "reason", "detail", "score",
+		"initial_sent_at", "response_at", "ready_at", "before_send_at", "after_send_at", "end_at",
+		"time_took_us", "time_limit_us",
+	}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("write %d jobs of batch %d: %w", len(rows), id, err)
+	}
+	return nil
+}
+
+func copyReceipts(ctx context.Context, tx pgx.Tx, id int64, res *batch.Result) error {
+	rows := make([][]any, len(res.Receipts))
+	for i, r := range res.Receipts {
+		var errText *string
+		if r.Error != "" {
+			errText = &r.Error
+		}
+		rows[i] = []any{id, r.JobUUID, r.Type, r.Miner, []byte(r.Payload), r.Signature, ts(r.SentAt), errText}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_receipts"},
+		[]string{"batch_id", "job_uuid", "receipt_type", "miner_hotkey", "payload", "signature", "sent_at", "error"}, pgx.CopyFromRows(rows))
+	if err != nil {
+		return fmt.Errorf("write %d receipts of batch %d: %w", len(rows), id, err)
+	}
+	return nil
+}
+
+// ts maps the zero time, "did not happen", to NULL.
+func ts(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}

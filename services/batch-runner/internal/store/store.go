@@ -1,0 +1,34 @@
+// Package store reads and writes batch-runner's tables (schema batch_runner) and reads
+// miner-sync's miners table, a documented read-only cross-read. Functions take a DBTX so the
+// caller chooses the transaction; nothing above this package imports pgconn.
+package store
+
+import (
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrNotFound is returned for a batch that does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned when another batch is running, or when a batch was already finished
+// by another attempt.
+var ErrConflict = errors.New("conflict")
+
+// ErrAlreadyDone is returned by BatchStart for a run_batch job whose batch was written already:
+// River delivered the job again after its results committed.
+var ErrAlreadyDone = errors.New("batch already done")
+
+// mapErr turns driver errors into the store's.
+func mapErr(err error) error {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return ErrNotFound
+	case errors.As(err, &pgErr) && pgErr.Code == "23505":
+		return errors.Join(ErrConflict, err)
+	}
+	return err
+}

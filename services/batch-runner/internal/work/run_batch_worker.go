@@ -1,0 +1,186 @@
+// Package work holds batch-runner's River workers.
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/store"
+	"drover.dev/services/batch-runner/internal/sysevent"
+)
+
+// RunBatchWorker works run_batch: phase 1 (read miners, pregenerate, create the batch row),
+// phase 2 (batch.Run, which has no database handle), phase 3 (one transaction with the results,
+// the score_batch job for scorer and the completion of this job).
+//
+// Running it twice is harmless: the batch row is keyed by the River job id, a retried job takes
+// over its own row, and results are written only by the transaction that flips the row from
+// running to done, so a batch is never scored twice.
+type RunBatchWorker struct {
+	river.WorkerDefaults[queue.RunBatchArgs]
+
+	Pool      *pgxpool.Pool
+	Inserters queue.Inserters
+	Logger    *slog.Logger
+	Batch     batch.Config
+
+	// Headroom is the share of the previous batch's jobs pregenerated (1.2: 20 % more).
+	Headroom float64
+	// JobTimeout bounds one batch; a running batch older than this is considered abandoned.
+	JobTimeout time.Duration
+	// PeakEvery marks every n-th batch as a peak batch for scoring (1: all).
+	PeakEvery int64
+	// BusySnooze is how long a run_batch job waits when another batch is running.
+	BusySnooze time.Duration
+}
+
+// Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone).
+func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration { return w.JobTimeout }
+
+// Work implements river.Worker.
+func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchArgs]) error {
+	started, plan, err := w.prepare(ctx, job)
+	switch {
+	case errors.Is(err, store.ErrAlreadyDone):
+		w.Logger.Info("batch of this job already written; nothing to do", "job_id", job.ID)
+		return nil
+	case errors.Is(err, store.ErrConflict):
+		return river.JobSnooze(w.BusySnooze)
+	case err != nil:
+		return err
+	}
+	res, err := runPhase2(ctx, w.Batch, plan)
+	res.Events = append(res.Events, plan.Events.Drain()...)
+	if err != nil {
+		w.fail(ctx, started, err, res)
+		return fmt.Errorf("batch %d: %w", started.ID, err)
+	}
+	if err := w.finish(ctx, job, started, res); err != nil {
+		w.fail(ctx, started, err, res)
+		return err
+	}
+	w.Logger.Info("batch done", "batch_id", started.ID, "jobs", len(res.Jobs), "send_spread", res.SendSpread)
+	return nil
+}
+
+// runPhase2 runs batch.Run and turns a panic that escaped it into an error, so the events
+// gathered so far are still written.
+func runPhase2(ctx context.Context, cfg batch.Config, plan batch.Plan) (res *batch.Result, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			plan.Events.Addf(sysevent.TypeValidatorFailure, sysevent.Panic, "batch panicked: %v", v)
+			res, err = &batch.Result{}, fmt.Errorf("batch panicked: %v", v)
+		}
+	}()
+	return batch.Run(ctx, cfg, plan)
+}
+
+// prepare is phase 1.
+func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchArgs]) (store.Started, batch.Plan, error) {
+	started, err := store.BatchStart(ctx, w.Pool, job.ID, job.Args.Reason, w.JobTimeout)
+	if err != nil {
+		return store.Started{}, batch.Plan{}, err
+	}
+	plan := batch.Plan{BatchID: started.ID, Events: sysevent.New(nil)}
+	miners, validators, err := store.MinerList(ctx, w.Pool)
+	if err != nil {
+		return started, plan, err
+	}
+	previous, total, err := store.PreviousJobCounts(ctx, w.Pool)
+	if err != nil {
+		return started, plan, err
+	}
+	pool, err := batch.Pregenerate(w.Batch.Generators, previous, w.Headroom, w.Batch.WithDefaults().Rand)
+	if err != nil {
+		return started, plan, err
+	}
+	plan.Miners, plan.Validators, plan.Pool = miners, validators, pool
+	if err := store.BatchPlanned(ctx, w.Pool, started, len(miners), total, pool.Pregenerated); err != nil {
+		return started, plan, err
+	}
+	return started, plan, nil
+}
+
+// finish is phase 3: results, the scorer's job and this job's completion commit together.
+func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, res *batch.Result) error {
+	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if err := store.BatchFinish(ctx, tx, s, res); err != nil {
+			return err
+		}
+		args := scoreArgs(s.ID, res, w.PeakEvery)
+		if _, err := w.Inserters[queue.Scorer].InsertTx(ctx, tx, args, nil); err != nil {
+			return fmt.Errorf("enqueue score_batch for batch %d: %w", s.ID, err)
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return fmt.Errorf("complete run_batch job %d: %w", job.ID, err)
+		}
+		return nil
+	})
+}
+
+// fail records a failed attempt with its events. It outlives a cancelled ctx (shutdown), since
+// losing the events of a batch that broke is what the design forbids.
+func (w *RunBatchWorker) fail(ctx context.Context, s store.Started, cause error, res *batch.Result) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error { return store.BatchFail(ctx, tx, s, cause, res) })
+	if err != nil {
+		w.Logger.Error("record failed batch", "batch_id", s.ID, "cause", cause, "error", err)
+	}
+}
+
+// scoreArgs sums the jobs per miner and class for scorer.
+func scoreArgs(batchID int64, res *batch.Result, peakEvery int64) queue.ScoreBatchArgs {
+	started := time.Now()
+	if len(res.Stages) > 0 {
+		started = res.Stages[0].StartedAt
+	}
+	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: started, Peak: peakEvery <= 1 || batchID%peakEvery == 0}
+	index := map[batch.Pair]int{}
+	for _, m := range res.Manifests {
+		index[batch.Pair{Miner: m.Miner, Class: m.Class}] = len(args.Miners)
+		args.Miners = append(args.Miners, queue.MinerClassResult{Hotkey: m.Miner, ExecutorClass: m.Class, Executors: m.Tested})
+	}
+	for _, j := range res.Jobs {
+		i, ok := index[batch.Pair{Miner: j.Miner, Class: j.Class}]
+		if !ok {
+			continue
+		}
+		switch j.Outcome {
+		case batch.OutcomeCompleted:
+			args.Miners[i].Completed++
+		case batch.OutcomeExcused:
+			args.Miners[i].Excused++
+		default:
+			args.Miners[i].Failed++
+		}
+	}
+	return args
+}
+
+// UniqueOpts keeps at most one run_batch job waiting or running: a second request while one is
+// pending returns the existing job instead of queueing another batch.
+func UniqueOpts() river.UniqueOpts {
+	return river.UniqueOpts{ByState: []rivertype.JobState{
+		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
+	}}
+}
+
+// InsertOpts are run_batch's insert options with UniqueOpts.
+func InsertOpts() *river.InsertOpts {
+	opts := queue.RunBatchArgs{}.InsertOpts()
+	opts.UniqueOpts = UniqueOpts()
+	return &opts
+}

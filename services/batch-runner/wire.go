@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"drover.dev/computehorde/hotkey"
+	"drover.dev/computehorde/protocol"
+	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/api"
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/work"
+	"drover.dev/shared/service"
+)
+
+// wire registers the run_batch worker, the periodic batch and the routes.
+func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
+	river.AddWorker(d.Workers, &work.RunBatchWorker{
+		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
+		Headroom: cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery, BusySnooze: 30 * time.Second,
+	})
+	d.PeriodicJobs = append(d.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Cycle),
+		func() (river.JobArgs, *river.InsertOpts) {
+			return queue.RunBatchArgs{Reason: "periodic", RequestedAt: time.Now().UTC()}, work.InsertOpts()
+		}, &river.PeriodicJobOpts{ID: "run_batch", RunOnStart: cfg.RunOnStart}))
+	a := &api.API{Pool: d.Pool, Client: d.Client}
+	a.Routes(d.Server.API)
+	return nil
+}
+
+// batchConfig builds the batch settings and loads the validator hotkey.
+func batchConfig(cfg Config) (batch.Config, error) {
+	key, err := loadHotkey(cfg)
+	if err != nil {
+		return batch.Config{}, err
+	}
+	gens, err := batch.ParseGenerators(cfg.Generators, cfg.PoWTimeLimit)
+	if err != nil {
+		return batch.Config{}, err
+	}
+	classes := protocol.DefaultClassTable()
+	if cfg.ClassTablePath != "" {
+		data, err := os.ReadFile(cfg.ClassTablePath)
+		if err != nil {
+			return batch.Config{}, fmt.Errorf("read class table: %w", err)
+		}
+		if classes, err = protocol.ParseClassTable(data); err != nil {
+			return batch.Config{}, fmt.Errorf("class table %s: %w", cfg.ClassTablePath, err)
+		}
+	}
+	return batch.Config{
+		Key: key, Classes: classes, SpinUps: cfg.SpinUps, MinSpinUp: cfg.MinSpinUp, ClassCaps: cfg.ClassCaps,
+		Generators: gens, ManifestTimeout: cfg.ManifestTimeout, ReadyGrace: cfg.ReadyGrace, JobExtra: cfg.JobExtra,
+		ReceiptTimeout: cfg.ReceiptTimeout, WriteTimeout: cfg.WriteTimeout, SlowSend: cfg.SlowSend,
+		MaxFrameSize: cfg.MaxFrameSize, ExcuseMinStake: cfg.ExcuseMinStake,
+	}.WithDefaults(), nil
+}
+
+func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
+	switch {
+	case cfg.HotkeyURI != "":
+		key, err := hotkey.FromURI(cfg.HotkeyURI)
+		if err != nil {
+			return nil, fmt.Errorf("BATCH_RUNNER_HOTKEY_URI: %w", err)
+		}
+		return key, nil
+	case cfg.WalletPath != "":
+		key, err := hotkey.LoadWallet(cfg.WalletPath)
+		if err != nil {
+			return nil, fmt.Errorf("BATCH_RUNNER_WALLET_PATH: %w", err)
+		}
+		return key, nil
+	}
+	return nil, errors.New("no validator hotkey: set BATCH_RUNNER_HOTKEY_URI (e.g. //Alice for development) or BATCH_RUNNER_WALLET_PATH")
+}
