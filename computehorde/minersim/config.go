@@ -78,7 +78,7 @@ type Validator struct {
 	// busy-excuse receipts in the validator's name; without it Hotkey is required.
 	URI string `json:"uri,omitempty"`
 	// Hotkey is the SS58 address; derived from URI when empty.
-	Hotkey string `json:"hotkey,omitempty"`
+	Hotkey string  `json:"hotkey,omitempty"`
 	Stake  float64 `json:"stake"`
 	// Inactive lists the validator with "validator": false; miners refuse it with
 	// "Inactive validator" and its receipts do not excuse.

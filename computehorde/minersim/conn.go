@@ -171,4 +171,3 @@ func (c *conn) record(p pendingFrame, jobUUID, executor string) {
 	a.MessageType, a.JobUUID, a.Executor = p.msg.MessageType(), jobUUID, executor
 	c.m.fleet.recorder.add(a)
 }
-

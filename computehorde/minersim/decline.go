@@ -123,13 +123,16 @@ func (c *conn) busyReceipt(kind string, req *protocol.V0InitialJobRequest, issue
 		ExecutorClass: req.ExecutorClass, IsOrganic: true, TTL: busyReceiptTTL,
 	}
 	var payload receipts.Payload = p
+	minerKey := c.m.key
 	switch kind {
 	case DeclineBusyWrongType:
 		payload = &receipts.JobAccepted{Header: p.Header, TimeAccepted: p.Timestamp, TTL: busyReceiptTTL}
 	case DeclineBusyNotOrganic:
 		p.IsOrganic = false
 	case DeclineBusyOtherMiner:
-		p.MinerHotkey = c.m.fleet.validators.unknown.Address()
+		// The fleet holds this key, so the receipt is one the other miner could really show.
+		minerKey = c.m.fleet.validators.unknown
+		p.MinerHotkey = minerKey.Address()
 	case DeclineBusySameJob:
 		p.JobUUID = req.JobUUID
 	case DeclineBusyOtherClass:
@@ -145,7 +148,7 @@ func (c *conn) busyReceipt(kind string, req *protocol.V0InitialJobRequest, issue
 		forged.TTL++
 		signature = receipts.Sign(&forged, issuer)
 	}
-	return receipts.Receipt{Payload: payload, ValidatorSignature: signature, MinerSignature: receipts.Sign(payload, c.m.key)}
+	return receipts.Receipt{Payload: payload, ValidatorSignature: signature, MinerSignature: receipts.Sign(payload, minerKey)}
 }
 
 func otherClass(class string) string {

@@ -85,7 +85,16 @@ func expect[M protocol.Message](v *validator) M {
 	return m
 }
 
-// requireSilence requires that nothing arrives for d and the connection stays open.
+// waitArrival waits until a miner has recorded a frame of the message type.
+func waitArrival(t testing.TB, f *Fleet, messageType string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return len(f.ArrivalsWhere(ArrivalFilter{MessageType: messageType})) > 0
+	}, 5*time.Second, 2*time.Millisecond)
+}
+
+// requireSilence requires that nothing arrives for d and the connection stays open. A timed
+// out read ends a gorilla connection, so this is a test's last read.
 func (v *validator) requireSilence(d time.Duration) {
 	v.t.Helper()
 	data, err := v.readFrame(d)

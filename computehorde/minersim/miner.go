@@ -111,7 +111,7 @@ func (m *miner) close() error {
 	m.conns = nil
 	m.mu.Unlock()
 	for c := range conns {
-		c.ws.Close()
+		c.abort()
 	}
 	m.wg.Wait()
 	return err
@@ -156,4 +156,3 @@ func (m *miner) stats() MinerStats {
 		BusyExecutors: busy,
 	}
 }
-
