@@ -2,6 +2,9 @@ package batch
 
 import (
 	"context"
+	"io"
+	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +12,7 @@ import (
 
 	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/minersim"
+	"drover.dev/computehorde/protocol"
 	"drover.dev/computehorde/receipts"
 	"drover.dev/computehorde/synthetic"
 	"drover.dev/services/batch-runner/internal/sysevent"
@@ -107,4 +111,30 @@ func eventCount(res *Result, subtype string) int {
 		}
 	}
 	return n
+}
+
+func manifestOf(class string, n int) protocol.Manifest {
+	return protocol.Manifest{{Class: class, Count: n}}
+}
+
+// paddedPoW is a proof-of-work job whose request, for miner only, carries pad bytes of
+// environment: big enough to fill a socket that is not read.
+type paddedPoW struct {
+	limit time.Duration
+	pad   int
+	miner string
+}
+
+func (p paddedPoW) Name() string             { return synthetic.PoWName }
+func (p paddedPoW) TimeLimit() time.Duration { return p.limit }
+
+func (p paddedPoW) Generate(miner, class string, rnd io.Reader) (synthetic.Job, error) {
+	job, err := synthetic.PoWGenerator{Range: 1 << 10, Limit: p.limit}.Generate(miner, class, rnd)
+	if err != nil || miner != p.miner {
+		return job, err
+	}
+	env := map[string]string{"PAD": strings.Repeat("p", p.pad)}
+	maps.Copy(env, job.Request.Env)
+	job.Request.Env = env
+	return job, nil
 }

@@ -17,19 +17,20 @@ import (
 // one gate; the gate opens once; each writer makes one write system call and records the time
 // before and after it. Then the answers are awaited, each until its time limit plus JobExtra.
 func (r *run) sendJobs(ctx context.Context) error {
+	// The read deadline moves first: encoding must not eat into the miners' time to answer.
+	var longest time.Duration
+	for _, j := range r.jobs {
+		longest = max(longest, j.spec.TimeLimit)
+	}
+	for _, m := range r.miners {
+		m.conn.SetReadDeadline(time.Now().Add(longest + r.cfg.JobExtra + r.cfg.ReceiptTimeout + 2*r.cfg.WriteTimeout))
+	}
 	byMiner, ready, err := r.frames()
 	if err != nil {
 		return err
 	}
 	if len(ready) == 0 {
 		return nil
-	}
-	var longest time.Duration
-	for _, j := range ready {
-		longest = max(longest, j.spec.TimeLimit)
-	}
-	for m := range byMiner {
-		m.conn.SetReadDeadline(time.Now().Add(longest + r.cfg.JobExtra + r.cfg.ReceiptTimeout + r.cfg.WriteTimeout))
 	}
 	release := r.releaseAll(byMiner)
 	r.res.HotRelease = release

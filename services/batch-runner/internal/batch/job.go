@@ -45,10 +45,10 @@ type job struct {
 
 	slots [slotCount]slot
 
-	initialSentAt        time.Time
+	initialSentAt         time.Time
 	beforeSend, afterSend time.Time
-	sendErr              error
-	sent                 bool
+	sendErr               error
+	sent                  bool
 }
 
 func newJob(uuid string, m *miner, class string, spec synthetic.Job) *job {

@@ -79,7 +79,7 @@ func (r *run) manifestOf(ctx context.Context, m *miner) bool {
 func (r *run) dial(ctx context.Context, url string, m *miner) (*minerconn.Conn, error) {
 	opts := minerconn.Options{
 		MaxFrameSize: r.cfg.MaxFrameSize, WriteTimeout: r.cfg.WriteTimeout,
-		HandshakeTimeout: r.cfg.ManifestTimeout, ReadTimeout: r.cfg.ManifestTimeout,
+		HandshakeTimeout: r.cfg.ManifestTimeout, ReadTimeout: r.cfg.ManifestTimeout + time.Second,
 	}
 	var err error
 	for attempt := range 4 {

@@ -1,7 +1,9 @@
 package batch
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -143,6 +145,9 @@ func (m *miner) Closed(err error) {
 	defer m.mu.Unlock()
 	m.closedErr = err
 	m.releaseManifestWait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		m.events.Add(sysevent.TypeJobFailure, sysevent.MinerConnectionError, "connection ended: "+err.Error(), map[string]string{"miner_hotkey": m.Hotkey})
+	}
 }
 
 func (m *miner) protocolEvent(subtype, description, uuid string) {

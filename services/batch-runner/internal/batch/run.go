@@ -32,7 +32,7 @@ type run struct {
 	events *sysevent.Recorder
 	res    *Result
 	miners []*miner
-	jobs   []*job // every job, in the random order of this batch
+	jobs   []*job     // every job, in the random order of this batch
 	mu     sync.Mutex // guards res.Receipts
 }
 

@@ -80,8 +80,8 @@ const (
 )
 
 type write struct {
-	kind writeKind
-	data []byte
+	kind  writeKind
+	data  []byte
 	gate  <-chan struct{}
 	armed func() // called when the writer starts waiting on gate
 	done  func(SendResult)

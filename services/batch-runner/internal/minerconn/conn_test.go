@@ -167,8 +167,9 @@ func TestConn(t *testing.T) {
 		gate := make(chan struct{})
 		close(gate)
 		res := make(chan SendResult, 1)
+		frame := MaskedFrame(make([]byte, 16<<20))
 		start := time.Now()
-		c.SendAt(gate, MaskedFrame(make([]byte, 64<<20)), nil, func(r SendResult) { res <- r })
+		c.SendAt(gate, frame, nil, func(r SendResult) { res <- r })
 		r := <-res
 		require.Error(t, r.Err)
 		require.Less(t, time.Since(start), 2*time.Second)
