@@ -44,13 +44,14 @@ func (e *Engine) CleanupJobs(ctx context.Context, name string, minInterval time.
 	return res, nil
 }
 
-// cleanupSQL compares keys typed: each job's key is turned into a row of the target's type.
+// cleanupSQL compares keys by their canonical hash, so both antijoins can be hash joins however
+// large the jobs table and key_source are.
 func cleanupSQL(t *Table) string {
-	return `DELETE FROM jobs j USING LATERAL jsonb_populate_record(NULL::` + t.target() + `, j.key) k
-		WHERE j.table_name = $1 AND (
-			(j.status = 'success' AND NOT EXISTS (SELECT 1 FROM ` + t.target() + ` t WHERE ` + t.pkMatch("t", "k") + `))
-			OR (j.status IN ('scheduled', 'error', 'ignore') AND NOT EXISTS (
-				SELECT 1 FROM (` + t.KeySource + `) s WHERE ` + t.pkMatch("s", "k") + `)))`
+	return `DELETE FROM jobs j WHERE j.table_name = $1 AND (
+		(j.status = 'success' AND NOT EXISTS (
+			SELECT 1 FROM ` + t.target() + ` t WHERE md5(` + t.keyObject("t") + `::text) = j.key_hash))
+		OR (j.status IN ('scheduled', 'error', 'ignore') AND NOT EXISTS (
+			SELECT 1 FROM (` + t.keySourceKeys() + `) x WHERE md5(x.key::text) = j.key_hash)))`
 }
 
 // Reclaim returns orphaned reservations to scheduled and enqueues their makes, in one

@@ -37,7 +37,8 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	}
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	err = pgx.BeginFunc(recordCtx, r.conn, func(tx pgx.Tx) error {
+	// A pool connection: cancelling a query closes r.conn, and the outcome must still be recorded.
+	err = pgx.BeginFunc(recordCtx, e.pool, func(tx pgx.Tx) error {
 		if err := lockReservation(recordCtx, tx, r); err != nil {
 			return err
 		}

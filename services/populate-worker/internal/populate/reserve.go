@@ -114,11 +114,12 @@ func (e *Engine) holdLease(ctx context.Context, r *reservation) {
 
 // lockReservation locks r's job row on tx and checks it is still reserved by r's connection: a
 // reservation reclaimed meanwhile (lease expired) must not commit, whoever holds the key now.
+// tx may be on another connection (r's may have been closed by a cancelled query).
 func lockReservation(ctx context.Context, tx pgx.Tx, r *reservation) error {
 	var n int
 	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs
-		WHERE table_name = $1 AND key_hash = $2 AND status = 'reserved' AND connection_id = pg_backend_pid()
-		FOR UPDATE) x`, r.table.Name, r.hash).Scan(&n)
+		WHERE table_name = $1 AND key_hash = $2 AND status = 'reserved' AND connection_id = $3
+		FOR UPDATE) x`, r.table.Name, r.hash, r.backend).Scan(&n)
 	if err != nil {
 		return fmt.Errorf("lock job %s/%s: %w", r.table.Name, r.hash, err)
 	}

@@ -32,7 +32,7 @@ func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete Compl
 	makeErr, err = e.run(ctx, r, complete)
 	if errors.Is(err, ErrNotReserved) {
 		// Reclaimed while we made it; the reclaim enqueued a new make job, so this one is done.
-		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), conn, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
+		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
 	}
 	return makeErr, err
 }

@@ -1,0 +1,151 @@
+package populate
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/problem"
+)
+
+func (b *testBundle) populate(t *testing.T, opts PopulateOpts) PopulateResult {
+	t.Helper()
+	res, err := b.engine.Populate(b.ctx, "pair", opts)
+	require.NoError(t, err)
+	return res
+}
+
+func TestPopulate(t *testing.T) {
+	t.Parallel()
+
+	for _, reserve := range []bool{true, false} {
+		name := map[bool]string{true: "Reserved", false: "Direct"}[reserve]
+		t.Run(name+"FillsEverything", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{})
+			b.grid(t, 10)
+			res := b.populate(t, PopulateOpts{ReserveJobs: reserve})
+			require.Equal(t, 10, res.SuccessCount)
+			require.Empty(t, res.ErrorList)
+			require.Equal(t, 10, b.count(t, `SELECT count(*) FROM dst`))
+			require.Equal(t, 30, b.count(t, `SELECT sum(doubled) FROM dst WHERE a <= 5`))
+		})
+		t.Run(name+"RestrictedFillsExactlyTheSubset", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{})
+			b.grid(t, 20)
+			res := b.populate(t, PopulateOpts{ReserveJobs: reserve, Restriction: Restriction{"a": json.RawMessage(`[2, 4, 6, 8, 10]`)}})
+			require.Equal(t, 5, res.SuccessCount, "DataJoint #1413")
+			require.Equal(t, 5, b.count(t, `SELECT count(*) FROM dst WHERE a IN (2, 4, 6, 8, 10)`))
+			require.Equal(t, 5, b.count(t, `SELECT count(*) FROM dst`))
+		})
+		t.Run(name+"MaxCalls", func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{})
+			b.grid(t, 10)
+			require.Equal(t, 3, b.populate(t, PopulateOpts{ReserveJobs: reserve, MaxCalls: 3}).SuccessCount)
+			require.Equal(t, 3, b.count(t, `SELECT count(*) FROM dst`))
+		})
+	}
+	t.Run("OrderIsHonoured", func(t *testing.T) {
+		t.Parallel()
+		for _, order := range []Order{OrderOriginal, OrderReverse, OrderRandom} {
+			b := setup(t, Config{})
+			b.grid(t, 30)
+			b.populate(t, PopulateOpts{ReserveJobs: true, Order: order})
+			calls := b.calls.list()
+			asc := slices.Clone(calls)
+			slices.SortFunc(asc, func(x, y string) int { return keyNum(x) - keyNum(y) })
+			desc := slices.Clone(asc)
+			slices.Reverse(desc)
+			switch order {
+			case OrderOriginal:
+				require.Equal(t, asc, calls)
+			case OrderReverse:
+				require.Equal(t, desc, calls)
+			case OrderRandom:
+				require.NotEqual(t, asc, calls) // 1 in 30! of failing by chance
+				require.NotEqual(t, desc, calls)
+			}
+		}
+	})
+	t.Run("ErrorAndIgnoreKeysAreSkipped", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 6)
+		b.insertSrc(t, [3]int{7, 1, -1})
+		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true, Order: OrderReverse})
+		require.Equal(t, 6, res.SuccessCount)
+		require.Len(t, res.ErrorList, 1)
+		_, err := b.pool.Exec(b.ctx, `DELETE FROM dst WHERE a = 3`)
+		require.NoError(t, err)
+		b.schedule(t, ScheduleOpts{})
+		_, err = b.engine.Ignore(b.ctx, "pair", b.hashes(t, StatusScheduled)[0])
+		require.NoError(t, err)
+		res = b.populate(t, PopulateOpts{ReserveJobs: true, MaxCalls: 1})
+		require.Zero(t, res.SuccessCount, "max_calls is not spent on error or ignore keys (#1062)")
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM src WHERE NOT EXISTS (SELECT 1 FROM dst WHERE dst.a = src.a)`))
+		require.Zero(t, b.populate(t, PopulateOpts{}).SuccessCount, "direct populate skips them too")
+	})
+	t.Run("SuppressErrorsRecordsOneErrorPerKey", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.insertSrc(t, [3]int{1, 1, -1}, [3]int{2, 1, 2}, [3]int{3, 1, -3})
+		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		require.Equal(t, 1, res.SuccessCount)
+		require.Len(t, res.ErrorList, 2)
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'error' AND error_message LIKE 'ValueError: negative v %'`))
+	})
+	t.Run("WithoutSuppressErrorsTheFirstErrorStops", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.insertSrc(t, [3]int{1, 1, -1}, [3]int{2, 1, 2})
+		res := b.populate(t, PopulateOpts{ReserveJobs: true})
+		require.True(t, res.Stopped)
+		require.Zero(t, res.SuccessCount)
+		require.Len(t, res.ErrorList, 1)
+	})
+	t.Run("SeveralProcessesFillEverything", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 100)
+		require.Equal(t, 100, b.populate(t, PopulateOpts{ReserveJobs: true, Processes: 4}).SuccessCount)
+		require.Len(t, b.calls.list(), 100)
+	})
+	t.Run("BadInputIsRejectedAndWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 3)
+		for _, opts := range []PopulateOpts{
+			{ReserveJobs: true, Restriction: Restriction{"v": json.RawMessage(`1`)}},
+			{ReserveJobs: true, Restriction: Restriction{"a": json.RawMessage(`{"$gt": 1}`)}},
+			{ReserveJobs: true, Restriction: Restriction{"a": json.RawMessage(`[]`)}},
+			{ReserveJobs: true, Restriction: Restriction{"a; DROP TABLE jobs": json.RawMessage(`1`)}},
+			{ReserveJobs: true, Order: "sideways"},
+			{ReserveJobs: true, Processes: 99},
+		} {
+			_, err := b.engine.Populate(b.ctx, "pair", opts)
+			require.Equal(t, problem.Unprocessable, problem.CodeOf(err), "%+v: %v", opts, err)
+		}
+		_, err := b.engine.Populate(b.ctx, "nope", PopulateOpts{})
+		require.Equal(t, problem.NotFound, problem.CodeOf(err))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM scheduling_events`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM dst`))
+	})
+}
+
+// keyNum is a of a callLog entry "a/b".
+func keyNum(s string) int {
+	n := 0
+	for _, c := range s {
+		if c == '/' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
