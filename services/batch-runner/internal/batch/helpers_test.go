@@ -45,7 +45,7 @@ func setup(t testing.TB, fleet minersim.Config) *testBundle {
 	cfg := Config{
 		Key:        aliceKey(t),
 		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: time.Second}},
-		SpinUps:    map[string]time.Duration{"*": 100 * time.Millisecond},
+		SpinUps:    map[string]time.Duration{"*": 400 * time.Millisecond},
 		MinSpinUp:  50 * time.Millisecond,
 
 		ManifestTimeout: time.Second, ReadyGrace: 400 * time.Millisecond, JobExtra: 300 * time.Millisecond,

@@ -92,10 +92,10 @@ const (
 func (j *job) fill(k slotKind, at time.Time, msg protocol.Message) fillResult {
 	s := &j.slots[k]
 	switch {
-	case s.sealed:
-		return late
 	case s.msg != nil:
 		return duplicate
+	case s.sealed:
+		return late
 	}
 	s.at, s.msg = at, msg
 	close(s.filled)

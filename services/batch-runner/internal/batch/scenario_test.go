@@ -78,6 +78,7 @@ func TestRunComplexNineMinerBatch(t *testing.T) {
 		7: {Decline: minersim.DeclineBusyLowStake},
 		8: {Silent: minersim.StageManifest},
 	}}})
+	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
 	require.Len(t, res.Jobs, 8)
 	require.Equal(t, map[string]int{OutcomeCompleted: 1, OutcomeExcused: 1, OutcomeFailed: 6}, outcomes(res))
@@ -99,6 +100,8 @@ func TestRunBusyExcuseRules(t *testing.T) {
 	}
 	miners[len(kinds)] = minersim.Behaviour{Decline: minersim.DeclineBusyValid}
 	bundle := setup(t, minersim.Config{Miners: len(kinds) + 1, Scenario: minersim.Scenario{Miners: miners}})
+	// Busy declines carry receipts the fleet signs on the spot: give a loaded -race run time.
+	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
 	require.Equal(t, map[string]int{ReasonBusyUnexcused: len(kinds), ReasonBusyExcused: 1}, reasons(res))
 }
