@@ -49,14 +49,16 @@ type PopulateScheduleArgs struct {
 // Kind is the job kind of PopulateScheduleArgs.
 func (PopulateScheduleArgs) Kind() string { return "populate_schedule" }
 
-// InsertOpts pins PopulateScheduleArgs to QueuePopulateMaintenance. Identical requests waiting to
-// run collapse into one, which is what rate-limits a burst of upstream events.
+// InsertOpts pins PopulateScheduleArgs to QueuePopulateMaintenance. Identical requests waiting or
+// running collapse into one, which is what rate-limits a burst of upstream events (River requires
+// running among the unique states; a producer whose insert is skipped as a duplicate retries).
 func (PopulateScheduleArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueuePopulateMaintenance,
 		MaxAttempts: 5,
 		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
+			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
 		}},
 	}
 }

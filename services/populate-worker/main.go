@@ -23,6 +23,7 @@ type Config struct {
 	MinSchedulingInterval time.Duration `envconfig:"MIN_SCHEDULING_INTERVAL" default:"5s" desc:"schedule_jobs of a table runs at most once per interval (database clock)"`
 	OrphanTimeout         time.Duration `envconfig:"ORPHAN_TIMEOUT" default:"2m" desc:"reservation lease: a reserved job not renewed for this long is scheduled again"`
 	ReclaimEvery          time.Duration `envconfig:"RECLAIM_EVERY" default:"10s" desc:"how often dead or expired reservations are looked for"`
+	ListenFlushEvery      time.Duration `envconfig:"LISTEN_FLUSH_EVERY" default:"200ms" desc:"how long upstream change notifications gather before their schedule jobs are enqueued"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
 	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent makes run from the River queue (0: only populate calls make)"`
 	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run"`
@@ -74,7 +75,7 @@ func (c Config) withDefaults() Config {
 	}{
 		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
 		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
-		{&c.ScheduleEvery, time.Minute}, {&c.CleanupEvery, 24 * time.Hour},
+		{&c.ScheduleEvery, time.Minute}, {&c.ListenFlushEvery, 200 * time.Millisecond}, {&c.CleanupEvery, 24 * time.Hour},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -18,15 +20,181 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-func TestRunServesHealthAndProbes(t *testing.T) {
-	t.Parallel()
-	cfg := Config{Common: servicetest.Config(testdb.New(t))}
-	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+// testBundle is a running populate-worker on a fresh database.
+type testBundle struct {
+	base  string
+	dbURL string
+}
+
+func setup(t *testing.T, cfg Config) *testBundle {
+	t.Helper()
+	b := &testBundle{dbURL: testdb.New(t)}
+	cfg.Common = servicetest.Config(b.dbURL)
+	b.base = servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
+	return b
+}
 
-	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
+func (b *testBundle) call(t *testing.T, method, path string, body, out any) int {
+	t.Helper()
+	return servicetest.Call(t, method, b.base+path, body, out)
+}
+
+type progress struct {
+	Total, Remaining int
+	Jobs             map[string]int
+}
+
+type populateResult struct {
+	SuccessCount int `json:"success_count"`
+	ErrorList    []struct {
+		KeyHash string `json:"key_hash"`
+		Error   string
+	} `json:"error_list"`
+}
+
+func TestRunServesHealthAndProbes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
 	var probe struct{ ID int64 }
-	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
+	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)
+}
+
+func TestExamplesPopulateOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
+
+	var tables struct{ Tables []struct{ Name, Make string } }
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables", nil, &tables))
+	require.Len(t, tables.Tables, 3)
+	var seed struct {
+		SignalIDs []int64 `json:"signal_ids"`
+		EmptyIDs  []int64 `json:"empty_ids"`
+	}
+	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 10, "empty": 2}, &seed))
+
+	for table, want := range map[string]int{"example_signal_stats": 8, "example_signal_energy": 8} {
+		var res populateResult
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/"+table+"/populate",
+			map[string]any{"suppress_errors": true, "processes": 2}, &res))
+		var p progress
+		b.call(t, http.MethodGet, "/v1/tables/"+table+"/progress", nil, &p)
+		require.Equal(t, 10, p.Total, table)
+		require.Equal(t, 2, p.Remaining, table)
+		require.Equal(t, 2, p.Jobs["error"], table)
+		require.LessOrEqual(t, res.SuccessCount, want, "River workers may have made some")
+	}
+	var p progress
+	require.Eventually(t, func() bool {
+		b.call(t, http.MethodPost, "/v1/tables/example_signal_grade/populate", map[string]any{}, nil)
+		b.call(t, http.MethodGet, "/v1/tables/example_signal_grade/progress", nil, &p)
+		return p.Total == 8 && p.Remaining == 0
+	}, 10*time.Second, 50*time.Millisecond, "the chain's second table follows the first: %+v", p)
+	restricted := fmt.Sprintf("/v1/tables/example_signal_stats/progress?signal_id=%d", seed.EmptyIDs[0])
+	b.call(t, http.MethodGet, restricted, nil, &p)
+	require.Equal(t, progress{Total: 1, Remaining: 1, Jobs: p.Jobs}, p)
+	require.Equal(t, 1, p.Jobs["error"])
+}
+
+func TestJobsAPI(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
+	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 3, "empty": 3}, nil))
+	var res populateResult
+	b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate", map[string]any{"suppress_errors": true}, &res)
+	require.Len(t, res.ErrorList, 3)
+
+	var page struct {
+		Jobs []struct {
+			KeyHash      string `json:"key_hash"`
+			Status       string
+			ErrorMessage string `json:"error_message"`
+		}
+		NextCursor string `json:"next_cursor"`
+	}
+	seen := map[string]bool{}
+	path := "/v1/jobs?table=example_signal_stats&status=error&limit=2"
+	for i := 0; i < 3 && path != ""; i++ {
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, nil, &page))
+		for _, j := range page.Jobs {
+			require.Equal(t, "error", j.Status)
+			require.Contains(t, j.ErrorMessage, "ValueError: signal")
+			seen[j.KeyHash] = true
+		}
+		path = ""
+		if page.NextCursor != "" {
+			path = "/v1/jobs?table=example_signal_stats&status=error&limit=2&cursor=" + page.NextCursor
+		}
+		page.NextCursor, page.Jobs = "", nil
+	}
+	require.Len(t, seen, 3, "pagination visits every job once")
+
+	hash := res.ErrorList[0].KeyHash
+	var job struct{ Status string }
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/jobs/example_signal_stats/"+hash+"/ignore", nil, &job))
+	require.Equal(t, "ignore", job.Status)
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/jobs/example_signal_stats/"+hash+"/reschedule", nil, &job))
+	require.Equal(t, "scheduled", job.Status)
+	require.Equal(t, http.StatusConflict, b.call(t, http.MethodPost, "/v1/jobs/example_signal_stats/"+hash+"/reschedule", nil, nil))
+	require.Equal(t, http.StatusNotFound, b.call(t, http.MethodPost, "/v1/jobs/example_signal_stats/"+fmt.Sprintf("%032d", 0)+"/ignore", nil, nil))
+	require.Equal(t, http.StatusBadRequest, b.call(t, http.MethodPost, "/v1/jobs/example_signal_stats/zz/ignore", nil, nil))
+	require.Equal(t, http.StatusBadRequest, b.call(t, http.MethodGet, "/v1/jobs?status=done", nil, nil))
+}
+
+func TestBadPopulateRequestsAreRejectedAndWriteNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Hour})
+	for _, tc := range []struct {
+		table  string
+		body   any
+		status int
+	}{
+		{"nope", map[string]any{}, http.StatusNotFound},
+		{"example_signal_stats", map[string]any{"restriction": map[string]any{"samples": 1}}, http.StatusUnprocessableEntity},
+		{"example_signal_stats", map[string]any{"restriction": map[string]any{"signal_id": map[string]int{"gt": 1}}}, http.StatusUnprocessableEntity},
+		{"example_signal_stats", map[string]any{"restriction": "signal_id > 0 OR true"}, http.StatusBadRequest},
+		{"example_signal_stats", map[string]any{"order": "sideways"}, http.StatusUnprocessableEntity},
+		{"example_signal_stats", map[string]any{"max_calls": -1}, http.StatusUnprocessableEntity},
+		{"example_signal_stats", map[string]any{"where": "1=1"}, http.StatusBadRequest},
+	} {
+		require.Equal(t, tc.status, b.call(t, http.MethodPost, "/v1/tables/"+tc.table+"/populate", tc.body, nil), "%v", tc.body)
+	}
+	var p progress
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables/example_signal_stats/progress", nil, &p))
+	require.Equal(t, map[string]int{"scheduled": 0, "reserved": 0, "error": 0, "ignore": 0, "success": 0}, p.Jobs)
+	pool := testdb.NewPoolFor(t, b.dbURL)
+	var events int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM populate_worker.scheduling_events`).Scan(&events))
+	require.Zero(t, events, "no scheduling happened")
+}
+
+func TestRiverWorkersFollowUpstreamEvents(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true})
+	var seed struct {
+		EmptyIDs []int64 `json:"empty_ids"`
+	}
+	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 4, "empty": 1}, &seed))
+
+	progressOf := func(table string) progress {
+		var p progress
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables/"+table+"/progress", nil, &p))
+		return p
+	}
+	require.Eventually(t, func() bool {
+		g, s := progressOf("example_signal_grade"), progressOf("example_signal_stats")
+		return g.Total == 3 && g.Remaining == 0 && s.Jobs["error"] == 1 && s.Jobs["success"] == 3
+	}, 20*time.Second, 50*time.Millisecond, "inserts upstream schedule makes, with no populate call")
+
+	// Deleting upstream rows (and, by cascade, target rows) cleans their jobs up.
+	pool := testdb.NewPoolFor(t, b.dbURL)
+	_, err := pool.Exec(context.Background(), `DELETE FROM populate_worker.example_signal`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		s := progressOf("example_signal_stats")
+		return s.Total == 0 && s.Jobs["error"] == 0 && s.Jobs["success"] == 0
+	}, 20*time.Second, 50*time.Millisecond)
 }

@@ -49,9 +49,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
 		return nil
 	})
-	deps.Go(func(ctx context.Context) error {
-		return engine.Listen(ctx, deps.Inserters[queue.PopulateWorker], deps.Logger)
-	})
+	deps.Go(func(ctx context.Context) error { return listenLoop(ctx, engine, cfg.ListenFlushEvery, deps) })
 	deps.Go(func(ctx context.Context) error { return reclaimLoop(ctx, engine, cfg.ReclaimEvery, deps) })
 	return nil
 }
@@ -91,6 +89,23 @@ func reclaimLoop(ctx context.Context, e *populate.Engine, every time.Duration, d
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		}
+	}
+}
+
+// listenLoop keeps the change listener running: a lost connection is re-established, since the
+// periodic schedule alone would leave new upstream rows waiting for minutes.
+func listenLoop(ctx context.Context, e *populate.Engine, flushEvery time.Duration, deps *service.Deps) error {
+	for {
+		err := e.Listen(ctx, deps.Inserters[queue.PopulateWorker], flushEvery)
+		if ctx.Err() != nil {
+			return nil
+		}
+		deps.Logger.Warn("change listener stopped; restarting", "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
 		}
 	}
 }

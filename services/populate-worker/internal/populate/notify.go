@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
+	"time"
 
 	"drover.dev/queue"
 	"drover.dev/shared/postgres"
@@ -80,11 +80,12 @@ func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 	return out, nil
 }
 
-// Listen holds a dedicated connection listening on ChangeChannel until ctx ends, and turns each
-// change into a populate_schedule job: inserts upstream schedule, deletes upstream or in the
-// target also clean up. The jobs collapse while one is waiting (unique by args) and the worker
-// applies min_scheduling_interval, so a storm of statements costs one schedule per interval.
-func (e *Engine) Listen(ctx context.Context, ins *queue.Client, logger *slog.Logger) error {
+// Listen holds a dedicated connection listening on ChangeChannel until ctx ends, and turns the
+// changes into populate_schedule jobs: inserts upstream schedule, deletes upstream or in the
+// target also clean up. Changes are gathered and flushed every flushEvery; a job skipped as a
+// duplicate of one already running stays pending for the next flush, so no change is lost to a
+// schedule that started before it. The worker applies min_scheduling_interval on top.
+func (e *Engine) Listen(ctx context.Context, ins *queue.Client, flushEvery time.Duration) error {
 	ws, err := e.watches(ctx)
 	if err != nil {
 		return err
@@ -97,20 +98,40 @@ func (e *Engine) Listen(ctx context.Context, ins *queue.Client, logger *slog.Log
 	if _, err := conn.Exec(ctx, "LISTEN "+ChangeChannel); err != nil {
 		return fmt.Errorf("listen on %s: %w", ChangeChannel, err)
 	}
+	pending := map[queue.PopulateScheduleArgs]bool{}
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
+		waitCtx, cancel := context.WithTimeout(ctx, flushEvery)
+		n, err := conn.Conn().WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			for _, args := range followUps(ws, n.Payload) {
+				pending[args] = true
 			}
+			continue
+		case !errors.Is(err, context.DeadlineExceeded):
 			return fmt.Errorf("wait for %s: %w", ChangeChannel, err)
 		}
-		for _, args := range followUps(ws, n.Payload) {
-			if _, err := ins.Insert(ctx, args, nil); err != nil && !errors.Is(err, context.Canceled) {
-				logger.Warn("enqueue schedule after change", "table", args.Table, "error", err)
-			}
+		if err := flush(ctx, ins, pending); err != nil {
+			return err
 		}
 	}
+}
+
+// flush inserts the pending schedule jobs, keeping those River skipped as duplicates.
+func flush(ctx context.Context, ins *queue.Client, pending map[queue.PopulateScheduleArgs]bool) error {
+	for args := range pending {
+		res, err := ins.Insert(ctx, args, nil)
+		if err != nil {
+			return fmt.Errorf("enqueue schedule of %s: %w", args.Table, err)
+		}
+		if !res.UniqueSkippedAsDuplicate {
+			delete(pending, args)
+		}
+	}
+	return nil
 }
 
 // followUps returns the schedule jobs a change notification calls for.

@@ -148,4 +148,3 @@ func keyNum(s string) int {
 	}
 	return n
 }
-
