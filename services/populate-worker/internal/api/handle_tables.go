@@ -45,6 +45,9 @@ type populateRequest struct {
 	ScheduleJobs   *bool                `json:"schedule_jobs"`
 	SuppressErrors bool                 `json:"suppress_errors"`
 	Processes      int                  `json:"processes"`
+	// MinSchedulingInterval (seconds) overrides the service's for the schedule_jobs call that
+	// precedes a reserved populate.
+	MinSchedulingInterval *float64 `json:"min_scheduling_interval"`
 }
 
 func handlePopulate(e *populate.Engine) echo.HandlerFunc {
@@ -53,10 +56,14 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 		if err := web.DecodeJSON(c, &req); err != nil {
 			return err
 		}
+		interval, err := seconds(req.MinSchedulingInterval)
+		if err != nil {
+			return err
+		}
 		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.PopulateOpts{
 			Restriction: req.Restriction, Order: req.Order, MaxCalls: req.MaxCalls,
 			ReserveJobs: orTrue(req.ReserveJobs), SkipSchedule: !orTrue(req.ScheduleJobs),
-			SuppressErrors: req.SuppressErrors, Processes: req.Processes,
+			SuppressErrors: req.SuppressErrors, Processes: req.Processes, ScheduleInterval: interval,
 		})
 		if err != nil {
 			return err
@@ -80,20 +87,28 @@ func handleSchedule(e *populate.Engine) echo.HandlerFunc {
 		if err := web.DecodeJSON(c, &req); err != nil {
 			return err
 		}
-		opts := populate.ScheduleOpts{Force: req.Force}
-		if s := req.MinSchedulingInterval; s != nil {
-			if *s < 0 || *s > 86400 {
-				return problem.Unprocessablef("min_scheduling_interval", "must be 0 to 86400 seconds")
-			}
-			d := time.Duration(*s * float64(time.Second))
-			opts.MinInterval = &d
+		interval, err := seconds(req.MinSchedulingInterval)
+		if err != nil {
+			return err
 		}
-		res, err := e.ScheduleJobs(c.Request().Context(), c.Param("name"), opts)
+		res, err := e.ScheduleJobs(c.Request().Context(), c.Param("name"), populate.ScheduleOpts{Force: req.Force, MinInterval: interval})
 		if err != nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, res)
 	}
+}
+
+// seconds validates an optional min_scheduling_interval in seconds.
+func seconds(s *float64) (*time.Duration, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if *s < 0 || *s > 86400 {
+		return nil, problem.Unprocessablef("min_scheduling_interval", "must be 0 to 86400 seconds")
+	}
+	d := time.Duration(*s * float64(time.Second))
+	return &d, nil
 }
 
 func handleCleanup(e *populate.Engine) echo.HandlerFunc {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -27,6 +28,8 @@ type PopulateOpts struct {
 	ReserveJobs bool
 	// SkipSchedule leaves out the schedule_jobs call that precedes a reserved populate.
 	SkipSchedule bool
+	// ScheduleInterval overrides min_scheduling_interval for that call when not nil.
+	ScheduleInterval *time.Duration
 	// SuppressErrors goes on after a failing key; otherwise the call stops at the first error.
 	SuppressErrors bool
 	// Processes is the number of concurrent makes, 1 to MaxProcesses.
@@ -80,7 +83,7 @@ func (e *Engine) Populate(ctx context.Context, name string, opts PopulateOpts) (
 		return PopulateResult{}, err
 	}
 	if opts.ReserveJobs && !opts.SkipSchedule {
-		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{}); err != nil {
+		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{MinInterval: opts.ScheduleInterval}); err != nil {
 			return PopulateResult{}, err
 		}
 	}
