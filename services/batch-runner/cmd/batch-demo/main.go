@@ -1,0 +1,209 @@
+// Command batch-demo drives one synthetic batch end to end over the services' HTTP APIs: it asks
+// miner-sync to sync, waits for miners, enqueues a batch on batch-runner, prints each stage as it
+// completes, then a summary with the top scores from scorer. It exits 1 when the batch failed.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"time"
+)
+
+type client struct {
+	token string
+	http  *http.Client
+}
+
+// call sends a JSON request and decodes a 2xx answer into out; other statuses are errors.
+func (c *client) call(ctx context.Context, method, url string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(nil))
+	if err != nil {
+		return 0, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("%s %s: %w", method, url, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode/100 != 2 {
+		return resp.StatusCode, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(body))
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return resp.StatusCode, fmt.Errorf("decode %s: %w", url, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+type batch struct {
+	ID           int64          `json:"id"`
+	State        string         `json:"state"`
+	Error        *string        `json:"error"`
+	Miners       int            `json:"miners"`
+	SendSpreadUS *int64         `json:"send_spread_us"`
+	Counts       map[string]int `json:"counts"`
+	Reasons      map[string]int `json:"reasons"`
+	Stages       []struct {
+		Name       string    `json:"name"`
+		StartedAt  time.Time `json:"started_at"`
+		FinishedAt time.Time `json:"finished_at"`
+	} `json:"stages"`
+}
+
+func main() {
+	minerSync := flag.String("miner-sync-url", "http://127.0.0.1:8081", "miner-sync base URL")
+	runner := flag.String("batch-runner-url", "http://127.0.0.1:8082", "batch-runner base URL")
+	scorer := flag.String("scorer-url", "http://127.0.0.1:8083", "scorer base URL")
+	token := flag.String("token", os.Getenv("API_TOKEN"), "bearer token for the /v1 APIs")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c := &client{token: *token, http: &http.Client{Timeout: 30 * time.Second}}
+	if err := demo(ctx, c, *minerSync, *runner, *scorer); err != nil {
+		fmt.Fprintln(os.Stderr, "batch-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func demo(ctx context.Context, c *client, minerSync, runner, scorer string) error {
+	if _, err := c.call(ctx, http.MethodPost, minerSync+"/v1/sync", nil); err != nil {
+		return err
+	}
+	if err := waitMiners(ctx, c, minerSync); err != nil {
+		return err
+	}
+	var created struct {
+		JobID int64 `json:"job_id"`
+	}
+	if _, err := c.call(ctx, http.MethodPost, runner+"/v1/batches", &created); err != nil {
+		return err
+	}
+	fmt.Printf("batch enqueued (run_batch job %d)\n", created.JobID)
+	b, err := follow(ctx, c, runner, created.JobID)
+	if err != nil {
+		return err
+	}
+	summary(b)
+	topScores(ctx, c, scorer, b.ID)
+	if b.State != "done" {
+		return fmt.Errorf("batch %d %s: %s", b.ID, b.State, deref(b.Error))
+	}
+	return nil
+}
+
+func waitMiners(ctx context.Context, c *client, base string) error {
+	for {
+		var page struct {
+			Miners []json.RawMessage `json:"miners"`
+		}
+		if _, err := c.call(ctx, http.MethodGet, base+"/v1/miners?limit=1", &page); err == nil && len(page.Miners) > 0 {
+			fmt.Println("miner-sync lists miners")
+			return nil
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return errors.New("no miners listed by miner-sync in time")
+		}
+	}
+}
+
+// follow polls the batch of job jobID, printing each stage once it completes.
+func follow(ctx context.Context, c *client, base string, jobID int64) (batch, error) {
+	printed := 0
+	for {
+		var page struct {
+			Batches []batch `json:"batches"`
+		}
+		if _, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), &page); err != nil {
+			return batch{}, err
+		}
+		if len(page.Batches) > 0 {
+			b := page.Batches[0]
+			for ; printed < len(b.Stages); printed++ {
+				s := b.Stages[printed]
+				fmt.Printf("  stage %-13s %v\n", s.Name, s.FinishedAt.Sub(s.StartedAt).Round(time.Millisecond))
+			}
+			if b.State != "running" {
+				var full batch
+				_, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, b.ID), &full)
+				for ; err == nil && printed < len(full.Stages); printed++ {
+					s := full.Stages[printed]
+					fmt.Printf("  stage %-13s %v\n", s.Name, s.FinishedAt.Sub(s.StartedAt).Round(time.Millisecond))
+				}
+				return full, err
+			}
+		}
+		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+			return batch{}, fmt.Errorf("waiting for the batch of job %d: %w", jobID, err)
+		}
+	}
+}
+
+func summary(b batch) {
+	fmt.Printf("batch %d %s: %d miners\n", b.ID, b.State, b.Miners)
+	fmt.Printf("  executors by outcome: completed %d, excused %d, failed %d\n", b.Counts["completed"], b.Counts["excused"], b.Counts["failed"])
+	reasons := make([]string, 0, len(b.Reasons))
+	for r := range b.Reasons {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fmt.Printf("    %-16s %d\n", r, b.Reasons[r])
+	}
+	if b.SendSpreadUS != nil {
+		fmt.Printf("  send spread: %d µs (max after-send − min before-send)\n", *b.SendSpreadUS)
+	}
+}
+
+// topScores prints scorer's five best; scorer may not serve scores yet, which is not an error.
+func topScores(ctx context.Context, c *client, base string, id int64) {
+	var scores json.RawMessage
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		status, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d/scores", base, id), &scores)
+		if err == nil {
+			break
+		}
+		if status != http.StatusNotFound || time.Now().After(deadline) || sleep(ctx, time.Second) != nil {
+			fmt.Println("  scores: not available from scorer:", err)
+			return
+		}
+	}
+	text := string(scores)
+	if len(text) > 800 {
+		text = text[:800] + "…"
+	}
+	fmt.Println("  scores:", text)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
