@@ -19,6 +19,7 @@ type service struct {
 	name   string
 	prefix string // env prefix
 	port   int
+	env    map[string]string // settings make run needs beyond the defaults
 	url    string
 	cmd    *exec.Cmd
 	exited chan error
@@ -27,9 +28,14 @@ type service struct {
 // services lists the five services and their local ports.
 func services() []*service {
 	return []*service{
-		{name: "miner-sync", prefix: "MINER_SYNC", port: 8081},
-		{name: "batch-runner", prefix: "BATCH_RUNNER", port: 8082},
-		{name: "scorer", prefix: "SCORER", port: 8083},
+		{name: "miner-sync", prefix: "MINER_SYNC", port: 8081, env: map[string]string{
+			"MINER_SYNC_METAGRAPH_URL": minersimURL + "/metagraph",
+		}},
+		{name: "batch-runner", prefix: "BATCH_RUNNER", port: 8082, env: batchRunnerEnv},
+		{name: "scorer", prefix: "SCORER", port: 8083, env: map[string]string{
+			// Upstream weighs always_on.test 0; make run's fleet has only always-on classes.
+			"SCORER_CLASS_WEIGHTS": "spin_up-4min.gpu-24gb=99,always_on.gpu-24gb=10,always_on.test=1",
+		}},
 		{name: "build-scheduler", prefix: "BUILD_SCHEDULER", port: 8084},
 		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085},
 	}
@@ -62,15 +68,21 @@ func env(opts options, extra map[string]string) []string {
 
 func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
 	f := &fleet{services: services()}
+	if err := f.startMinersim(ctx, opts, p); err != nil {
+		return f, err
+	}
 	for _, s := range f.services {
 		s.url = fmt.Sprintf("http://127.0.0.1:%d", s.port)
-		addr := map[string]string{s.prefix + "_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", s.port)}
-		if err := s.start(ctx, opts, s.name, nil, addr); err != nil {
+		env := map[string]string{s.prefix + "_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", s.port)}
+		for k, v := range s.env {
+			env[k] = v
+		}
+		if err := s.start(ctx, opts, s.name, nil, env); err != nil {
 			return f, err
 		}
 	}
 	for _, s := range f.services {
-		if err := s.waitReady(ctx, 30*time.Second); err != nil {
+		if err := s.waitReady(ctx, 30*time.Second, "/readyz"); err != nil {
 			return f, err
 		}
 		p.ok("%-16s %s   (log %s)", s.name, s.url, filepath.Join(opts.logs, s.name+".log"))
@@ -97,7 +109,8 @@ func (s *service) start(ctx context.Context, opts options, binary string, args [
 	return nil
 }
 
-func (s *service) waitReady(ctx context.Context, patience time.Duration) error {
+// waitReady polls path until it answers 200.
+func (s *service) waitReady(ctx context.Context, patience time.Duration, path string) error {
 	deadline := time.Now().Add(patience)
 	for time.Now().Before(deadline) {
 		select {
@@ -108,7 +121,7 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration) error {
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		resp, err := http.Get(s.url + "/readyz")
+		resp, err := http.Get(s.url + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -5,6 +5,15 @@ package main
 // should.
 func init() {
 	demos = append(demos, demo{
+		name:   "batch",
+		binary: "batch-demo",
+		args: func(f *fleet, opts options) []string {
+			return []string{
+				"-miner-sync-url", f.url("miner-sync"), "-batch-runner-url", f.url("batch-runner"),
+				"-scorer-url", f.url("scorer"), "-token", opts.token,
+			}
+		},
+	}, demo{
 		name:   "build",
 		binary: "build-demo",
 		args: func(f *fleet, opts options) []string {

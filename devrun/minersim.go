@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// The simulated miner fleet make run tests: 50 miners on 127.0.0.2 and up, two always-on test
+// executors and one always-on GPU executor each, a few of them misbehaving the ways real miners
+// do. Its control address serves the metagraph miner-sync reads.
+const (
+	minersimAddr = "127.0.0.1:8089"
+	minersimURL  = "http://" + minersimAddr
+)
+
+var minersimArgs = []string{
+	"-miners", "50",
+	"-classes", "always_on.test=2,always_on.gpu-24gb=1",
+	"-control", minersimAddr,
+	"-spin-up", "300ms",
+	"-behaviour", "3:decline=busy_valid",
+	"-behaviour", "7:decline=busy",
+	"-behaviour", "11:answer=wrong",
+	"-behaviour", "19:silent=manifest",
+	"-behaviour", "23:answer=fail",
+	"-behaviour", "29:stop_reading=ready",
+	"-behaviour", "31:answer_delay=10s",
+}
+
+// batchRunnerEnv makes a batch fit make run: proof-of-work jobs the simulated miners solve for
+// real, one-second spin-ups and short timeouts, //Alice as the validator hotkey.
+var batchRunnerEnv = map[string]string{
+	"BATCH_RUNNER_HOTKEY_URI":       "//Alice",
+	"BATCH_RUNNER_GENERATORS":       "*=pow",
+	"BATCH_RUNNER_POW_TIME_LIMIT":   "5s",
+	"BATCH_RUNNER_SPIN_UPS":         "*:1s",
+	"BATCH_RUNNER_MIN_SPIN_UP":      "500ms",
+	"BATCH_RUNNER_MANIFEST_TIMEOUT": "5s",
+	"BATCH_RUNNER_READY_GRACE":      "2s",
+	"BATCH_RUNNER_JOB_EXTRA":        "2s",
+	"BATCH_RUNNER_RECEIPT_TIMEOUT":  "3s",
+	"BATCH_RUNNER_JOB_TIMEOUT":      "2m",
+	"BATCH_RUNNER_CYCLE":            "1h",
+}
+
+// startMinersim starts the fleet when minersim is built, and waits for its metagraph.
+func (f *fleet) startMinersim(ctx context.Context, opts options, p *printer) error {
+	if _, err := os.Stat(filepath.Join(opts.bin, "minersim")); err != nil {
+		p.info("minersim is not built: no simulated miners")
+		return nil
+	}
+	s := &service{name: "minersim", url: minersimURL}
+	if err := s.start(ctx, opts, "minersim", minersimArgs, nil); err != nil {
+		return err
+	}
+	f.extra = append(f.extra, s)
+	if err := s.waitReady(ctx, 60*time.Second, "/healthz"); err != nil {
+		return err
+	}
+	p.ok("%-16s %s   50 simulated miners, 150 executors, 7 misbehaving (log %s)", "minersim", s.url, filepath.Join(opts.logs, "minersim.log"))
+	return nil
+}
