@@ -3,6 +3,7 @@ module drover.dev/services/populate-worker
 go 1.26.0
 
 require (
+	drover.dev/migrations v0.0.0
 	drover.dev/queue v0.0.0
 	drover.dev/shared v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
@@ -15,7 +16,6 @@ require (
 )
 
 require (
-	drover.dev/migrations v0.0.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect

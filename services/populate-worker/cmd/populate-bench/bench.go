@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/migrations"
+	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/shared/postgres"
+)
+
+// bench is the benchmark's database, pool and engine.
+type bench struct {
+	o      options
+	out    io.Writer
+	admin  *pgx.Conn
+	dbName string
+	pool   *pgxpool.Pool
+	engine *populate.Engine
+	made   sync.Map // key text → *int: make calls per key
+}
+
+// newBench creates and migrates a database of its own, with the bench pipeline: manual table
+// bench_src (k) and computed table bench_dst (k) with a no-op make that counts its calls.
+func newBench(ctx context.Context, o options, out io.Writer) (*bench, error) {
+	admin, err := pgx.Connect(ctx, o.serverURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", redact(o.serverURL), err)
+	}
+	b := &bench{o: o, out: out, admin: admin, dbName: fmt.Sprintf("populate_bench_%x", rand.Uint32())}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+b.dbName); err != nil {
+		return nil, fmt.Errorf("create database %s: %w", b.dbName, err)
+	}
+	u, _ := url.Parse(o.serverURL)
+	u.Path = "/" + b.dbName
+	if err := migrations.Up(ctx, u.String(), slog.New(slog.DiscardHandler)); err != nil {
+		return b, fmt.Errorf("migrate %s: %w", b.dbName, err)
+	}
+	b.pool, err = postgres.Open(ctx, u.String(), postgres.Options{Schema: "populate_worker", MaxConns: 40, ConnectTimeout: 10 * time.Second})
+	if err != nil {
+		return b, err
+	}
+	_, err = b.pool.Exec(ctx, `CREATE TABLE bench_src (k bigint PRIMARY KEY); CREATE TABLE bench_dst (k bigint PRIMARY KEY)`)
+	if err != nil {
+		return b, fmt.Errorf("create bench tables: %w", err)
+	}
+	return b, b.newEngine()
+}
+
+func (b *bench) newEngine() error {
+	reg := populate.NewRegistry()
+	err := reg.Register(populate.Table{
+		Name: "bench", Target: "bench_dst", PrimaryKey: []string{"k"}, KeySource: "SELECT k FROM bench_src",
+		Make: func(_ context.Context, _ pgx.Tx, key populate.Key) ([]populate.Row, error) {
+			n, _ := b.made.LoadOrStore(key.String("k"), new(int64))
+			atomicAdd(n.(*int64))
+			return nil, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ins, err := queue.NewInserter(b.pool, queue.PopulateWorker)
+	if err != nil {
+		return err
+	}
+	b.engine = populate.NewEngine(b.pool, ins, reg, populate.Config{MinSchedulingInterval: -1, WorkerID: "bench"})
+	return nil
+}
+
+func (b *bench) close(ctx context.Context) {
+	if b.pool != nil {
+		b.pool.Close()
+	}
+	if !b.o.keep {
+		_, _ = b.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+b.dbName+" WITH (FORCE)")
+	}
+	_ = b.admin.Close(ctx)
+}
+
+// schedule measures schedule_jobs over o.keys keys.
+func (b *bench) schedule(ctx context.Context) error {
+	if _, err := b.pool.Exec(ctx, `INSERT INTO bench_src SELECT generate_series(1, $1::bigint)`, b.o.keys); err != nil {
+		return fmt.Errorf("fill bench_src: %w", err)
+	}
+	if _, err := b.pool.Exec(ctx, `ANALYZE bench_src`); err != nil {
+		return err
+	}
+	start := time.Now()
+	res, err := b.engine.ScheduleJobs(ctx, "bench", populate.ScheduleOpts{})
+	if err != nil {
+		return err
+	}
+	d := time.Since(start)
+	fmt.Fprintf(b.out, "schedule_jobs: %d keys (jobs rows + River jobs) in %.2f s = %.0f keys/s\n",
+		res.Scheduled, d.Seconds(), float64(res.Scheduled)/d.Seconds())
+	return nil
+}
+
+func redact(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(database url)"
+}
+
+func ignoreNoRows(err error) error {
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"drover.dev/services/populate-worker/internal/populate"
+)
+
+func atomicAdd(n *int64) { atomic.AddInt64(n, 1) }
+
+// reset leaves exactly o.jobs scheduled jobs of the bench table and nothing else.
+func (b *bench) reset(ctx context.Context) error {
+	for _, sql := range []string{
+		`TRUNCATE jobs, river_job, bench_dst`,
+		`INSERT INTO jobs (table_name, key_hash, status, key)
+			SELECT 'bench', md5(jsonb_build_object('k', k)::text), 'scheduled', jsonb_build_object('k', k)
+			FROM generate_series(1, ` + fmt.Sprint(b.o.jobs) + `) k`,
+		`ANALYZE jobs`,
+	} {
+		if _, err := b.pool.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("reset jobs: %w", err)
+		}
+	}
+	b.made.Clear()
+	return nil
+}
+
+// throughput measures ours and the floor with w workers, prints both and their ratio, and
+// returns the number of double reservations seen.
+func (b *bench) throughput(ctx context.Context, w int) (int, error) {
+	if err := b.reset(ctx); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	res, err := b.engine.Populate(ctx, "bench", populate.PopulateOpts{ReserveJobs: true, SkipSchedule: true, Processes: w})
+	if err != nil {
+		return 0, err
+	}
+	ours := float64(res.SuccessCount) / time.Since(start).Seconds()
+	doubles := b.doubles()
+	if err := b.reset(ctx); err != nil {
+		return 0, err
+	}
+	floor, floorDoubles, err := b.floor(ctx, w)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(b.out, "workers %2d: populate %7.0f jobs/s  floor %7.0f jobs/s  ratio %5.1f %%  (made %d of %d)\n",
+		w, ours, floor, 100*ours/floor, res.SuccessCount, b.o.jobs)
+	if res.SuccessCount != b.o.jobs {
+		return doubles, fmt.Errorf("populate made %d of %d jobs", res.SuccessCount, b.o.jobs)
+	}
+	return doubles + floorDoubles, nil
+}
+
+func (b *bench) doubles() int {
+	n := 0
+	b.made.Range(func(_, v any) bool {
+		if atomic.LoadInt64(v.(*int64)) > 1 {
+			n++
+		}
+		return true
+	})
+	return n
+}
+
+// floor is the bare claim-and-complete loop: claim one scheduled row with SKIP LOCKED, complete
+// it by deleting it, in two statements as a worker must (the make runs between them).
+func (b *bench) floor(ctx context.Context, w int) (float64, int, error) {
+	var claimed sync.Map
+	var total, doubles atomic.Int64
+	start := time.Now()
+	g, gctx := errgroup.WithContext(ctx)
+	for range w {
+		g.Go(func() error {
+			for {
+				var hash string
+				err := b.pool.QueryRow(gctx, `UPDATE jobs SET status = 'reserved', connection_id = pg_backend_pid(), "timestamp" = now()
+					WHERE table_name = 'bench' AND key_hash = (SELECT key_hash FROM jobs
+						WHERE table_name = 'bench' AND status = 'scheduled' LIMIT 1 FOR UPDATE SKIP LOCKED)
+					RETURNING key_hash`).Scan(&hash)
+				if err != nil {
+					return ignoreNoRows(err)
+				}
+				if _, dup := claimed.LoadOrStore(hash, true); dup {
+					doubles.Add(1)
+				}
+				if _, err := b.pool.Exec(gctx, `DELETE FROM jobs WHERE table_name = 'bench' AND key_hash = $1`, hash); err != nil {
+					return err
+				}
+				total.Add(1)
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("floor with %d workers: %w", w, err)
+	}
+	return float64(total.Load()) / time.Since(start).Seconds(), int(doubles.Load()), nil
+}
