@@ -69,6 +69,14 @@ func neuron(t *testing.T, uid int, validator bool) map[string]any {
 	return map[string]any{"uid": uid, "hotkey": address(t, byte(uid+1)), "coldkey": address(t, 99), "ip": "127.0.0.1", "port": 9000 + uid, "stake": float64(uid) * 1000, "validator": validator}
 }
 
+// validator is a neuron as the chain lists a validator with no axon: ip 0.0.0.0, port 0.
+func validator(t *testing.T, uid int) map[string]any {
+	t.Helper()
+	v := neuron(t, uid, true)
+	v["ip"], v["port"] = "0.0.0.0", 0
+	return v
+}
+
 type testBundle struct {
 	base  string
 	fleet *fleet
@@ -77,7 +85,7 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	f := &fleet{status: http.StatusOK}
-	f.serve(t, http.StatusOK, neuron(t, 0, true), neuron(t, 1, false), neuron(t, 2, false), map[string]any{"uid": -5})
+	f.serve(t, http.StatusOK, validator(t, 0), neuron(t, 1, false), neuron(t, 2, false), map[string]any{"uid": -5})
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	cfg := Config{Common: servicetest.Config(testdb.New(t)), MetagraphURL: srv.URL + "/metagraph", SyncInterval: time.Hour, SourceTimeout: 5 * time.Second}
@@ -89,9 +97,10 @@ func setup(t *testing.T) *testBundle {
 
 type minerPage struct {
 	Miners []struct {
-		Hotkey string `json:"hotkey"`
-		UID    int    `json:"uid"`
-		Active bool   `json:"active"`
+		Hotkey  string `json:"hotkey"`
+		UID     int    `json:"uid"`
+		Active  bool   `json:"active"`
+		Serving bool   `json:"serving"`
 	} `json:"miners"`
 	NextCursor string `json:"next_cursor"`
 }
@@ -117,6 +126,11 @@ func TestRunSyncsAtStartAndServesMiners(t *testing.T) {
 
 	require.Eventually(t, func() bool { return len(bundle.miners(t, "").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
 	require.Len(t, bundle.miners(t, "?validator=true").Miners, 1)
+	notServing := bundle.miners(t, "?serving=false").Miners
+	require.Len(t, notServing, 1, "the validator with no axon is kept, not skipped")
+	require.Equal(t, 0, notServing[0].UID)
+	require.False(t, notServing[0].Serving)
+	require.Len(t, bundle.miners(t, "?serving=true").Miners, 2)
 	require.Len(t, bundle.miners(t, "?validator=false&active=true").Miners, 2)
 	require.Equal(t, 1, bundle.miners(t, "?hotkey="+address(t, 2)).Miners[0].UID)
 
@@ -135,7 +149,7 @@ func TestRunSyncsAtStartAndServesMiners(t *testing.T) {
 	require.Equal(t, 1, events.Events[0].Skipped, "uid -5 is reported")
 
 	var p struct{ Field string }
-	for _, q := range []string{"?active=maybe", "?limit=0", "?cursor=%21"} {
+	for _, q := range []string{"?active=maybe", "?serving=1x", "?limit=0", "?cursor=%21"} {
 		require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/miners"+q, nil, &p), q)
 	}
 	require.Equal(t, "cursor", p.Field)
@@ -149,7 +163,7 @@ func TestRunSyncOnDemand(t *testing.T) {
 	// Miner 2 deregisters. The fleet holds its answer, so the sync stays running and a second
 	// request finds it queued.
 	gate := make(chan struct{})
-	bundle.fleet.serve(t, http.StatusOK, neuron(t, 0, true), neuron(t, 1, false))
+	bundle.fleet.serve(t, http.StatusOK, validator(t, 0), neuron(t, 1, false))
 	bundle.fleet.mu.Lock()
 	bundle.fleet.gate = gate
 	bundle.fleet.mu.Unlock()

@@ -61,6 +61,9 @@ func minerFilter(c *echo.Context) (store.MinerFilter, error) {
 	if f.Validator, err = boolParam(c, "validator"); err != nil {
 		return f, err
 	}
+	if f.Serving, err = boolParam(c, "serving"); err != nil {
+		return f, err
+	}
 	if len(f.Hotkey) > 64 {
 		return f, problem.Invalidf("hotkey", "must be at most 64 characters")
 	}

@@ -18,6 +18,10 @@ type Miner struct {
 	Port      int
 	Stake     float64
 	Validator bool
+
+	// Serving is false for a neuron with no axon (ip 0.0.0.0 or ::, port 0), as the chain lists
+	// validators: kept for its stake, never tested.
+	Serving bool
 }
 
 // Skip is an entry Check refused, and why.
@@ -70,18 +74,21 @@ func check(e Entry) (Miner, error) {
 	if err != nil || ip.Zone() != "" {
 		return Miner{}, fmt.Errorf("ip %q is not an IP literal", truncate(e.IP, 64))
 	}
-	if ip.IsUnspecified() {
-		return Miner{}, fmt.Errorf("ip %s: not serving", ip)
-	}
-	if e.Port < 1 || e.Port > 65535 {
+	ip = ip.Unmap()
+	serving := !ip.IsUnspecified() || e.Port != 0
+	switch {
+	case !serving:
+	case ip.IsUnspecified():
+		return Miner{}, fmt.Errorf("ip %s with port %d: an unspecified address serves nothing", ip, e.Port)
+	case e.Port < 1 || e.Port > 65535:
 		return Miner{}, fmt.Errorf("port %d out of range 1..65535", e.Port)
 	}
 	if math.IsNaN(e.Stake) || math.IsInf(e.Stake, 0) || e.Stake < 0 {
 		return Miner{}, errors.New("stake must be a finite number ≥ 0")
 	}
 	return Miner{
-		UID: int(e.UID), Hotkey: e.Hotkey, Coldkey: e.Coldkey, IP: ip.Unmap().String(),
-		Port: int(e.Port), Stake: e.Stake, Validator: e.Validator,
+		UID: int(e.UID), Hotkey: e.Hotkey, Coldkey: e.Coldkey, IP: ip.String(),
+		Port: int(e.Port), Stake: e.Stake, Validator: e.Validator, Serving: serving,
 	}, nil
 }
 

@@ -46,6 +46,9 @@ func TestCheck(t *testing.T) {
 		{"IPv6Canonical", func(e *Entry) { e.IP = "2001:DB8:0:0::1" }, "2001:db8::1", ""},
 		{"IPv4MappedUnmapped", func(e *Entry) { e.IP = "::ffff:203.0.113.7" }, "203.0.113.7", ""},
 		{"ZeroStake", func(e *Entry) { e.Stake = 0 }, "203.0.113.7", ""},
+		{"NotServingIPv4", func(e *Entry) { e.IP, e.Port, e.Validator = "0.0.0.0", 0, true }, "0.0.0.0", ""},
+		{"NotServingIPv6", func(e *Entry) { e.IP, e.Port = "::", 0 }, "::", ""},
+		{"NotServingMapped", func(e *Entry) { e.IP, e.Port = "::ffff:0.0.0.0", 0 }, "0.0.0.0", ""},
 		{"NegativeUID", func(e *Entry) { e.UID = -1 }, "", "uid -1 out of range"},
 		{"HugeUID", func(e *Entry) { e.UID = 65536 }, "", "uid 65536 out of range"},
 		{"HotkeyChecksum", func(e *Entry) { e.Hotkey = corrupt(hot) }, "", "hotkey: "},
@@ -53,8 +56,10 @@ func TestCheck(t *testing.T) {
 		{"ColdkeyChecksum", func(e *Entry) { e.Coldkey = corrupt(cold) }, "", "coldkey: "},
 		{"HostName", func(e *Entry) { e.IP = "miner.example.com" }, "", "is not an IP literal"},
 		{"IPWithZone", func(e *Entry) { e.IP = "fe80::1%eth0" }, "", "is not an IP literal"},
-		{"Unspecified", func(e *Entry) { e.IP = "0.0.0.0" }, "", "not serving"},
+		{"UnspecifiedWithPort", func(e *Entry) { e.IP = "0.0.0.0" }, "", "an unspecified address serves nothing"},
+		{"UnspecifiedIPv6WithPort", func(e *Entry) { e.IP = "::" }, "", "an unspecified address serves nothing"},
 		{"PortZero", func(e *Entry) { e.Port = 0 }, "", "port 0 out of range"},
+		{"PortZeroBadIP", func(e *Entry) { e.IP, e.Port = "0.0.0.0.0", 0 }, "", "is not an IP literal"},
 		{"PortHigh", func(e *Entry) { e.Port = 65536 }, "", "port 65536 out of range"},
 		{"NegativeStake", func(e *Entry) { e.Stake = -1 }, "", "stake must be"},
 		{"Undecodable", func(e *Entry) { e.DecodeErr = errors.New("port: not a number") }, "", "undecodable entry"},
@@ -72,7 +77,11 @@ func TestCheck(t *testing.T) {
 				return
 			}
 			require.Empty(t, skipped)
-			require.Equal(t, []Miner{{UID: 3, Hotkey: e.Hotkey, Coldkey: cold, IP: tt.wantIP, Port: 8000, Stake: e.Stake}}, miners)
+			serving := e.Port != 0
+			require.Equal(t, []Miner{{
+				UID: 3, Hotkey: e.Hotkey, Coldkey: cold, IP: tt.wantIP, Port: int(e.Port), Stake: e.Stake,
+				Validator: e.Validator, Serving: serving,
+			}}, miners)
 		})
 	}
 }

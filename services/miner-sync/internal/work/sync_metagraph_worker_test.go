@@ -140,6 +140,56 @@ func TestSyncMetagraphWorker(t *testing.T) {
 		require.Len(t, bundle.miners(t), 1)
 	})
 
+	t.Run("NonServingNeuronsKeptForTheirStake", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		validator := entry(t, 1, 2, "0.0.0.0")
+		validator["port"], validator["stake"], validator["validator"] = 0, 50000.0, true
+		noPermit := entry(t, 2, 3, "::")
+		noPermit["port"] = 0
+		bundle.publish(t, entry(t, 0, 1, "10.0.0.1"), validator, noPermit)
+
+		ev := bundle.sync(t)
+		require.Equal(t, store.OutcomeOK, ev.Outcome, "skipped: %v", ev.SkippedEntries)
+		require.Equal(t, 3, ev.Upserted)
+		miners := bundle.miners(t)
+		require.True(t, miners[address(t, 1)].Serving)
+		v := miners[address(t, 2)]
+		require.False(t, v.Serving)
+		require.True(t, v.IsValidator)
+		require.True(t, v.Active)
+		require.Equal(t, "0.0.0.0", v.IP)
+		require.Zero(t, v.Port)
+		require.InDelta(t, 50000.0, v.Stake, 0)
+		require.False(t, miners[address(t, 3)].Serving)
+		require.Equal(t, "::", miners[address(t, 3)].IP)
+
+		// The validator opens an axon: it serves from the next sync on.
+		validator["ip"], validator["port"] = "10.0.0.2", 8001
+		bundle.publish(t, entry(t, 0, 1, "10.0.0.1"), validator, noPermit)
+		bundle.sync(t)
+		v = bundle.miners(t)[address(t, 2)]
+		require.True(t, v.Serving)
+		require.Equal(t, 8001, v.Port)
+	})
+
+	t.Run("PortZeroOnlyWhenNotServing", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		insert := func(serving bool) error {
+			_, err := bundle.tx.Exec(context.Background(), `SAVEPOINT p`)
+			require.NoError(t, err)
+			_, err = bundle.tx.Exec(context.Background(), `
+				INSERT INTO miners (hotkey, uid, coldkey, ip, port, serving) VALUES ($1, 1, $1, '0.0.0.0', 0, $2)`,
+				address(t, 9), serving)
+			_, rbErr := bundle.tx.Exec(context.Background(), `ROLLBACK TO SAVEPOINT p`)
+			require.NoError(t, rbErr)
+			return err
+		}
+		require.ErrorContains(t, insert(true), "miners_port_check")
+		require.NoError(t, insert(false))
+	})
+
 	t.Run("OutageKeepsTheLastGoodList", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
