@@ -9,14 +9,17 @@ import (
 	"drover.dev/shared/postgres"
 )
 
-// MinerList returns the active miners a batch tests (validators serve no miner interface) and
-// every validator with its stake, to judge busy excuses. It reads miner_sync.miners.
+// MinerList reads miner_sync.miners (read-only, the documented cross-read). It returns the
+// miners a batch tests, active and serving and not validators, and every neuron the metagraph
+// lists, with its stake, for judging the signers of busy-excuse receipts. Validators serve no
+// axon (miner-sync keeps them with serving = false), so they must come from the whole table, not
+// from the miners tested; a neuron counts as an active validator only while registered with a
+// validator permit.
 func MinerList(ctx context.Context, db postgres.DBTX) ([]batch.Miner, map[string]receipts.Validator, error) {
 	rows, err := db.Query(ctx, `
-		SELECT hotkey, ip, port, stake, is_validator, active
+		SELECT hotkey, ip, port, stake, is_validator, active, serving
 		FROM miner_sync.miners
-		WHERE active OR is_validator
-		ORDER BY uid`)
+		ORDER BY uid, hotkey`)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list miners: %w", err)
 	}
@@ -25,18 +28,17 @@ func MinerList(ctx context.Context, db postgres.DBTX) ([]batch.Miner, map[string
 	validators := map[string]receipts.Validator{}
 	for rows.Next() {
 		var (
-			m                 batch.Miner
-			stake             float64
-			validator, active bool
+			m                          batch.Miner
+			stake                      float64
+			validator, active, serving bool
 		)
-		if err := rows.Scan(&m.Hotkey, &m.IP, &m.Port, &stake, &validator, &active); err != nil {
+		if err := rows.Scan(&m.Hotkey, &m.IP, &m.Port, &stake, &validator, &active, &serving); err != nil {
 			return nil, nil, fmt.Errorf("scan miner: %w", err)
 		}
-		if validator {
-			validators[m.Hotkey] = receipts.Validator{Stake: stake, Active: active}
-			continue
+		validators[m.Hotkey] = receipts.Validator{Stake: stake, Active: active && validator}
+		if active && serving && !validator {
+			miners = append(miners, m)
 		}
-		miners = append(miners, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, fmt.Errorf("list miners: %w", err)
