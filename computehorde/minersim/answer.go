@@ -12,17 +12,24 @@ import (
 var machineSpecs = protocol.Object(`{"cpu":{"count":1,"model":"minersim"},"gpu":{"count":0},"os":"minersim"}`)
 
 // onJobRequest starts answering V0JobRequest on its own goroutine: solving takes milliseconds
-// and answers may be delayed, and the reader must keep serving the other jobs meanwhile.
-func (c *conn) onJobRequest(req *protocol.V0JobRequest) {
+// and answers may be delayed, and the reader must keep serving the other jobs meanwhile. at is
+// the request's arrival, which opens a round of Behaviour.AnswerAt.
+func (c *conn) onJobRequest(req *protocol.V0JobRequest, at int64) {
 	j := c.jobs[req.JobUUID]
 	if j == nil || j.requested || j.slot < 0 {
 		return // unknown, declined or repeated job: upstream miners log and ignore these
 	}
 	j.requested = true
-	c.jobsWG.Go(func() { c.answer(j, req) })
+	var gate <-chan struct{}
+	if d := time.Duration(j.behaviour.AnswerAt); d > 0 {
+		gate = c.m.fleet.answerRounds.gate(at, d)
+	}
+	c.jobsWG.Go(func() { c.answer(j, req, gate) })
 }
 
-func (c *conn) answer(j *job, req *protocol.V0JobRequest) {
+// answer executes the job and sends its answer: after AnswerDelay, or, when gate is set, as
+// soon as the writer sees it closed (the frame waits in the writer, already encoded).
+func (c *conn) answer(j *job, req *protocol.V0JobRequest, gate <-chan struct{}) {
 	b := j.behaviour
 	final := c.execute(j, b, req)
 	if d := time.Duration(b.AnswerDelay); d > 0 {
@@ -41,12 +48,20 @@ func (c *conn) answer(j *job, req *protocol.V0JobRequest) {
 		c.send(&protocol.V0MachineSpecsRequest{JobUUID: j.uuid, Specs: protocol.MachineSpecs{Specs: machineSpecs}})
 		j.update(func(r *JobRecord) { r.Stdout = finished.DockerProcessStdout })
 	}
+	frame := outFrame{sent: j.markSent}
+	if gate != nil {
+		// The executor stays busy until its answer is written, not merely queued.
+		frame.gate, frame.sent = gate, func(at int64) { j.releaseSlot(); j.markSent(at) }
+	}
 	answer := "none"
-	if c.emit(b, StageAnswer, j.uuid, final) {
+	emitted := c.emitFrame(b, StageAnswer, j.uuid, final, frame)
+	if emitted {
 		answer = final.MessageType()
 	}
 	j.update(func(r *JobRecord) { r.Answer = answer })
-	j.releaseSlot()
+	if !emitted || gate == nil {
+		j.releaseSlot()
+	}
 }
 
 // execute does the job as the behaviour says and returns the final message to send.

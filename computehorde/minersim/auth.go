@@ -54,7 +54,7 @@ func (c *conn) dispatch(p pendingFrame) {
 		c.onReceipt(&m.Payload, m.Signature, func(r *JobRecord, v string) { r.AcceptedReceipt = v })
 	case *protocol.V0JobRequest:
 		uuid = m.JobUUID
-		c.onJobRequest(m)
+		c.onJobRequest(m, p.at)
 	case *protocol.V0JobFinishedReceiptRequest:
 		uuid = m.Payload.JobUUID
 		c.onReceipt(&m.Payload, m.Signature, func(r *JobRecord, v string) { r.FinishedReceipt = v })

@@ -50,6 +50,14 @@ type Behaviour struct {
 	Stdout string `json:"stdout,omitempty"`
 	// AnswerDelay postpones the final answer, making it late when it exceeds the job's limit.
 	AnswerDelay Duration `json:"answer_delay,omitempty"`
+	// AnswerAt sends the final answer at one fleet-wide instant: the arrival of the first
+	// V0JobRequest of a round plus AnswerAt. Every executor with this behaviour answers at the
+	// same wall-clock instant, whenever its own request arrived, which is how a benchmark
+	// measures the validator's receive timestamps when all executors answer within the same
+	// millisecond. A round ends at its instant; the next V0JobRequest starts a new one. The
+	// progress messages go out at once; only the final frame waits, already encoded, and each
+	// connection writes its due answers in one system call.
+	AnswerAt Duration `json:"answer_at,omitempty"`
 	// Silent sends nothing from this stage on; the connection stays open and is still read.
 	Silent Stage `json:"silent,omitempty"`
 	// Disconnect closes the connection when this stage's message is due.
@@ -127,6 +135,12 @@ func (b Behaviour) Validate() error {
 		if s != StageNone && s.rank() < 0 {
 			return fmt.Errorf("%s: unknown stage %q (manifest, accept, ready or answer)", name, s)
 		}
+	}
+	if b.AnswerAt != 0 && b.AnswerDelay != 0 {
+		return fmt.Errorf("answer_at and answer_delay exclude each other")
+	}
+	if b.AnswerAt < 0 || b.AnswerDelay < 0 {
+		return fmt.Errorf("answer_at and answer_delay must not be negative")
 	}
 	if b.UnknownJob == StageManifest {
 		return fmt.Errorf("unknown_job: the manifest carries no job_uuid")

@@ -200,7 +200,8 @@ func dialSmallBuffer(t *testing.T, miner MinerInfo) *validator {
 		return c, err
 	}}
 	key := aliceKey(t)
-	ws, _, err := d.Dial(miner.URL(key.Address()), nil)
+	ws, resp, err := d.Dial(miner.URL(key.Address()), nil)
+	closeBody(resp)
 	require.NoError(t, err)
 	t.Cleanup(func() { ws.Close() })
 	return &validator{t: t, key: key, ws: ws, miner: miner}

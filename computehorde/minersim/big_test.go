@@ -95,7 +95,8 @@ func driveMiner(key *hotkey.Keypair, m MinerInfo, handshakes chan struct{}) (int
 	// wait in the miner's socket longer than its 10 s validity.
 	handshakes <- struct{}{}
 	d := websocket.Dialer{HandshakeTimeout: time.Minute}
-	ws, _, err := d.Dial(m.URL(key.Address()), nil)
+	ws, resp, err := d.Dial(m.URL(key.Address()), nil)
+	closeBody(resp)
 	if err != nil {
 		<-handshakes
 		return 0, err

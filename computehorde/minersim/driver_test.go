@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"net"
+	"net/http"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ func aliceKey(t testing.TB) *hotkey.Keypair {
 // dialMiner connects to a miner as key, naming urlKey in the URL.
 func dialMiner(t testing.TB, miner MinerInfo, key *hotkey.Keypair, urlKey string) *validator {
 	t.Helper()
-	ws, _, err := websocket.DefaultDialer.Dial(miner.URL(urlKey), nil)
+	ws, resp, err := websocket.DefaultDialer.Dial(miner.URL(urlKey), nil)
+	closeBody(resp)
 	require.NoError(t, err)
 	t.Cleanup(func() { ws.Close() })
 	return &validator{t: t, key: key, ws: ws, miner: miner}
@@ -85,12 +87,11 @@ func expect[M protocol.Message](v *validator) M {
 	return m
 }
 
-// waitArrival waits until a miner has recorded a frame of the message type.
-func waitArrival(t testing.TB, f *Fleet, messageType string) {
-	t.Helper()
-	require.Eventually(t, func() bool {
-		return len(f.ArrivalsWhere(ArrivalFilter{MessageType: messageType})) > 0
-	}, 5*time.Second, 2*time.Millisecond)
+// closeBody closes a handshake response's body; after an upgrade it is empty.
+func closeBody(resp *http.Response) {
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
 }
 
 // requireSilence requires that nothing arrives for d and the connection stays open. A timed

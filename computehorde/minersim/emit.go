@@ -11,6 +11,12 @@ import (
 // emit sends the message due at a stage, misbehaving as b says. It reports whether the message
 // itself went out (not silenced, not replaced by a disconnect).
 func (c *conn) emit(b Behaviour, st Stage, jobUUID string, msg protocol.Message) bool {
+	return c.emitFrame(b, st, jobUUID, msg, outFrame{})
+}
+
+// emitFrame is emit with the message's frame built from tmpl, which carries what the writer
+// must do around it: wait for a gate, report the instant it wrote it.
+func (c *conn) emitFrame(b Behaviour, st Stage, jobUUID string, msg protocol.Message, tmpl outFrame) bool {
 	if b.silentAt(st) {
 		return false
 	}
@@ -32,9 +38,10 @@ func (c *conn) emit(b Behaviour, st Stage, jobUUID string, msg protocol.Message)
 	if b.UnknownJob == st && jobUUID != "" {
 		c.enqueue(outFrame{data: bytes.ReplaceAll(data, []byte(jobUUID), []byte(newUUID()))})
 	}
-	f := outFrame{data: data}
+	f := tmpl
+	f.data = data
 	if b.Slowloris == st {
-		f = outFrame{kind: outDribble, data: data, every: b.dribbleEvery()}
+		f.kind, f.every = outDribble, b.dribbleEvery()
 	}
 	c.enqueue(f)
 	if b.Duplicate == st {

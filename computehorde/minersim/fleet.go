@@ -26,6 +26,8 @@ type Fleet struct {
 
 	jobsMu sync.Mutex
 	jobs   []*job
+
+	answerRounds answerRounds
 }
 
 // MinerInfo is where a simulated miner listens and who it is.

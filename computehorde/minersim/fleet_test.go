@@ -55,6 +55,9 @@ func TestFleetHappyPath(t *testing.T) {
 
 	v.sendFinishedReceipt(j, receipts.FormatScore(1))
 	rec := waitJob(t, f, j.uuid, func(r JobRecord) bool { return r.FinishedReceipt != "" })
+	requestArrival := f.ArrivalsWhere(ArrivalFilter{MessageType: "V0JobRequest"})[0].UnixNano
+	require.Greater(t, rec.AnswerSentUnixNano, requestArrival, "answer sent after the request arrived")
+	rec.AnswerSentUnixNano = 0
 	require.Equal(t, JobRecord{
 		Miner: 0, MinerHotkey: v.miner.Hotkey, Validator: v.key.Address(), JobUUID: j.uuid,
 		ExecutorClass: testClass, Executor: testClass + "/0", Response: "accepted",

@@ -36,6 +36,11 @@ type JobRecord struct {
 	// Answer is the message_type of the final answer sent, or "none".
 	Answer string `json:"answer,omitempty"`
 	Stdout string `json:"stdout,omitempty"`
+	// AnswerSentUnixNano is the wall clock read just before the writer put the final answer
+	// (V0JobFinishedRequest, V0JobFailedRequest or V0HordeFailedRequest) on the socket; the
+	// first write when the answer is duplicated; zero until it was written. A validator's
+	// receive timestamp minus this is its completion-timestamp error.
+	AnswerSentUnixNano int64 `json:"answer_sent_unix_nano,omitempty"`
 }
 
 // job is one job offered to a miner over one connection.
@@ -55,6 +60,15 @@ type job struct {
 func (j *job) update(fn func(*JobRecord)) {
 	j.mu.Lock()
 	fn(&j.rec)
+	j.mu.Unlock()
+}
+
+// markSent records when the final answer was written; the first write wins.
+func (j *job) markSent(unixNano int64) {
+	j.mu.Lock()
+	if j.rec.AnswerSentUnixNano == 0 {
+		j.rec.AnswerSentUnixNano = unixNano
+	}
 	j.mu.Unlock()
 }
 
@@ -174,7 +188,7 @@ func (c *conn) spinUp(j *job) {
 			JobUUID: j.uuid, ReportedBy: protocol.ParticipantMiner, Message: "Executor failed to start",
 			Reason: protocol.HordeExecutorSpinupFailed,
 		}
-		if c.emit(b, StageReady, j.uuid, msg) {
+		if c.emitFrame(b, StageReady, j.uuid, msg, outFrame{sent: j.markSent}) {
 			j.update(func(r *JobRecord) { r.Answer = msg.MessageType() })
 		}
 		j.releaseSlot()

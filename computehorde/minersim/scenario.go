@@ -105,7 +105,7 @@ func parseExecutorKey(key string) (miner int, class string, slot int, err error)
 func (s *Scenario) Apply(spec string) error {
 	target, body, ok := strings.Cut(spec, ":")
 	if !ok {
-		return fmt.Errorf("behaviour %q: want TARGET:key=value,...", spec)
+		return fmt.Errorf("behaviour %q: want TARGET:key=value[,key=value]", spec)
 	}
 	b, err := parseBehaviourBody(body)
 	if err != nil {

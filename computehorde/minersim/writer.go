@@ -2,6 +2,7 @@ package minersim
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,30 +26,122 @@ type outFrame struct {
 	data  []byte
 	every time.Duration // outDribble: pause between bytes
 	code  int           // outClose: close code; zero means normal closure
+	// gate, when set, holds the frame in the writer until it is closed; frames without a gate
+	// keep flowing meanwhile.
+	gate <-chan struct{}
+	// sent, when set, is called after a successful write with the wall clock (unix ns) read
+	// just before the write began.
+	sent func(unixNano int64)
 }
 
 // writeLoop is the connection's only writer: every frame, pong, ping and close goes through
-// it, so no two writes ever interleave on the socket.
+// it, so no two writes ever interleave on the socket. Gated frames wait in held until their
+// gate closes; then all of them that are due go out in one system call.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.cfg.PingInterval)
 	defer ping.Stop()
+	var held []outFrame
 	for {
+		var err error
 		select {
 		case <-c.ctx.Done():
 			return
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, c.writeDeadline()); err != nil {
-				c.abort()
-				return
-			}
+			err = c.ws.WriteControl(websocket.PingMessage, nil, c.writeDeadline())
+		case <-firstGate(held):
+			held, err = c.writeDue(held)
 		case f := <-c.out:
-			if err := c.write(f); err != nil || f.kind == outClose {
-				c.abort()
-				return
+			if f.gate != nil {
+				held = append(held, f)
+				continue
+			}
+			err = c.writeOne(f)
+			if err == nil && f.kind == outClose {
+				err = errClosed
+			}
+		}
+		if err != nil {
+			c.abort()
+			return
+		}
+	}
+}
+
+// errClosed ends the write loop after a close frame went out.
+var errClosed = errors.New("close frame sent")
+
+func firstGate(held []outFrame) <-chan struct{} {
+	if len(held) == 0 {
+		return nil
+	}
+	return held[0].gate
+}
+
+func gateOpen(gate <-chan struct{}) bool {
+	select {
+	case <-gate:
+		return true
+	default:
+		return false
+	}
+}
+
+// writeDue writes every held frame whose gate is open, in order, and returns the others. Text
+// frames are framed in advance and written together, so a connection's answers due at the same
+// instant leave in one system call.
+func (c *conn) writeDue(held []outFrame) ([]outFrame, error) {
+	var rest, texts []outFrame
+	for _, f := range held {
+		switch {
+		case !gateOpen(f.gate):
+			rest = append(rest, f)
+		case f.kind == outText:
+			texts = append(texts, f)
+		default:
+			if err := c.writeTexts(texts); err != nil {
+				return nil, err
+			}
+			texts = nil
+			if err := c.writeOne(f); err != nil {
+				return nil, err
 			}
 		}
 	}
+	return rest, c.writeTexts(texts)
+}
+
+func (c *conn) writeTexts(fs []outFrame) error {
+	if len(fs) == 0 {
+		return nil
+	}
+	var buf []byte
+	for _, f := range fs {
+		buf = append(buf, textFrame(f.data)...)
+	}
+	nc := c.ws.NetConn()
+	if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
+		return err
+	}
+	at := time.Now().UnixNano()
+	if _, err := nc.Write(buf); err != nil {
+		return fmt.Errorf("write %d frames: %w", len(fs), err)
+	}
+	for _, f := range fs {
+		if f.sent != nil {
+			f.sent(at)
+		}
+	}
+	return nil
+}
+
+// writeOne writes f and reports when it began to f.sent.
+func (c *conn) writeOne(f outFrame) error {
+	at, err := c.write(f)
+	if err == nil && f.sent != nil {
+		f.sent(at)
+	}
+	return err
 }
 
 // abort ends the connection from the writer's side: the reader's next read fails.
@@ -59,23 +152,25 @@ func (c *conn) abort() {
 
 func (c *conn) writeDeadline() time.Time { return time.Now().Add(c.cfg.WriteTimeout) }
 
-func (c *conn) write(f outFrame) error {
+// write puts one frame on the socket and returns the wall clock (unix ns) read just before.
+func (c *conn) write(f outFrame) (int64, error) {
 	switch f.kind {
 	case outPong:
-		return c.ws.WriteControl(websocket.PongMessage, f.data, c.writeDeadline())
+		return time.Now().UnixNano(), c.ws.WriteControl(websocket.PongMessage, f.data, c.writeDeadline())
 	case outClose:
 		code := f.code
 		if code == 0 || code == websocket.CloseNoStatusReceived {
 			code = websocket.CloseNormalClosure
 		}
-		return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), c.writeDeadline())
+		return time.Now().UnixNano(), c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), c.writeDeadline())
 	case outDribble:
-		return c.dribble(f.data, f.every)
+		return time.Now().UnixNano(), c.dribble(f.data, f.every)
 	}
 	if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
-		return err
+		return 0, err
 	}
-	return c.ws.WriteMessage(websocket.TextMessage, f.data)
+	at := time.Now().UnixNano()
+	return at, c.ws.WriteMessage(websocket.TextMessage, f.data)
 }
 
 // dribble writes a complete, valid text frame onto the raw socket one byte at a time. It is

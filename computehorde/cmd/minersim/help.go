@@ -65,6 +65,10 @@ BEHAVIOURS
   non_pow=fail|scripted  answer to a job that is not proof-of-work (hashcat needs a GPU)
   stdout=TEXT         stdout for answer=scripted and non_pow=scripted
   answer_delay=DUR    wait DUR (e.g. 70s) before the final answer: a late answer
+  answer_at=DUR       send the final answer at one fleet-wide instant: the first V0JobRequest
+                      of a round's arrival + DUR, so every such executor answers in the same
+                      millisecond (each connection writes its due answers in one system call);
+                      excludes answer_delay
   Stage keys take manifest | accept | ready | answer (the message due at that stage):
   silent=STAGE        send nothing from STAGE on (connection stays open and read)
   disconnect=STAGE    close the connection instead of sending STAGE's message (mid-job: answer)
@@ -88,7 +92,8 @@ CONTROL ENDPOINTS (GET, JSON)
   /arrivals   every frame miners received: miner, miner_hotkey, validator, executor, job_uuid,
               message_type, unix_nano, bytes, decode_error[, frame]; filter with
               ?miner=N&message_type=T&job_uuid=U&since=UNIX_NANO
-  /jobs       per job: response, receipt verdicts, ready, answer, stdout
+  /jobs       per job: response, receipt verdicts, ready, answer, stdout, answer_sent_unix_nano
+              (wall clock just before the final answer frame was written)
   /stats      per miner: connections, auth_failures, frames, decode_errors, busy_executors
   /miners     index, uid, hotkey, coldkey, ip, port
   /healthz    {"status":"ok"}
