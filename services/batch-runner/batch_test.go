@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/computehorde/minersim"
+	"drover.dev/computehorde/protocol"
+	"drover.dev/queue"
+	"drover.dev/shared/servicetest"
+	"drover.dev/shared/testdb"
+)
+
+// startFleet starts simulated miners on loopback and writes their metagraph into
+// miner_sync.miners as miner-sync stores it (neurons with no axon, the validators, kept with
+// serving = false): the documented cross-read is all batch-runner knows of miner-sync.
+func startFleet(t *testing.T, pool *pgxpool.Pool, cfg minersim.Config) *minersim.Fleet {
+	t.Helper()
+	fleet, err := minersim.Start(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = fleet.Close() })
+	for _, n := range fleet.Metagraph().Miners {
+		_, err := pool.Exec(context.Background(), `
+			INSERT INTO miner_sync.miners (hotkey, uid, coldkey, ip, port, stake, is_validator, serving)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			n.Hotkey, n.UID, n.Coldkey, n.IP, n.Port, n.Stake, n.Validator, n.Port != 0)
+		require.NoError(t, err)
+	}
+	return fleet
+}
+
+// batchView is the part of GET /v1/batches/{id} these tests read.
+type batchView struct {
+	ID      int64          `json:"id"`
+	Attempt int            `json:"attempt"`
+	State   string         `json:"state"`
+	Error   *string        `json:"error"`
+	Miners  int            `json:"miners"`
+	Counts  map[string]int `json:"counts"`
+	Jobs    []struct {
+		MinerHotkey string `json:"miner_hotkey"`
+		Outcome     string `json:"outcome"`
+		Reason      string `json:"reason"`
+	} `json:"jobs"`
+}
+
+// enqueueBatch asks for a batch and returns its run_batch job id.
+func enqueueBatch(t *testing.T, base string) int64 {
+	t.Helper()
+	var created struct {
+		JobID int64 `json:"job_id"`
+	}
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/batches", nil, &created))
+	require.Positive(t, created.JobID)
+	return created.JobID
+}
+
+// batchOfJob returns the batch of a run_batch job, or false while phase 1 has not created it.
+func batchOfJob(t *testing.T, base string, jobID int64) (batchView, bool) {
+	t.Helper()
+	var list struct {
+		Batches []batchView `json:"batches"`
+	}
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), nil, &list))
+	if len(list.Batches) == 0 {
+		return batchView{}, false
+	}
+	require.Len(t, list.Batches, 1, "one batch row per run_batch job")
+	return list.Batches[0], true
+}
+
+// waitDone polls GET /v1/batches/{id} of jobID's batch until it is no longer running.
+func waitDone(t *testing.T, base string, jobID int64, within time.Duration) batchView {
+	t.Helper()
+	var b batchView
+	require.Eventually(t, func() bool {
+		found, ok := batchOfJob(t, base, jobID)
+		if !ok {
+			return false
+		}
+		b = batchView{}
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, found.ID), nil, &b))
+		return b.State != "running"
+	}, within, 50*time.Millisecond)
+	return b
+}
+
+// scoreJobs returns the args of every score_batch job waiting in scorer's queue.
+func scoreJobs(t *testing.T, pool *pgxpool.Pool) []queue.ScoreBatchArgs {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT args FROM scorer.river_job WHERE kind = $1 ORDER BY id`, queue.ScoreBatchArgs{}.Kind())
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []queue.ScoreBatchArgs
+	for rows.Next() {
+		var raw []byte
+		require.NoError(t, rows.Scan(&raw))
+		var args queue.ScoreBatchArgs
+		require.NoError(t, json.Unmarshal(raw, &args))
+		out = append(out, args)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// TestRunBatchEndToEnd drives a whole batch through the service: miners read from
+// miner_sync.miners, POST /v1/batches, phase 2 against a simulated fleet, and one score_batch job
+// for scorer with the totals per miner and class. Miner 1 declines busy with receipts signed by a
+// validator it only knows from the miners table, miner 2 answers wrong.
+func TestRunBatchEndToEnd(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.NewPoolFor(t, dbURL)
+	fleet := startFleet(t, pool, minersim.Config{
+		Miners: 4, Manifest: protocol.Manifest{{Class: "always_on.test", Count: 2}}, SpinUp: 20 * time.Millisecond,
+		Scenario: minersim.Scenario{Miners: map[int]minersim.Behaviour{
+			1: {Decline: minersim.DeclineBusyValid},
+			2: {Answer: minersim.AnswerWrong},
+		}},
+	})
+	cfg := testConfig(dbURL)
+	// Busy declines carry receipts the fleet signs on the spot: room for a loaded -race run.
+	cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
+	base := startService(t, cfg)
+
+	jobID := enqueueBatch(t, base)
+	b := waitDone(t, base, jobID, 30*time.Second)
+	require.Equal(t, "done", b.State, "error: %v", b.Error)
+	require.Equal(t, 4, b.Miners, "the fleet's validators are not tested")
+	require.Equal(t, map[string]int{"completed": 4, "excused": 2, "failed": 2}, b.Counts)
+	require.Len(t, b.Jobs, 8)
+
+	m := fleet.Miners()
+	want := map[string]queue.MinerClassResult{}
+	for i, done := range []queue.MinerClassResult{{Completed: 2}, {Excused: 2}, {Failed: 2}, {Completed: 2}} {
+		done.Hotkey, done.ExecutorClass, done.Executors = m[i].Hotkey, "always_on.test", 2
+		want[m[i].Hotkey] = done
+	}
+	scores := scoreJobs(t, pool)
+	require.Len(t, scores, 1, "exactly one score_batch job for scorer")
+	require.Equal(t, b.ID, scores[0].BatchID)
+	got := map[string]queue.MinerClassResult{}
+	for _, r := range scores[0].Miners {
+		got[r.Hotkey] = r
+	}
+	require.Equal(t, want, got)
+}
