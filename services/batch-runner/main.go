@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -23,10 +24,11 @@ type Config struct {
 	HotkeyURI  string `envconfig:"HOTKEY_URI" secret:"true" desc:"validator hotkey as a secret URI, e.g. //Alice for development"`
 	WalletPath string `envconfig:"WALLET_PATH" desc:"validator hotkey as a Bittensor wallet hotkey file (used when HOTKEY_URI is empty)"`
 
-	Cycle      time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
-	RunOnStart bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`
-	PeakEvery  int64         `envconfig:"PEAK_EVERY" default:"1" desc:"every n-th batch is a peak batch for scoring"`
-	JobTimeout time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch may run before River cancels it"`
+	Cycle       time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
+	RunOnStart  bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`
+	PeakEvery   int64         `envconfig:"PEAK_EVERY" default:"1" desc:"every n-th batch is a peak batch for scoring"`
+	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch may run before River cancels it"`
+	RescueAfter time.Duration `envconfig:"RESCUE_AFTER" desc:"retry a batch whose process died once it has run this long (at least JOB_TIMEOUT); JOB_TIMEOUT + 1m when zero"`
 
 	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat" desc:"job generator per executor class: pow or hashcat, e.g. *=pow,spin_up-4min.gpu-24gb=hashcat"`
 	PoWTimeLimit time.Duration `envconfig:"POW_TIME_LIMIT" default:"10s" desc:"time limit of proof-of-work jobs"`
@@ -60,6 +62,16 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
+	// A batch whose process died stays running in River until the rescuer sees it has run longer
+	// than this; River then retries it and the retry takes its batch row over. Never below the
+	// job timeout, or a live batch would be retried under its own feet.
+	rescueAfter := cfg.RescueAfter
+	if rescueAfter == 0 {
+		rescueAfter = cfg.JobTimeout + time.Minute
+	}
+	if rescueAfter < cfg.JobTimeout {
+		return fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s is below BATCH_RUNNER_JOB_TIMEOUT %s", rescueAfter, cfg.JobTimeout)
+	}
 	spec := service.Spec{
 		Service:  queue.BatchRunner,
 		Config:   cfg.Common,
@@ -69,7 +81,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		// One batch at a time per process; the batches table's unique index holds it across replicas.
 		Queues:               map[string]int{queue.QueueBatches: 1},
 		JobTimeout:           cfg.JobTimeout,
-		RescueStuckJobsAfter: cfg.JobTimeout + time.Minute,
+		RescueStuckJobsAfter: rescueAfter,
 		OpenAPI:              api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, batchCfg) })
