@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -161,21 +162,57 @@ func TestConn(t *testing.T) {
 		release := make(chan struct{})
 		url := peer(t, func(*websocket.Conn) { <-release })
 		defer close(release)
-		c, err := Dial(context.Background(), url, bundle.rec, Options{WriteTimeout: 50 * time.Millisecond})
+		const writeTimeout = 50 * time.Millisecond
+		c, err := Dial(context.Background(), url, bundle.rec, Options{WriteTimeout: writeTimeout})
 		require.NoError(t, err)
 		defer c.Close()
+
+		// A miner that reads, on its own connection, served while the other write is stuck.
+		got := make(chan string, 2)
+		healthyURL := peer(t, func(ws *websocket.Conn) {
+			for range 2 {
+				_, data, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				got <- string(data)
+			}
+			<-release // keep the connection open until the test ends
+		})
+		healthyRec := newRecorder()
+		healthy, err := Dial(context.Background(), healthyURL, healthyRec, Options{WriteTimeout: writeTimeout})
+		require.NoError(t, err)
+		defer healthy.Close()
+
 		gate := make(chan struct{})
-		close(gate)
 		res := make(chan SendResult, 1)
-		frame := MaskedFrame(make([]byte, 16<<20))
-		start := time.Now()
-		c.SendAt(gate, frame, nil, func(r SendResult) { res <- r })
+		// 16 MiB cannot fit in the socket buffers of a peer that never reads.
+		c.SendAt(gate, MaskedFrame(make([]byte, 16<<20)), nil, func(r SendResult) { res <- r })
+		healthyRes := make(chan SendResult, 2)
+		healthy.SendAt(gate, MaskedFrame([]byte("during")), nil, func(r SendResult) { healthyRes <- r })
+		close(gate)
+
+		// The write ends with the deadline's error, not sooner and not for another reason. No
+		// wall-clock upper bound: how late a loaded machine wakes the writer is not behaviour.
 		r := <-res
-		require.Error(t, r.Err)
-		require.Less(t, time.Since(start), 2*time.Second)
+		require.ErrorIs(t, r.Err, os.ErrDeadlineExceeded)
+		require.GreaterOrEqual(t, r.After.Sub(r.Before), writeTimeout, "cut off by the deadline, which starts at Before")
 		after := make(chan SendResult, 1)
 		c.Send([]byte(`{}`), func(r SendResult) { after <- r })
 		require.Error(t, (<-after).Err, "a broken connection fails later sends")
+
+		// The other connection is unaffected: its send from the same gate and one after the
+		// cut-off both arrive, and it stays open.
+		require.NoError(t, (<-healthyRes).Err)
+		healthy.Send([]byte("after"), func(r SendResult) { healthyRes <- r })
+		require.NoError(t, (<-healthyRes).Err)
+		require.Equal(t, "during", <-got)
+		require.Equal(t, "after", <-got)
+		select {
+		case err := <-healthyRec.closed:
+			t.Fatalf("the healthy connection closed: %v", err)
+		default:
+		}
 	})
 
 	t.Run("PingIsAnsweredByTheWriter", func(t *testing.T) {
