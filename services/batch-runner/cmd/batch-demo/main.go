@@ -5,16 +5,20 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -171,9 +175,31 @@ func summary(b batch) {
 	}
 }
 
+// batchScores is the part of scorer's GET /v1/batches/{id}/scores the demo prints.
+type batchScores struct {
+	Peak   bool         `json:"peak"`
+	Miners []minerScore `json:"miners"`
+}
+
+type minerScore struct {
+	Hotkey    string       `json:"hotkey"`
+	Score     float64      `json:"score"`
+	Weight    float64      `json:"weight"`
+	WeightU16 int          `json:"weight_u16"`
+	Classes   []classScore `json:"classes"`
+}
+
+type classScore struct {
+	ExecutorClass string `json:"executor_class"`
+	Executors     int    `json:"executors"`
+	Completed     int    `json:"completed"`
+	Excused       int    `json:"excused"`
+	Failed        int    `json:"failed"`
+}
+
 // topScores prints scorer's five best; scorer may not serve scores yet, which is not an error.
 func topScores(ctx context.Context, c *client, base string, id int64) {
-	var scores json.RawMessage
+	var scores batchScores
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		status, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d/scores", base, id), &scores)
@@ -185,11 +211,48 @@ func topScores(ctx context.Context, c *client, base string, id int64) {
 			return
 		}
 	}
-	text := string(scores)
-	if len(text) > 800 {
-		text = text[:800] + "…"
+	printScores(os.Stdout, scores)
+}
+
+// printScores writes the five miners with the highest weight and the jobs per executor class.
+func printScores(w io.Writer, s batchScores) {
+	miners := slices.Clone(s.Miners)
+	slices.SortStableFunc(miners, func(a, b minerScore) int {
+		return cmp.Or(cmp.Compare(b.Weight, a.Weight), strings.Compare(a.Hotkey, b.Hotkey))
+	})
+	fmt.Fprintf(w, "  scores: %d miners scored (peak %t); top %d by weight:\n", len(s.Miners), s.Peak, min(5, len(miners)))
+	fmt.Fprintf(w, "    %-13s %8s %8s %10s\n", "hotkey", "score", "weight", "weight_u16")
+	for _, m := range miners[:min(5, len(miners))] {
+		fmt.Fprintf(w, "    %-13s %8.4f %8.4f %10d\n", shortKey(m.Hotkey), m.Score, m.Weight, m.WeightU16)
 	}
-	fmt.Println("  scores:", text)
+	type totals struct{ executors, completed, excused, failed int }
+	byClass := map[string]*totals{}
+	for _, m := range s.Miners {
+		for _, c := range m.Classes {
+			t := byClass[c.ExecutorClass]
+			if t == nil {
+				t = &totals{}
+				byClass[c.ExecutorClass] = t
+			}
+			t.executors += c.Executors
+			t.completed += c.Completed
+			t.excused += c.Excused
+			t.failed += c.Failed
+		}
+	}
+	fmt.Fprintln(w, "  per class:")
+	for _, class := range slices.Sorted(maps.Keys(byClass)) {
+		t := byClass[class]
+		fmt.Fprintf(w, "    %-22s executors %4d  completed %4d  excused %3d  failed %3d\n", class, t.executors, t.completed, t.excused, t.failed)
+	}
+}
+
+// shortKey keeps an SS58 hotkey recognisable: its first six and last four characters.
+func shortKey(k string) string {
+	if len(k) <= 12 {
+		return k
+	}
+	return k[:6] + "…" + k[len(k)-4:]
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
