@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
 	"drover.dev/computehorde/synthetic"
@@ -24,66 +26,124 @@ import (
 
 // BenchmarkHotPhase runs whole batches against minersim and reports the hot phase's fairness
 // next to a floor measured in the same run: one goroutine writing the same prepared frames to
-// the same miners' connections from one release. Sizes come from BENCH_EXECUTORS (default
-// "1000,5000") and BENCH_PER_MINER (executors per miner, default 10). Run with -benchtime 1x.
+// the same miners' connections from one release. Every executor answers at one instant, so the
+// completion-timestamp error is measured when all answers arrive within the same millisecond.
+// minersim runs as a separate process (BENCH_MINERSIM=inprocess runs it in this one); both
+// processes share the machine's cores, and the CPU line says how much each used. Sizes come
+// from BENCH_EXECUTORS (default "1000,5000") and BENCH_PER_MINER (executors per miner,
+// default 10). Run with -benchtime 1x.
 func BenchmarkHotPhase(b *testing.B) {
 	raiseFileLimit(b)
 	perMiner := envInt(b, "BENCH_PER_MINER", 10)
+	bin := ""
+	if !inProcess() {
+		bin = buildMinersim(b)
+	}
 	for _, n := range envInts(b, "BENCH_EXECUTORS", []int{1000, 5000}) {
 		b.Run(fmt.Sprintf("executors=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				hotPhaseOnce(b, n, perMiner)
+				hotPhaseOnce(b, bin, n, perMiner)
 			}
 		})
 	}
 }
 
-const answerDelay = 200 * time.Millisecond
+// answerAt is when every executor answers, after the first job request reached minersim; it
+// must exceed minersim's arrival spread (~0.5 s at 5,000 executors on 2 cores) so that every
+// job joins the same round.
+const answerAt = 1500 * time.Millisecond
 
-func hotPhaseOnce(b *testing.B, executors, perMiner int) {
-	miners := (executors + perMiner - 1) / perMiner
-	bundle := setup(b, minersim.Config{
-		Miners: miners, Manifest: manifestOf("always_on.test", perMiner), SpinUp: 50 * time.Millisecond,
-		// Every executor answers answerDelay after its job arrives, so all answers land together.
-		Scenario: minersim.Scenario{Default: minersim.Behaviour{Answer: minersim.AnswerScripted, Stdout: "x", AnswerDelay: dur(answerDelay)}},
-	})
-	bundle.cfg.SpinUps = map[string]time.Duration{"*": 3 * time.Second}
-	bundle.cfg.ManifestTimeout, bundle.cfg.ReadyGrace = 20*time.Second, 5*time.Second
-	bundle.cfg.JobExtra, bundle.cfg.ReceiptTimeout, bundle.cfg.WriteTimeout = 2*time.Second, 10*time.Second, 5*time.Second
-	res, err := Run(context.Background(), bundle.cfg, bundle.plan)
-	require.NoError(b, err)
-	arrivals := bundle.fleet.ArrivalsWhere(minersim.ArrivalFilter{MessageType: "V0JobRequest"})
-	require.Len(b, arrivals, executors, "every executor got its job")
-	oursArrival := arrivalSpread(arrivals)
-	p50, p99 := completionError(res, arrivals)
+func benchConfig(b *testing.B) Config {
+	return Config{
+		Key:        aliceKey(b),
+		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: 5 * time.Second}},
+		SpinUps:    map[string]time.Duration{"*": 3 * time.Second},
+		MinSpinUp:  50 * time.Millisecond,
 
-	floorSend, floorArrival := floor(b, bundle, perMiner)
-	ratio := float64(res.SendSpread) / float64(floorSend)
-	report(b, executors, map[string]float64{
-		"send_spread_us": us(res.SendSpread), "arrival_spread_us": us(oursArrival),
-		"floor_send_spread_us": us(floorSend), "floor_arrival_spread_us": us(floorArrival),
-		"ratio_send_ours/floor": ratio, "ratio_arrival_ours/floor": float64(oursArrival) / float64(floorArrival),
-		"completion_err_p50_us": us(p50), "completion_err_p99_us": us(p99),
-		"completion_err_p99/floor_send": float64(p99) / float64(floorSend),
-		"peak_rss_MiB_process":          peakRSSMiB(),
-	})
-}
-
-func report(b *testing.B, executors int, figures map[string]float64) {
-	names := slices.Sorted(func(yield func(string) bool) {
-		for k := range figures {
-			if !yield(k) {
-				return
-			}
-		}
-	})
-	for _, name := range names {
-		fmt.Printf("hot-phase executors=%d %-32s %12.2f\n", executors, name, figures[name])
-		b.ReportMetric(figures[name], strings.ReplaceAll(name, "/", "_per_"))
+		ManifestTimeout: 20 * time.Second, ReadyGrace: 5 * time.Second, JobExtra: 2 * time.Second,
+		ReceiptTimeout: 10 * time.Second, WriteTimeout: 5 * time.Second,
 	}
 }
 
-func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+func hotPhaseOnce(b *testing.B, bin string, executors, perMiner int) {
+	miners := (executors + perMiner - 1) / perMiner
+	fleet := startBenchFleet(b, bin, miners, perMiner, answerAt)
+	cfg := benchConfig(b)
+	hwmReset := resetPeakRSS()
+	u0, start := fleet.usage(), time.Now()
+	res, err := Run(context.Background(), cfg, fleet.plan)
+	u1, wall := fleet.usage(), time.Since(start)
+	peak := peakRSSMiB("self")
+	require.NoError(b, err)
+	requests := fleet.arrivals(b, "V0JobRequest", 0)
+	require.Equal(b, executors, len(requests), "every executor got its job; verdicts %v", reasons(res))
+	ce := completionErrors(b, res, fleet.jobs(b))
+	require.Equal(b, executors, len(ce.errs), "every answer was timed on both sides")
+	floorSend, floorArrival := floor(b, fleet, cfg.Key, perMiner)
+
+	f := figures{executors: executors, b: b}
+	f.ratio("send spread", res.SendSpread, floorSend, "target <= 1.25 at 5,000 executors")
+	f.ratio("arrival spread", arrivalSpread(requests), floorArrival, "seen by minersim, which reads on the same cores")
+	f.completion(ce, floorSend)
+	f.rss(peak, hwmReset, fleet)
+	f.line("cpu", "%d cores shared; during batch.Run (%s wall) batch-runner used %s CPU, minersim %s (%s)",
+		runtime.NumCPU(), ms(wall), ms(u1.ours-u0.ours), ms(u1.minersim-u0.minersim), fleet.mode)
+	f.metric(sec(u1.ours-u0.ours), "cpu_ours_s")
+	f.metric(sec(u1.minersim-u0.minersim), "cpu_minersim_s")
+}
+
+// figures prints one line per figure and reports each number as a benchmark metric.
+type figures struct {
+	executors int
+	b         *testing.B
+}
+
+func (f figures) line(name, format string, args ...any) {
+	fmt.Printf("hot-phase executors=%-5d %-17s "+format+"\n", append([]any{f.executors, name}, args...)...)
+}
+
+func (f figures) metric(v float64, unit string) { f.b.ReportMetric(v, unit) }
+
+func (f figures) ratio(name string, ours, floor time.Duration, note string) {
+	r := float64(ours) / float64(floor)
+	f.line(name, "ours %s  floor %s  ratio %.2f  (%s)", ms(ours), ms(floor), r, note)
+	key := strings.ReplaceAll(name, " ", "_")
+	f.metric(msf(ours), key+"_ms")
+	f.metric(msf(floor), "floor_"+key+"_ms")
+	f.metric(r, key+"_ratio")
+}
+
+func (f figures) completion(ce completion, floorSend time.Duration) {
+	target := 2 * floorSend
+	verdict := "met"
+	if ce.p99 > target {
+		verdict = "MISSED"
+	}
+	f.line("completion error", "p50 %s  p99 %s  vs 2x floor send spread %s: %s  (%d answers; minersim wrote them within %s)",
+		ms(ce.p50), ms(ce.p99), ms(target), verdict, len(ce.errs), ms(ce.sendSpread))
+	f.metric(msf(ce.p50), "completion_err_p50_ms")
+	f.metric(msf(ce.p99), "completion_err_p99_ms")
+	f.metric(float64(ce.p99)/float64(target), "completion_err_p99_per_2x_floor_send")
+	f.metric(msf(ce.sendSpread), "answer_send_spread_ms")
+}
+
+func (f figures) rss(peak float64, reset bool, fleet *benchFleet) {
+	what := "VmHWM of this process during batch.Run, reset just before"
+	if !reset {
+		what = "VmHWM of this process since it started (reset unavailable)"
+	}
+	if fleet.cmd != nil {
+		what += fmt.Sprintf("; excludes minersim, own process, peak %.0f MiB", fleet.minersimPeakRSSMiB())
+	} else {
+		what += "; INCLUDES the in-process minersim"
+	}
+	f.line("peak RSS", "batch-runner %.0f MiB  (target <= 300 MiB at 5,000 executors; %s)", peak, what)
+	f.metric(peak, "peak_rss_MiB")
+}
+
+func ms(d time.Duration) string   { return fmt.Sprintf("%.1f ms", msf(d)) }
+func msf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+func sec(d time.Duration) float64 { return d.Seconds() }
 
 func arrivalSpread(as []minersim.Arrival) time.Duration {
 	lo, hi := as[0].UnixNano, as[0].UnixNano
@@ -93,44 +153,58 @@ func arrivalSpread(as []minersim.Arrival) time.Duration {
 	return time.Duration(hi - lo)
 }
 
-// completionError is our recorded end time minus the miner's send time. minersim does not record
-// when it sends an answer, so the send time is estimated as the job's arrival plus the scripted
-// answer delay: the figure includes minersim's timer lateness, and so is an upper bound.
-func completionError(res *Result, arrivals []minersim.Arrival) (p50, p99 time.Duration) {
-	arrived := map[string]int64{}
-	for _, a := range arrivals {
-		arrived[a.JobUUID] = a.UnixNano
+// completion holds, per answered job, our recorded end time minus the instant minersim read
+// just before writing that answer, and the spread of minersim's answer writes.
+type completion struct {
+	errs       []time.Duration
+	p50, p99   time.Duration
+	sendSpread time.Duration
+}
+
+func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) completion {
+	sent := map[string]int64{}
+	var lo, hi int64
+	for _, j := range jobs {
+		if j.AnswerSentUnixNano == 0 {
+			continue
+		}
+		sent[j.JobUUID] = j.AnswerSentUnixNano
+		if lo == 0 || j.AnswerSentUnixNano < lo {
+			lo = j.AnswerSentUnixNano
+		}
+		hi = max(hi, j.AnswerSentUnixNano)
 	}
-	var errs []time.Duration
+	var c completion
 	for _, j := range res.Jobs {
-		at, ok := arrived[j.UUID]
+		at, ok := sent[j.UUID]
 		if !ok || j.EndAt.IsZero() {
 			continue
 		}
-		errs = append(errs, j.EndAt.Sub(time.Unix(0, at).Add(answerDelay)))
+		c.errs = append(c.errs, time.Duration(j.EndAt.UnixNano()-at))
 	}
-	if len(errs) == 0 {
-		return 0, 0
-	}
-	slices.Sort(errs)
-	return errs[len(errs)/2], errs[len(errs)*99/100]
+	require.NotEmpty(b, c.errs, "no answer timed on both sides")
+	slices.Sort(c.errs)
+	c.p50, c.p99 = c.errs[len(c.errs)/2], c.errs[len(c.errs)*99/100]
+	c.sendSpread = time.Duration(hi - lo)
+	return c
 }
 
 // floor opens one connection per miner, authenticates, then has one goroutine, parked on a
 // gate, write each miner's prepared frames (perMiner V0JobRequests, as the batch did) in a bare
 // loop once the gate opens.
-func floor(b *testing.B, bundle *testBundle, perMiner int) (send, arrival time.Duration) {
-	conns := dialAll(b, bundle)
+func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int) (send, arrival time.Duration) {
+	conns := dialAll(b, fleet.plan, key)
 	frames := make([][]byte, len(conns))
 	uuids := map[string]bool{}
+	cfg := benchConfig(b).WithDefaults()
 	for i := range conns {
 		for range perMiner {
-			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(bundle.plan.Miners[i].Hotkey, "always_on.test", bundle.cfg.WithDefaults().Rand)
+			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(fleet.plan.Miners[i].Hotkey, benchClass, cfg.Rand)
 			require.NoError(b, err)
-			uuid, err := newUUID(bundle.cfg.WithDefaults().Rand)
+			uuid, err := newUUID(cfg.Rand)
 			require.NoError(b, err)
 			uuids[uuid] = true
-			payload, err := protocol.Encode(jobRequest(&job{uuid: uuid, class: "always_on.test", spec: spec}))
+			payload, err := protocol.Encode(jobRequest(&job{uuid: uuid, class: benchClass, spec: spec}))
 			require.NoError(b, err)
 			frames[i] = append(frames[i], minerconn.MaskedFrame(payload)...)
 		}
@@ -154,30 +228,33 @@ func floor(b *testing.B, bundle *testBundle, perMiner int) (send, arrival time.D
 	var got []minersim.Arrival
 	require.Eventually(b, func() bool {
 		got = got[:0]
-		for _, a := range bundle.fleet.ArrivalsWhere(minersim.ArrivalFilter{SinceNano: release.UnixNano()}) {
+		for _, a := range fleet.arrivals(b, "V0JobRequest", release.UnixNano()) {
 			if uuids[a.JobUUID] {
 				got = append(got, a)
 			}
 		}
 		return len(got) == len(uuids)
-	}, 10*time.Second, 10*time.Millisecond)
+	}, 30*time.Second, 50*time.Millisecond)
 	for _, c := range conns {
 		_ = c.Close()
 	}
 	return send, arrivalSpread(got)
 }
 
-func dialAll(b *testing.B, bundle *testBundle) []*websocket.Conn {
-	conns := make([]*websocket.Conn, len(bundle.plan.Miners))
+func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*websocket.Conn {
+	conns := make([]*websocket.Conn, len(plan.Miners))
 	var wg sync.WaitGroup
-	for i, m := range bundle.plan.Miners {
+	for i, m := range plan.Miners {
 		wg.Go(func() {
-			url := protocol.ValidatorInterfaceURL(m.IP, m.Port, bundle.cfg.Key.Address())
-			c, _, err := websocket.DefaultDialer.Dial(url, nil)
+			url := protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address())
+			c, resp, err := websocket.DefaultDialer.Dial(url, nil)
+			if resp != nil && resp.Body != nil {
+				_ = resp.Body.Close()
+			}
 			if err != nil {
 				return
 			}
-			payload, _ := protocol.Encode(protocol.NewValidatorAuth(bundle.cfg.Key, m.Hotkey, time.Now()))
+			payload, _ := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
 			_ = c.WriteMessage(websocket.TextMessage, payload)
 			go func() { // drain: the manifest, pings
 				for {
@@ -195,20 +272,6 @@ func dialAll(b *testing.B, bundle *testBundle) []*websocket.Conn {
 	}
 	time.Sleep(200 * time.Millisecond) // auth and manifest done
 	return conns
-}
-
-func peakRSSMiB() float64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 func raiseFileLimit(b *testing.B) {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
@@ -90,6 +91,7 @@ type write struct {
 // Conn is one open connection. Its methods are safe for concurrent use.
 type Conn struct {
 	ws      *websocket.Conn
+	stamp   *stampConn
 	opts    Options
 	handler Handler
 	decoder protocol.Decoder
@@ -107,7 +109,17 @@ type Conn struct {
 // Dial connects to url, then starts the reader and writer goroutines.
 func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, error) {
 	opts = opts.withDefaults()
+	var stamp *stampConn
 	dialer := websocket.Dialer{
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			var d net.Dialer
+			nc, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			stamp = &stampConn{Conn: nc}
+			return stamp, nil
+		},
 		HandshakeTimeout: opts.HandshakeTimeout,
 		// Small buffers: thousands of connections, and no message of a batch is large.
 		ReadBufferSize: 2048, WriteBufferSize: 2048,
@@ -121,7 +133,7 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
 	c := &Conn{
-		ws: ws, opts: opts, handler: h,
+		ws: ws, stamp: stamp, opts: opts, handler: h,
 		decoder: protocol.Decoder{MaxFrameSize: int(opts.MaxFrameSize)},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}),
 	}
@@ -141,6 +153,24 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 }
 
 var writeBuffers = &sync.Pool{}
+
+// stampConn notes when each read from the socket returned data. A frame's receive instant is
+// then when its last byte came off the socket, not when the reader got round to parsing it:
+// frames that arrive together in one read share that read's instant, whatever decoding and
+// handling the frames before them cost. Only the reader goroutine (and, before it starts, the
+// handshake) reads, so lastRead needs no lock.
+type stampConn struct {
+	net.Conn
+	lastRead time.Time
+}
+
+func (c *stampConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead = time.Now()
+	}
+	return n, err
+}
 
 // Send queues payload (one JSON message) and returns at once; done, if not nil, is called from
 // the writer goroutine when the write ends.
