@@ -30,8 +30,8 @@ test: ## run every module's tests with the race detector against a real Postgres
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
 
 .PHONY: bench
-bench: ## run the benchmarks; each prints our figure, its floor and the ratio
-	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -run '^$$' -bench . -benchtime 1x -timeout 60m work
+bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh)
+	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
 .PHONY: lint
 lint: $(TOOLS)/golangci-lint ## gofmt and golangci-lint, module by module
