@@ -9,6 +9,8 @@
 // build-worker and the scheduler's report worker do; River's fetch and the report job's queue
 // round trip are left out, as they are River's cost, not the scheduler's.
 //
+// -profile prints the time spent in each statement (round trip, lock waits and execution).
+//
 //	go run ./cmd/build-bench -db postgres://postgres@127.0.0.1:5432/postgres
 package main
 
@@ -38,8 +40,13 @@ func main() {
 	db := flag.String("db", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "Postgres server (a scratch database is created and dropped)")
 	slots := flag.Int("slots", 8, "concurrent worker slots")
 	option1For := flag.Duration("option1-for", 20*time.Second, "how long to run Option 1")
+	profile := flag.Bool("profile", false, "print the time spent in each statement after each measurement")
 	flag.Parse()
-	if err := run(context.Background(), *db, *slots, *option1For, os.Stdout); err != nil {
+	var trace *statementTimes
+	if *profile {
+		trace = &statementTimes{}
+	}
+	if err := run(context.Background(), *db, *slots, *option1For, trace, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "build-bench:", err)
 		os.Exit(1)
 	}
@@ -52,8 +59,8 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(ctx context.Context, server string, slots int, option1For time.Duration, out io.Writer) error {
-	pool, drop, err := scratch(ctx, server)
+func run(ctx context.Context, server string, slots int, option1For time.Duration, trace *statementTimes, out io.Writer) error {
+	pool, drop, err := scratch(ctx, server, trace)
 	if err != nil {
 		return err
 	}
@@ -68,6 +75,9 @@ func run(ctx context.Context, server string, slots int, option1For time.Duration
 	if err != nil {
 		return err
 	}
+	if trace != nil {
+		trace.print(out)
+	}
 	fmt.Fprintf(out, "floor: %d single-row UPDATE+COMMIT in %s = %.0f/s (%.3f ms each)\n", n, floor.Round(time.Millisecond), rate(n, floor), ms(floor, n))
 	tokens, err := queue.NewInserter(nil, queue.BuildScheduler)
 	if err != nil {
@@ -80,6 +90,9 @@ func run(ctx context.Context, server string, slots int, option1For time.Duration
 	}
 	fmt.Fprintf(out, "scheduler (Option 3 counter): %d jobs, %d slots, %s = %.0f jobs/s, overhead %.3f ms/job; ratio to floor %.0f%% (target >= 50%%)\n",
 		done, slots, took.Round(time.Millisecond), rate(done, took), ms(took, done), 100*rate(done, took)/rate(n, floor))
+	if trace != nil {
+		trace.print(out)
+	}
 	took, done, err = drive(ctx, pool, graph, plan, slots, option1For, true)
 	if err != nil {
 		return err
@@ -227,7 +240,7 @@ func completeOption1(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
 
 // scratch creates a migrated database for the run and returns a pool on its build_scheduler
 // schema and a function that drops it.
-func scratch(ctx context.Context, server string) (*pgxpool.Pool, func(), error) {
+func scratch(ctx context.Context, server string, trace *statementTimes) (*pgxpool.Pool, func(), error) {
 	admin, err := pgx.Connect(ctx, server)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", server, err)
@@ -254,6 +267,9 @@ func scratch(ctx context.Context, server string) (*pgxpool.Pool, func(), error) 
 	}
 	cfg.ConnConfig.RuntimeParams["search_path"] = "build_scheduler,public"
 	cfg.MaxConns = 16
+	if trace != nil {
+		cfg.ConnConfig.Tracer = trace
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		drop()

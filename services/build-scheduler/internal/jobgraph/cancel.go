@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +31,9 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 	if err != nil {
 		return "", fmt.Errorf("cancel jobs of group %d: %w", groupID, err)
 	}
+	if err := recountShards(ctx, tx, groupID); err != nil {
+		return "", err
+	}
 	var running int
 	err = tx.QueryRow(ctx, `SELECT count(*) FROM job_graph WHERE group_id = $1 AND state = 'cancel_pending'`, groupID).Scan(&running)
 	if err != nil {
@@ -45,7 +49,7 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 			finished_at = CASE WHEN $2 = 0 THEN clock_timestamp() END
 		WHERE id = $1 AND state IN ('queued', 'dispatching')
 		RETURNING state::text`, groupID, running).Scan(&state)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return groupState(ctx, tx, groupID)
 	}
 	if err != nil {
@@ -63,7 +67,7 @@ func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, 
 		UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
 			updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
 		WHERE id = $1 AND state IN ('failed', 'canceled') RETURNING state::text`, groupID).Scan(&state)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		if state, err = groupState(ctx, tx, groupID); err != nil {
 			return "", err
 		}
@@ -93,7 +97,7 @@ func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, 
 func groupState(ctx context.Context, db pgx.Tx, groupID int64) (string, error) {
 	var state string
 	err := db.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, groupID).Scan(&state)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("group %d: %w", groupID, problem.ErrNotFound)
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package jobgraph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -33,20 +34,27 @@ func ClaimTx(ctx context.Context, tx pgx.Tx, target, workerID string, lease time
 	c := Claim{LeaseToken: rand.Int64()}
 	var env []byte
 	var timeoutMS int64
+	// The claim and the group's first move to dispatching are one statement, one round trip;
+	// the group row is touched only while the group is still queued.
 	err := tx.QueryRow(ctx, `
 		WITH next AS (
 			SELECT id FROM job_graph WHERE target = $1 AND state = 'ready'
 			ORDER BY group_id, priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED
+		), claimed AS (
+			UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = $2,
+				lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', reported = false,
+				worker_id = $4, started_at = clock_timestamp(), updated_at = clock_timestamp(),
+				as_built = NULL, exit_code = NULL, error = NULL
+			FROM next WHERE j.id = next.id
+			RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms
+		), dispatching AS (
+			UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
+			FROM claimed WHERE g.id = claimed.group_id AND g.state = 'queued'
 		)
-		UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = $2,
-			lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', reported = false,
-			worker_id = $4, started_at = clock_timestamp(), updated_at = clock_timestamp(),
-			as_built = NULL, exit_code = NULL, error = NULL
-		FROM next WHERE j.id = next.id
-		RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms`,
+		SELECT * FROM claimed`,
 		target, c.LeaseToken, lease.Milliseconds(), workerID,
 	).Scan(&c.JobID, &c.GroupID, &c.Name, &c.Attempt, &c.Command, &c.Payload, &env, &timeoutMS)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
 	if err != nil {
@@ -55,11 +63,6 @@ func ClaimTx(ctx context.Context, tx pgx.Tx, target, workerID string, lease time
 	c.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	if err := json.Unmarshal(env, &c.Env); err != nil {
 		return c, false, fmt.Errorf("decode env of job %d: %w", c.JobID, err)
-	}
-	_, err = tx.Exec(ctx, `UPDATE groups SET state = 'dispatching', updated_at = clock_timestamp()
-		WHERE id = $1 AND state = 'queued'`, c.GroupID)
-	if err != nil {
-		return c, false, fmt.Errorf("mark group %d dispatching: %w", c.GroupID, err)
 	}
 	return c, true, nil
 }
@@ -73,7 +76,7 @@ func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease 
 		UPDATE job_graph SET lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond'
 		WHERE id = $1 AND lease_token = $2 AND state IN ('running', 'cancel_pending')
 		RETURNING state::text`, jobID, token, lease.Milliseconds()).Scan(&state)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("heartbeat job %d: %w", jobID, ErrLeaseLost)
 	}
 	if err != nil {

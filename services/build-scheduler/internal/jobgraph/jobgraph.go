@@ -8,7 +8,7 @@
 // late message matches no row and changes nothing. A transition runs in the caller's transaction
 // together with all its consequences: dependents' counters in the same group, dependents becoming
 // ready, one dispatch token per newly ready job in the target's River queue, and the group's
-// remaining-jobs counter, whose last decrement settles the group. The seed's Option 1 query
+// unfinished-jobs count, split over shard rows, whose last decrement settles the group. The seed's Option 1 query
 // (a job is ready when all its dependencies are complete) is kept as the check the watchdog runs
 // and the recovery path behind POST /v1/admin/recount.
 //

@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -61,7 +62,7 @@ func (g *Graph) ExpireTx(ctx context.Context, tx pgx.Tx, l Lease) (Result, error
 			AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
 		RETURNING j.group_id, j.target, j.state::text, old.worker_id, j.max_attempts`,
 		l.JobID, l.Attempt, l.Token).Scan(&res.GroupID, &target, &res.State, &workerID, &max)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return res, nil
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -93,9 +94,12 @@ func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Rec
 	return out, err
 }
 
-// resettleGroup recomputes a group's remaining and failed counters from its jobs' states and
-// settles it when nothing is left. It reports whether it settled the group.
+// resettleGroup recomputes a group's shard counters, remaining and failed from its jobs' states
+// and settles it when nothing is left. It reports whether it settled the group.
 func resettleGroup(ctx context.Context, tx pgx.Tx, groupID int64) (bool, error) {
+	if err := recountShards(ctx, tx, groupID); err != nil {
+		return false, err
+	}
 	var state string
 	err := tx.QueryRow(ctx, `
 		WITH c AS (
@@ -109,7 +113,7 @@ func resettleGroup(ctx context.Context, tx pgx.Tx, groupID int64) (bool, error) 
 			finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
 		FROM c WHERE g.id = $1 AND g.state IN ('queued', 'dispatching')
 		RETURNING g.state::text`, groupID).Scan(&state)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {

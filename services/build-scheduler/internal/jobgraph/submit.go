@@ -23,23 +23,27 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 	if err != nil {
 		return 0, err
 	}
+	if err := insertShards(ctx, tx, groupID, ids); err != nil {
+		return 0, err
+	}
 	cols, err := jobColumns(plan, ids)
 	if err != nil {
 		return 0, err
 	}
 	rows, err := tx.Query(ctx, `
 		INSERT INTO job_graph (id, group_id, name, target, priority, command, payload, env, timeout_ms,
-			dependencies, waiting_on_count, state, max_attempts)
+			dependencies, dependents, waiting_on_count, state, max_attempts)
 		SELECT id, $1, name, target, priority,
 			ARRAY(SELECT jsonb_array_elements_text(command::jsonb)), payload::jsonb, env::jsonb, timeout_ms,
-			ARRAY(SELECT jsonb_array_elements_text(deps::jsonb)::bigint), jsonb_array_length(deps::jsonb),
+			ARRAY(SELECT jsonb_array_elements_text(deps::jsonb)::bigint),
+			ARRAY(SELECT jsonb_array_elements_text(dependents::jsonb)::bigint), jsonb_array_length(deps::jsonb),
 			CASE WHEN jsonb_array_length(deps::jsonb) = 0 THEN 'ready' ELSE 'waiting_on_dependency' END::job_state,
 			$11
 		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-			$9::bigint[], $10::text[]) AS u(id, name, target, priority, command, payload, env, timeout_ms, deps)
+			$9::bigint[], $10::text[], $12::text[]) AS u(id, name, target, priority, command, payload, env, timeout_ms, deps, dependents)
 		RETURNING id, target, state = 'ready'`,
 		groupID, cols.ids, cols.names, cols.targets, cols.priorities, cols.commands, cols.payloads,
-		cols.envs, cols.timeouts, cols.deps, maxAttempts)
+		cols.envs, cols.timeouts, cols.deps, maxAttempts, cols.dependents)
 	if err != nil {
 		return 0, fmt.Errorf("insert jobs of group %d: %w", groupID, err)
 	}
@@ -68,17 +72,30 @@ type columns struct {
 	ids, timeouts                        []int64
 	priorities                           []int32
 	names, targets, commands, envs, deps []string
+	dependents                           []string
 	payloads                             []*string
 }
 
-// jobColumns turns the plan into the column arrays of one unnest insert.
+// jobColumns turns the plan into the column arrays of one unnest insert. Each job's dependents
+// (the reverse of the dependency arrays, in id order) are written with it.
 func jobColumns(plan dag.Plan, ids []int64) (columns, error) {
 	var c columns
+	dependents := make([][]int64, len(plan.Jobs))
+	for i, j := range plan.Jobs {
+		for _, d := range j.Deps {
+			dependents[d] = append(dependents[d], ids[i])
+		}
+	}
 	for i, j := range plan.Jobs {
 		deps := make([]int64, len(j.Deps))
 		for k, d := range j.Deps {
 			deps[k] = ids[d]
 		}
+		rev, err := json.Marshal(orEmptyIDs(dependents[i]))
+		if err != nil {
+			return c, fmt.Errorf("encode job %q: %w", j.Name, err)
+		}
+		c.dependents = append(c.dependents, string(rev))
 		cmd, err1 := json.Marshal(j.Command)
 		env, err2 := json.Marshal(orEmpty(j.Env))
 		dj, err3 := json.Marshal(deps)
@@ -104,6 +121,13 @@ func orEmpty(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+func orEmptyIDs(ids []int64) []int64 {
+	if ids == nil {
+		return []int64{}
+	}
+	return ids
 }
 
 func firstErr(errs ...error) error {

@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -19,24 +20,36 @@ type Result struct {
 }
 
 // ReportTx applies a worker's report on tx. It is guarded by the job being running (or
-// cancel_pending) under the reported attempt and lease token.
+// cancel_pending) under the reported attempt and lease token. The guarded update and, on success,
+// the release of the job's dependents are one statement.
 func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs) (Result, error) {
-	var res Result
-	var target string
+	var (
+		res     Result
+		target  string
+		readyID []int64
+		readyTg []string
+	)
 	err := tx.QueryRow(ctx, `
-		UPDATE job_graph SET
-			state = CASE
-				WHEN $4 = 'succeeded' THEN 'complete'
-				WHEN state = 'cancel_pending' OR $4 = 'cancelled' THEN 'cancel_complete'
-				ELSE 'job_failed' END::job_state,
-			as_built = nullif($5, ''), exit_code = $6, error = nullif($7, ''), log_incomplete = $8,
-			lease_token = NULL, lease_expires_at = NULL,
-			finished_at = clock_timestamp(), updated_at = clock_timestamp()
-		WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state IN ('running', 'cancel_pending')
-		RETURNING group_id, target, state::text`,
+		WITH done AS (
+			UPDATE job_graph SET
+				state = CASE
+					WHEN $4 = 'succeeded' THEN 'complete'
+					WHEN state = 'cancel_pending' OR $4 = 'cancelled' THEN 'cancel_complete'
+					ELSE 'job_failed' END::job_state,
+				as_built = nullif($5, ''), exit_code = $6, error = nullif($7, ''), log_incomplete = $8,
+				lease_token = NULL, lease_expires_at = NULL,
+				finished_at = clock_timestamp(), updated_at = clock_timestamp()
+			WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state IN ('running', 'cancel_pending')
+			RETURNING id, group_id, target, state, dependents
+		), released AS (`+releaseSQL+`)
+		SELECT d.group_id, d.target, d.state::text,
+			coalesce(array_agg(r.id ORDER BY r.id) FILTER (WHERE r.ready), '{}'),
+			coalesce(array_agg(r.target ORDER BY r.id) FILTER (WHERE r.ready), '{}')
+		FROM done d LEFT JOIN released r ON true
+		GROUP BY d.group_id, d.target, d.state`,
 		r.JobID, r.Attempt, r.LeaseToken, r.Outcome, r.AsBuilt, r.ExitCode, r.Error, r.LogIncomplete,
-	).Scan(&res.GroupID, &target, &res.State)
-	if err == pgx.ErrNoRows {
+	).Scan(&res.GroupID, &target, &res.State, &readyID, &readyTg)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return res, nil
 	}
 	if err != nil {
@@ -49,94 +62,68 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 			return res, err
 		}
 	}
+	if res.State == Complete {
+		ready := make([]readyJob, len(readyID))
+		for i := range readyID {
+			ready[i] = readyJob{id: readyID[i], groupID: res.GroupID, target: readyTg[i]}
+		}
+		if err := g.dispatch(ctx, tx, ready); err != nil {
+			return res, err
+		}
+	}
 	res.GroupState, err = g.consequences(ctx, tx, r.JobID, res.GroupID, target, res.State)
 	return res, err
 }
 
-// consequences applies what follows from job jobID entering state: dependents released or
-// failed, tokens dispatched, and the group's counters and state updated. It returns the group
-// state.
+// releaseSQL decrements the counters of the waiting dependents of the job in CTE done, when done
+// completed, and turns those that reach zero ready. The dependents are read by primary key from
+// the job's immutable dependents array. Row locks serialise two dependencies completing at once:
+// the second UPDATE re-reads the row the first committed, so exactly one of them sees the counter
+// reach zero.
+const releaseSQL = `
+	UPDATE job_graph j SET
+		waiting_on_count = j.waiting_on_count - 1,
+		state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
+		updated_at = clock_timestamp()
+	FROM done WHERE done.state = 'complete' AND j.id = ANY(done.dependents)
+		AND j.group_id = done.group_id AND j.state = 'waiting_on_dependency'
+	RETURNING j.id, j.target, j.state = 'ready' AS ready`
+
+// consequences applies what follows from job jobID entering state, beyond releasing the
+// dependents of a completed job (which ReportTx does with the transition): dependents failed,
+// tokens dispatched, and the jobs that became final counted off the group, whose last one settles
+// it. It returns the group state.
 func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int64, target, state string) (string, error) {
-	var finished, failed int
+	finished := []int64{jobID}
 	switch state {
-	case Complete:
-		finished = 1
-		if err := g.releaseDependents(ctx, tx, jobID, groupID); err != nil {
-			return "", err
-		}
 	case JobFailed:
-		n, err := failDependents(ctx, tx, jobID, groupID)
+		failed, err := failDependents(ctx, tx, jobID, groupID)
 		if err != nil {
 			return "", err
 		}
-		finished, failed = 1+n, 1+n
-	case CancelComplete:
-		finished = 1
+		finished = append(finished, failed...)
 	case Ready:
 		return "", g.dispatch(ctx, tx, []readyJob{{id: jobID, groupID: groupID, target: target}})
 	}
-	return settleGroup(ctx, tx, groupID, finished, failed)
-}
-
-// releaseDependents decrements the counters of the waiting jobs of the same group that depend on
-// jobID and dispatches those that reach zero. Row locks serialise two dependencies completing
-// at once: the second UPDATE re-reads the row the first committed, so exactly one of them sees
-// the counter reach zero.
-func (g *Graph) releaseDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) error {
-	rows, err := tx.Query(ctx, `
-		UPDATE job_graph SET
-			waiting_on_count = waiting_on_count - 1,
-			state = CASE WHEN waiting_on_count = 1 THEN 'ready' ELSE state END::job_state,
-			updated_at = clock_timestamp()
-		WHERE group_id = $1 AND dependencies @> ARRAY[$2::bigint] AND state = 'waiting_on_dependency'
-		RETURNING id, target, state = 'ready'`, groupID, jobID)
-	if err != nil {
-		return fmt.Errorf("release dependents of job %d: %w", jobID, err)
-	}
-	ready, err := collectReady(rows, groupID)
-	if err != nil {
-		return fmt.Errorf("release dependents of job %d: %w", jobID, err)
-	}
-	return g.dispatch(ctx, tx, ready)
+	return finishJobs(ctx, tx, groupID, finished)
 }
 
 // failDependents marks every transitive dependent of jobID that has not run yet
-// dependency_failed and returns how many it marked.
-func failDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) (int, error) {
-	tag, err := tx.Exec(ctx, `
+// dependency_failed and returns the ids it marked.
+func failDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) ([]int64, error) {
+	failed, err := ids(ctx, tx, `
 		WITH RECURSIVE down(id) AS (
-			SELECT j.id FROM job_graph j WHERE j.group_id = $1 AND j.dependencies @> ARRAY[$2::bigint]
+			SELECT unnest(dependents) FROM job_graph WHERE id = $2
 			UNION
-			SELECT j.id FROM down d JOIN job_graph j ON j.group_id = $1 AND j.dependencies @> ARRAY[d.id]
+			SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
 		)
 		UPDATE job_graph j SET state = 'dependency_failed', error = 'dependency ' || $2 || ' failed',
 			finished_at = clock_timestamp(), updated_at = clock_timestamp()
-		FROM down WHERE j.id = down.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')`,
+		FROM down WHERE j.id = down.id AND j.group_id = $1 AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+		RETURNING j.id`,
 		groupID, jobID)
 	if err != nil {
-		return 0, fmt.Errorf("fail dependents of job %d: %w", jobID, err)
+		return nil, fmt.Errorf("fail dependents of job %d: %w", jobID, err)
 	}
-	return int(tag.RowsAffected()), nil
-}
-
-// settleGroup counts finished jobs off the group's remaining counter; the transition that takes
-// it to zero decides the group's final state in its own transaction. The group row is updated
-// last, so its lock is held only until commit.
-func settleGroup(ctx context.Context, tx pgx.Tx, groupID int64, finished, failed int) (string, error) {
-	var state string
-	err := tx.QueryRow(ctx, `
-		UPDATE groups SET
-			remaining = remaining - $2, failed = failed + $3, updated_at = clock_timestamp(),
-			state = CASE
-				WHEN remaining - $2 > 0 THEN state
-				WHEN cancel_requested THEN 'canceled'
-				WHEN failed + $3 > 0 THEN 'failed'
-				ELSE 'complete' END::group_state,
-			finished_at = CASE WHEN remaining - $2 > 0 THEN NULL ELSE clock_timestamp() END
-		WHERE id = $1
-		RETURNING state::text`, groupID, finished, failed).Scan(&state)
-	if err != nil {
-		return "", fmt.Errorf("settle group %d: %w", groupID, err)
-	}
-	return state, nil
+	return failed, nil
 }
