@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/servicetest"
+	"drover.dev/shared/testdb"
+)
+
+// slowBundle is a database with the computed table slow (slow_src → slow_dst) made by an HTTP
+// function whose first call hangs until its caller goes away.
+type slowBundle struct {
+	dbURL      string
+	tablesFile string
+	pool       *pgxpool.Pool
+	entered    chan struct{}
+	answered   atomic.Int32
+}
+
+func setupSlow(t *testing.T) *slowBundle {
+	t.Helper()
+	b := &slowBundle{dbURL: testdb.New(t), entered: make(chan struct{})}
+	b.pool = testdb.NewPoolFor(t, b.dbURL)
+	_, err := b.pool.Exec(context.Background(), `CREATE TABLE populate_worker.slow_src (k int PRIMARY KEY);
+		CREATE TABLE populate_worker.slow_dst (k int PRIMARY KEY, v int NOT NULL)`)
+	require.NoError(t, err)
+	var calls atomic.Int32
+	testOver := make(chan struct{})
+	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(b.entered)
+			select {
+			case <-r.Context().Done():
+			case <-testOver:
+			}
+			return
+		}
+		b.answered.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]any{"rows": []map[string]int{{"v": 7}}})
+	}))
+	t.Cleanup(fn.Close)
+	t.Cleanup(func() { close(testOver) })
+	b.tablesFile = filepath.Join(t.TempDir(), "tables.json")
+	tables := fmt.Sprintf(`[{"name": "slow", "target": "slow_dst", "primary_key": ["k"],
+		"key_source": "SELECT k FROM slow_src", "upstream": ["slow_src"], "function_url": %q}]`, fn.URL)
+	require.NoError(t, os.WriteFile(b.tablesFile, []byte(tables), 0o600))
+	return b
+}
+
+func (b *slowBundle) config() Config {
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 1,
+		MinSchedulingInterval: time.Millisecond, ReclaimEvery: 100 * time.Millisecond}
+}
+
+func (b *slowBundle) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
+}
+
+// insertWhenListening waits for a service's change listener, inserts an upstream row and waits
+// for the make to start.
+func (b *slowBundle) insertWhenListening(t *testing.T) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND query = 'LISTEN populate_change'`) == 1
+	}, 15*time.Second, 20*time.Millisecond, "the worker starts listening")
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO populate_worker.slow_src VALUES (1)`)
+	require.NoError(t, err)
+	select {
+	case <-b.entered:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the worker never started the make")
+	}
+}
+
+// TestHelperWorkerProcess is the worker TestKilledWorkerIsReclaimed kills; it only runs there.
+func TestHelperWorkerProcess(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("POPULATE_HELPER_DB") == "" {
+		t.Skip("run by TestKilledWorkerIsReclaimed")
+	}
+	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"),
+		MakeWorkers: 1, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
+	require.NoError(t, run(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
+}
+
+func TestKilledWorkerIsReclaimed(t *testing.T) {
+	t.Parallel()
+	b := setupSlow(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	b.insertWhenListening(t)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.jobs WHERE status = 'reserved'`))
+	require.NoError(t, cmd.Process.Kill()) // SIGKILL mid-make
+	_ = cmd.Wait()
+
+	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, b.config(), ln, stdout)
+	})
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM populate_worker.slow_dst`) == 1
+	}, 20*time.Second, 50*time.Millisecond, "another worker reclaims the key and makes it")
+	require.Equal(t, int32(1), b.answered.Load(), "made once")
+	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.jobs`))
+}
+
+func TestSIGTERMRecordsMakesThatOutliveTheBudget(t *testing.T) {
+	t.Parallel()
+	b := setupSlow(t)
+	cfg := b.config()
+	cfg.SoftStopTimeout, cfg.ShutdownTimeout = 200*time.Millisecond, 5*time.Second
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, sigterm := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	b.insertWhenListening(t)
+	sigterm()
+	require.NoError(t, <-done)
+	var msg string
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT status || ': ' || error_message FROM populate_worker.jobs`).Scan(&msg))
+	require.Equal(t, "error: SystemExit: SIGTERM received; make did not finish within the shutdown budget", msg)
+}
