@@ -3,12 +3,14 @@
 -- tells the service about changes in upstream and target tables.
 
 -- +goose Up
+-- Identifiers compare bytewise (COLLATE "C"): random md5 keys make every insert a B-tree
+-- descent, and locale-aware comparisons doubled schedule_jobs' time over a million keys.
 CREATE TABLE jobs (
-    table_name    text             NOT NULL,
+    table_name    text COLLATE "C" NOT NULL,
     -- md5 of the key's canonical jsonb text: attribute names and values, so {a:1,b:23} and
     -- {a:12,b:3} differ.
-    key_hash      char(32)         NOT NULL,
-    status        text             NOT NULL
+    key_hash      char(32) COLLATE "C" NOT NULL,
+    status        text COLLATE "C" NOT NULL
         CHECK (status IN ('scheduled', 'reserved', 'error', 'ignore', 'success')),
     key           jsonb            NOT NULL,
     error_message varchar(2047),
