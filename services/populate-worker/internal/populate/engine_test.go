@@ -16,7 +16,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	// testdb.Tx keeps one pool on the shared database for the whole test binary.
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/jackc/pgx/v5/pgxpool.(*Pool).backgroundHealthCheck"))
 }
 
 // testBundle is a fresh database with the pair pipeline: manual table src (a, b, v) and computed
