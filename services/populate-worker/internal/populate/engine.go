@@ -1,6 +1,7 @@
 package populate
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -29,7 +30,7 @@ type Config struct {
 	// deleting it.
 	KeepSuccess bool
 
-	// WorkerID names this process in run_metadata.
+	// WorkerID names this process in run_metadata; host and pid when empty.
 	WorkerID string
 
 	// HTTPClient calls HTTP function makes; a client with a 5-minute timeout when nil.
@@ -61,6 +62,9 @@ func NewEngine(pool *pgxpool.Pool, river *queue.Client, tables *Registry, cfg Co
 		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Minute}
 	}
 	host, _ := os.Hostname()
+	if cfg.WorkerID == "" {
+		cfg.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
 	return &Engine{pool: pool, river: river, tables: tables, cfg: cfg, host: host, version: buildVersion()}
 }
 
