@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/api"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
@@ -55,6 +56,10 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if cfg.MakeWorkers > 0 {
 		queues[queue.QueuePopulate] = cfg.MakeWorkers
 	}
+	doc, err := api.OpenAPI(cfg.Examples, cfg.ExamplesSeed)
+	if err != nil {
+		return err
+	}
 	spec := service.Spec{
 		Service:  queue.PopulateWorker,
 		Config:   cfg.Common,
@@ -62,6 +67,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
 		Queues:   queues,
+		OpenAPI:  doc,
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
 }

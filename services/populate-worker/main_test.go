@@ -61,6 +61,10 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)
+	var doc struct{ Paths map[string]any }
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/openapi.json", nil, &doc))
+	require.Contains(t, doc.Paths, "/v1/tables/{name}/populate")
+	require.NotContains(t, doc.Paths, "/v1/examples/seed", "documented only when served")
 }
 
 func TestExamplesPopulateOverHTTP(t *testing.T) {
