@@ -68,6 +68,8 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Listener: ln,
 		Queues:   queues,
 		OpenAPI:  doc,
+		// A make may run MakeTimeout; River must not rescue it as stuck before then.
+		RescueStuckJobsAfter: cfg.MakeTimeout + time.Minute,
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
 }

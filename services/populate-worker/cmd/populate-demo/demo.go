@@ -39,6 +39,9 @@ func (d *demo) populateAll(ctx context.Context) error {
 		}
 		fmt.Fprintf(d.out, "populate %s: this call made %d keys (%d errors); River workers made the rest\n",
 			table, res.SuccessCount, len(res.ErrorList))
+		if line, err := d.progressLine(ctx); err == nil {
+			fmt.Fprintln(d.out, "progress  "+line)
+		}
 	}
 	return nil
 }
