@@ -37,7 +37,10 @@ func services() []*service {
 			"SCORER_CLASS_WEIGHTS": "spin_up-4min.gpu-24gb=99,always_on.gpu-24gb=10,always_on.test=1",
 		}},
 		{name: "build-scheduler", prefix: "BUILD_SCHEDULER", port: 8084},
-		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085},
+		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085, env: map[string]string{
+			// Lets the demo seed the example pipelines' manual table over the API.
+			"POPULATE_WORKER_EXAMPLES_SEED": "true",
+		}},
 	}
 }
 

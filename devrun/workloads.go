@@ -29,5 +29,11 @@ func init() {
 				}
 			},
 		},
+	}, demo{
+		name:   "populate",
+		binary: "populate-demo",
+		args: func(f *fleet, opts options) []string {
+			return []string{"-url", f.url("populate-worker"), "-token", opts.token}
+		},
 	})
 }

@@ -68,10 +68,7 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 		return fmt.Errorf("wire %s: %w", spec.Service, err)
 	}
 	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, spec.OpenAPI); err != nil {
-		if spec.OpenAPI != nil {
-			return fmt.Errorf("%s: %w", spec.Service, err)
-		}
-		logger.Warn("the service has no OpenAPI document of its own yet", "error", err)
+		return fmt.Errorf("%s: %w", spec.Service, err)
 	}
 	client, err := queue.NewClient(deps.Pool, spec.Service, queue.ClientConfig{
 		ID:                   clientID(spec),

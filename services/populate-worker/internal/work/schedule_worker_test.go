@@ -48,7 +48,7 @@ func TestScheduleWorker(t *testing.T) {
 	work := func(args queue.PopulateScheduleArgs) river.EventKind {
 		tx, err := b.pool.Begin(b.ctx)
 		require.NoError(t, err)
-		defer tx.Rollback(b.ctx) //nolint:errcheck // the test's River job only
+		defer tx.Rollback(b.ctx) // only the test's River job was written
 		res, err := w.Work(b.ctx, t, tx, args, nil)
 		if err != nil {
 			return river.EventKind("error: " + err.Error())
