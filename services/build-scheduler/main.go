@@ -35,6 +35,7 @@ type Config struct {
 
 	MaxAttempts      int           `envconfig:"MAX_ATTEMPTS" default:"3" desc:"times a job is handed out before losing its worker fails it"`
 	ReapInterval     time.Duration `envconfig:"REAP_INTERVAL" default:"5s" desc:"how often expired worker leases are looked for"`
+	TokenGrace       time.Duration `envconfig:"TOKEN_GRACE" default:"30s" desc:"how long a ready job may go unclaimed while its target has fewer queued dispatch tokens than ready jobs before the reaper issues one more (a worker lost after taking a token, before claiming)"`
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the watchdog runs"`
 	StallAfter       time.Duration `envconfig:"STALL_AFTER" default:"10m" desc:"how long a group may make no progress with nothing running before the watchdog cancels it"`
 	ReportWorkers    int           `envconfig:"REPORT_WORKERS" default:"8" desc:"concurrent workers applying build reports"`
@@ -72,7 +73,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		}, MaxAttempts: cfg.MaxAttempts}
 		a.Routes(d.Server.API)
-		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, Logger: d.Logger}
+		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger}
 		d.Go(reaper.Run)
 		return nil
 	})

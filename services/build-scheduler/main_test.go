@@ -28,7 +28,7 @@ func testConfig(dbURL string) Config {
 	return Config{
 		Common: servicetest.Config(dbURL), MaxJobsPerGroup: 100, MaxDepsPerJob: 10, MaxJobBytes: 4096,
 		DefaultJobTimeout: time.Minute, MaxJobTimeout: time.Hour, MaxAttempts: 3,
-		ReapInterval: 100 * time.Millisecond, WatchdogInterval: time.Hour, StallAfter: time.Hour, ReportWorkers: 4,
+		ReapInterval: 100 * time.Millisecond, TokenGrace: time.Minute, WatchdogInterval: time.Hour, StallAfter: time.Hour, ReportWorkers: 4,
 	}
 }
 
@@ -184,4 +184,29 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	var events struct{ Items []jobgraph.Event }
 	servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/events", base, g.ID), nil, &events)
 	require.Contains(t, events.Items[len(events.Items)-1].Message, "stopped heartbeating")
+}
+
+func TestLostDispatchTokenIsReissuedWithinTheGrace(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	cfg := testConfig(dbURL)
+	cfg.TokenGrace = time.Second
+	base := startScheduler(t, cfg)
+
+	var g jobgraph.Group
+	job := dag.JobSpec{Name: "orphan", Target: "lost-token", Command: []string{"true"}}
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", dag.Submission{Name: "lost-token", Jobs: []dag.JobSpec{job}}, &g))
+	// A worker took the job's only token and died before its claim committed: River shows the
+	// token running and would rescue it only after an hour.
+	pool := testdb.NewPoolFor(t, dbURL)
+	tag, err := pool.Exec(context.Background(), `UPDATE build_scheduler.river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'build_run' AND queue = 'build_lost-token'`)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), tag.RowsAffected())
+
+	start := time.Now()
+	startWorker(t, dbURL, "lost-token")
+	final := waitGroup(t, base, g.ID)
+	require.Equal(t, jobgraph.GroupComplete, final.State)
+	require.Less(t, time.Since(start), cfg.TokenGrace+3*time.Second, "the job waited on the lost token")
 }

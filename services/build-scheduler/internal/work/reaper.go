@@ -11,7 +11,8 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
 
-// Reaper takes jobs back from workers that stopped heartbeating. It runs as a loop in every
+// Reaper takes jobs back from workers that stopped heartbeating, and replaces dispatch tokens
+// lost with a worker that died before claiming (see jobgraph.Graph.RedispatchTx). It runs as a loop in every
 // scheduler replica rather than as a River periodic job, so a lost worker is noticed within the
 // lease plus Interval instead of waiting for River's leader and its one-hour rescue; the guarded
 // transitions make replicas reaping at once harmless.
@@ -19,7 +20,10 @@ type Reaper struct {
 	Pool     *pgxpool.Pool
 	Graph    *jobgraph.Graph
 	Interval time.Duration
-	Logger   *slog.Logger
+	// TokenGrace is how long a ready job may wait, while its target has fewer queued tokens
+	// than ready jobs, before the reaper issues another token.
+	TokenGrace time.Duration
+	Logger     *slog.Logger
 }
 
 // Run reaps until ctx ends. Database errors are logged and retried on the next tick.
@@ -38,7 +42,8 @@ func (r *Reaper) Run(ctx context.Context) error {
 	}
 }
 
-// Reap expires every lease that has run out, each in its own transaction.
+// Reap expires every lease that has run out, each in its own transaction, then replaces lost
+// dispatch tokens in one more.
 func (r *Reaper) Reap(ctx context.Context) error {
 	leases, err := jobgraph.ExpiredLeases(ctx, r.Pool, 100)
 	if err != nil {
@@ -53,5 +58,11 @@ func (r *Reaper) Reap(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
+		n, err := r.Graph.RedispatchTx(ctx, tx, r.TokenGrace)
+		if n > 0 {
+			r.Logger.Warn("reissued lost dispatch tokens", "tokens", n)
+		}
+		return err
+	})
 }

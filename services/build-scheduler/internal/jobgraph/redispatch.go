@@ -1,0 +1,60 @@
+package jobgraph
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RedispatchTx issues a new dispatch token for every ready job that could otherwise wait on a lost
+// one, and returns how many it issued.
+//
+// A token is lost when a build worker dies after River handed it the token but before its claim
+// committed: the job is still ready, while River shows the token as running and only rescues it
+// after RescueStuckJobsAfter (an hour by default). Tokens are not tied to jobs (a token claims
+// whichever ready job of its target comes first), so the check is a count per target: a target
+// whose jobs have been ready for longer than grace outnumber the tokens still waiting in its queue
+// gets the difference. grace covers the moment between a live worker taking a token and its claim
+// committing; an extra token is harmless anyway, as it claims nothing and completes at once.
+//
+// The pass holds a transaction-scoped advisory lock, so scheduler replicas reaping at once issue
+// each missing token once.
+func (g *Graph) RedispatchTx(ctx context.Context, tx pgx.Tx, grace time.Duration) (int, error) {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('build_scheduler.redispatch'))`); err != nil {
+		return 0, fmt.Errorf("lock redispatch: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+		WITH stale AS (
+			SELECT target, count(*) AS ready FROM job_graph
+			WHERE state = 'ready' AND updated_at < clock_timestamp() - $1 * interval '1 millisecond'
+			GROUP BY target
+		)
+		SELECT s.target, s.ready - (
+			SELECT count(*) FROM river_job r WHERE r.kind = 'build_run' AND r.queue = 'build_' || s.target
+				AND r.state IN ('available', 'pending', 'scheduled', 'retryable')
+				AND r.scheduled_at < clock_timestamp() + $1 * interval '1 millisecond')
+		FROM stale s`, grace.Milliseconds())
+	if err != nil {
+		return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
+	}
+	var missing []readyJob
+	for rows.Next() {
+		var (
+			target string
+			n      int
+		)
+		if err := rows.Scan(&target, &n); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
+		}
+		for range n {
+			missing = append(missing, readyJob{target: target})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
+	}
+	return len(missing), g.dispatch(ctx, tx, missing)
+}
