@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -209,4 +212,56 @@ func TestLostDispatchTokenIsReissuedWithinTheGrace(t *testing.T) {
 	final := waitGroup(t, base, g.ID)
 	require.Equal(t, jobgraph.GroupComplete, final.State)
 	require.Less(t, time.Since(start), cfg.TokenGrace+3*time.Second, "the job waited on the lost token")
+}
+
+func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	base := startScheduler(t, testConfig(dbURL))
+	startWorker(t, dbURL, "x86_64-linux")
+
+	// The job prints a line, then holds until the test opens the gate, then prints another.
+	gate := filepath.Join(t.TempDir(), "gate")
+	script := fmt.Sprintf("echo first; while [ ! -e %q ]; do sleep 0.05; done; echo second", gate)
+	var g jobgraph.Group
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", dag.Submission{Name: "follow", Jobs: []dag.JobSpec{sh("talk", script)}}, &g))
+	var jobs struct{ Items []jobgraph.Job }
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, g.ID), nil, &jobs))
+	jobURL := fmt.Sprintf("%s/v1/jobs/%d", base, jobs.Items[0].ID)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jobURL+"/log?follow=true", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+servicetest.Token)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(res.Body)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- line
+		}
+	}()
+
+	require.Equal(t, "=== attempt 1 ===\n", <-lines)
+	require.Equal(t, "first\n", <-lines)
+	var j jobgraph.Job
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, jobURL, nil, &j))
+	require.Equal(t, jobgraph.Running, j.State, "the first chunk arrives while the job runs")
+
+	require.NoError(t, os.WriteFile(gate, nil, 0o600))
+	require.Equal(t, "second\n", <-lines)
+	_, open := <-lines
+	require.False(t, open, "the stream ends when the job finishes")
+	require.NoError(t, ctx.Err())
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, jobURL, nil, &j))
+	require.Equal(t, jobgraph.Complete, j.State)
 }
