@@ -231,25 +231,7 @@ func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, jobURL+"/log?follow=true", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+servicetest.Token)
-	res, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(res.Body)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- line
-		}
-	}()
+	lines := followLog(ctx, t, jobURL+"/log?follow=true")
 
 	require.Equal(t, "=== attempt 1 ===\n", <-lines)
 	require.Equal(t, "first\n", <-lines)
@@ -264,4 +246,36 @@ func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
 	require.NoError(t, ctx.Err())
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, jobURL, nil, &j))
 	require.Equal(t, jobgraph.Complete, j.State)
+}
+
+// followLog opens a log with follow=true and sends its lines until the response or ctx ends.
+func followLog(ctx context.Context, t *testing.T, url string) <-chan string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+servicetest.Token)
+	res, err := http.DefaultClient.Do(req) //nolint:bodyclose // readLines closes it; the linter does not follow goroutines
+	require.NoError(t, err)
+	lines := make(chan string)
+	go readLines(ctx, res, lines)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	return lines
+}
+
+// readLines sends res's body line by line until it or ctx ends, then closes it and lines.
+func readLines(ctx context.Context, res *http.Response, lines chan<- string) {
+	defer close(lines)
+	defer res.Body.Close()
+	r := bufio.NewReader(res.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		select {
+		case lines <- line:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
