@@ -152,10 +152,11 @@ func (e *Engine) loop(ctx context.Context, src source, take func() bool, report 
 	return nil
 }
 
-// makeOne makes a reserved key through run, or a direct one (no jobs row) without recording.
+// makeOne makes a reserved key through run, settling its River job in the finishing
+// transaction, or a direct one (no jobs row) without recording.
 func (e *Engine) makeOne(ctx context.Context, r *reservation) (makeErr, err error) {
 	if r.direct {
 		return e.makeAndCommit(ctx, r, nil), nil
 	}
-	return e.run(ctx, r, nil)
+	return e.run(ctx, r, e.settleRiverJobs(r))
 }
