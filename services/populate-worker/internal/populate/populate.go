@@ -125,7 +125,10 @@ func (e *Engine) drive(ctx context.Context, src source, opts PopulateOpts) (Popu
 	for range opts.Processes {
 		g.Go(func() error { return e.loop(gctx, src, take, report) })
 	}
-	return res, g.Wait()
+	// Wait before reading res: in `return res, g.Wait()` Go leaves unspecified whether res is
+	// read before or after the loops finish.
+	err := g.Wait()
+	return res, err
 }
 
 // loop is one process of populate: acquire a connection, take a key, make it, repeat.
