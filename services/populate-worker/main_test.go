@@ -84,12 +84,15 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 		var res populateResult
 		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/"+table+"/populate",
 			map[string]any{"suppress_errors": true, "processes": 2}, &res))
+		// MakeWorkers is 0, so this call makes every key itself, while the upstream listener's
+		// schedule_jobs run concurrently: a key they schedule again is settled, not counted, and
+		// the rows their schedule locks are waited for, not skipped.
 		var p progress
 		b.call(t, http.MethodGet, "/v1/tables/"+table+"/progress", nil, &p)
-		require.Equal(t, 10, p.Total, table)
-		require.Equal(t, 2, p.Remaining, table)
+		require.Equal(t, progress{Total: 10, Remaining: 2, Jobs: p.Jobs}, p, table)
 		require.Equal(t, 2, p.Jobs["error"], table)
-		require.LessOrEqual(t, res.SuccessCount, want, "River workers may have made some")
+		require.Equal(t, want, res.SuccessCount, "%s: each key counted once", table)
+		require.Len(t, res.ErrorList, 2, table)
 	}
 	var p progress
 	require.Eventually(t, func() bool {

@@ -22,6 +22,11 @@ var (
 	// ErrNotReserved means the key's job is not (or no longer) reserved by this worker: another
 	// worker has it, or an orphan sweep reclaimed it.
 	ErrNotReserved = errors.New("job is not reserved by this worker")
+
+	// errAlreadyMade means the key was already in the target when its make began: a schedule_jobs
+	// whose snapshot predates the make's commit scheduled it again. Its job was settled without
+	// running make, and populate does not count it.
+	errAlreadyMade = errors.New("key already in the target")
 )
 
 // MakeError is a failure of make as recorded in the jobs table: DataJoint's

@@ -17,6 +17,11 @@ import (
 // worker completes its River job there, so the job's outcome and River's commit together.
 type CompleteFunc func(ctx context.Context, tx pgx.Tx) error
 
+// querier is what targetHas needs of a connection or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
 // recordTimeout bounds writing a job's outcome after its context ended (shutdown).
 const recordTimeout = 10 * time.Second
 
@@ -29,7 +34,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	go e.holdLease(leaseCtx, r)
 
 	makeErr = e.makeAndCommit(ctx, r, complete)
-	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) {
+	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) || errors.Is(makeErr, errAlreadyMade) {
 		return nil, makeErr
 	}
 	if ctx.Err() != nil {
@@ -68,29 +73,35 @@ func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc) error {
 
 // makeAndCommit runs the three parts of make: fetch and compute outside any transaction, then
 // within one transaction lock the reservation, re-fetch and compare, run the in-transaction
-// make, insert the rows, finish the job and complete it.
+// make, insert the rows, finish the job and complete it. A key already in the target (checked
+// before compute, to spare it, and again under the job's lock, to decide) is settled without
+// make and reported as errAlreadyMade.
 func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete CompleteFunc) (err error) {
 	defer recoverPanic(&err)
 	t := r.table
 	var fetched any
 	var rows []Row
-	if t.Fetch != nil {
-		if fetched, err = t.Fetch(ctx, r.conn, r.key); err != nil {
+	madeBefore, err := targetHas(ctx, r.conn, t, r.key)
+	if err != nil {
+		return err
+	}
+	made := madeBefore
+	if !madeBefore {
+		if rows, fetched, err = e.fetchCompute(ctx, r); err != nil {
 			return err
 		}
 	}
-	if rows, err = e.compute(ctx, t, r.key, fetched); err != nil {
-		return err
-	}
-	return pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
 		if !r.direct {
 			if err := lockReservation(ctx, tx, r); err != nil {
 				return err
 			}
 		}
-		done, err := targetHas(ctx, tx, t, r.key)
-		if err != nil || done {
+		if made, err = targetHas(ctx, tx, t, r.key); err != nil || made {
 			return finishAll(ctx, tx, e, r, complete, err)
+		}
+		if madeBefore { // its target rows were deleted since: nothing was computed for them
+			return fmt.Errorf("make %s key %v: target rows deleted during make: %w", t.Name, map[string]any(r.key), ErrInputChanged)
 		}
 		if err := refetch(ctx, tx, t, r.key, fetched); err != nil {
 			return err
@@ -107,6 +118,22 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 		}
 		return finishAll(ctx, tx, e, r, complete, nil)
 	})
+	if err == nil && made {
+		return fmt.Errorf("make %s/%s: %w", t.Name, r.hash, errAlreadyMade)
+	}
+	return err
+}
+
+// fetchCompute runs the outside-the-transaction parts of r's make.
+func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, fetched any, err error) {
+	t := r.table
+	if t.Fetch != nil {
+		if fetched, err = t.Fetch(ctx, r.conn, r.key); err != nil {
+			return nil, nil, err
+		}
+	}
+	rows, err = e.compute(ctx, t, r.key, fetched)
+	return rows, fetched, err
 }
 
 func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, err error) error {
@@ -153,9 +180,9 @@ func refetch(ctx context.Context, tx pgx.Tx, t *Table, key Key, fetched any) err
 }
 
 // targetHas reports whether the target already holds key: then the job is simply completed.
-func targetHas(ctx context.Context, tx pgx.Tx, t *Table, key Key) (bool, error) {
+func targetHas(ctx context.Context, q querier, t *Table, key Key) (bool, error) {
 	var ok bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.target()+` t,
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.target()+` t,
 		jsonb_populate_record(NULL::`+t.target()+`, $1::jsonb) k WHERE `+t.pkMatch("t", "k")+`)`, key).Scan(&ok)
 	if err != nil {
 		return false, fmt.Errorf("look up key in %s: %w", t.Target, err)

@@ -114,7 +114,11 @@ func (e *Engine) drive(ctx context.Context, src source, opts PopulateOpts) (Popu
 	report := func(r *reservation, makeErr error) {
 		mu.Lock()
 		defer mu.Unlock()
-		if makeErr == nil {
+		switch {
+		case errors.Is(makeErr, errAlreadyMade):
+			calls-- // settled without make: it spends none of max_calls and is not a success
+			return
+		case makeErr == nil:
 			res.SuccessCount++
 			return
 		}
@@ -147,6 +151,10 @@ func (e *Engine) loop(ctx context.Context, src source, take func() bool, report 
 		if errors.Is(err, ErrNotReserved) {
 			continue // reclaimed while we made it: its outcome is someone else's now
 		}
+		if errors.Is(err, errAlreadyMade) {
+			report(r, err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -159,7 +167,11 @@ func (e *Engine) loop(ctx context.Context, src source, take func() bool, report 
 // transaction, or a direct one (no jobs row) without recording.
 func (e *Engine) makeOne(ctx context.Context, r *reservation) (makeErr, err error) {
 	if r.direct {
-		return e.makeAndCommit(ctx, r, nil), nil
+		makeErr = e.makeAndCommit(ctx, r, nil)
+		if errors.Is(makeErr, errAlreadyMade) {
+			return nil, makeErr
+		}
+		return makeErr, nil
 	}
 	return e.run(ctx, r, e.settleRiverJobs(r))
 }

@@ -1,10 +1,13 @@
 package populate
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/shared/problem"
@@ -114,6 +117,40 @@ func TestPopulate(t *testing.T) {
 		require.Equal(t, 100, b.populate(t, PopulateOpts{ReserveJobs: true, Processes: 4}).SuccessCount)
 		require.Len(t, b.calls.list(), 100)
 	})
+	for _, keep := range []bool{false, true} {
+		t.Run(fmt.Sprintf("KeyRescheduledAfterItsMakeIsSettledNotMade/KeepSuccess=%v", keep), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, Config{KeepSuccess: keep})
+			b.grid(t, 3)
+			require.Equal(t, 3, b.populate(t, PopulateOpts{ReserveJobs: true}).SuccessCount)
+			_, err := b.pool.Exec(b.ctx, `DELETE FROM jobs`)
+			require.NoError(t, err)
+			// What a schedule_jobs whose snapshot predates a make's commit leaves behind: a
+			// scheduled job, with its River make, for keys already in the target.
+			stale := b.scheduleStale(t, `{"a": 1, "b": 1}`, `{"a": 2, "b": 1}`)
+			b.insertSrc(t, [3]int{4, 1, 4})
+			b.schedule(t, ScheduleOpts{})
+
+			res := b.populate(t, PopulateOpts{ReserveJobs: true, SkipSchedule: true, MaxCalls: 1, Processes: 2})
+			require.Equal(t, 1, res.SuccessCount, "the made key only; the stale ones spend no max_calls")
+			require.Empty(t, res.ErrorList)
+			completed := false
+			makeErr, err := b.engine.MakeKey(b.ctx, "pair", stale[1], func(context.Context, pgx.Tx) error {
+				completed = true
+				return nil
+			})
+			require.NoError(t, err)
+			require.NoError(t, makeErr)
+			require.True(t, completed, "the River path settles its job too")
+
+			require.Equal(t, []string{"1/1", "2/1", "3/1", "4/1"}, b.calls.list(), "no key made twice")
+			require.Equal(t, 4, b.count(t, `SELECT count(*) FROM dst`))
+			require.Equal(t, map[bool]int{false: 0, true: 3}[keep], b.count(t, `SELECT count(*) FROM jobs WHERE status = 'success'`))
+			require.Zero(t, b.count(t, `SELECT count(*) FROM jobs WHERE status <> 'success'`))
+			require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make' AND args->>'key_hash' = $1`, stale[0]),
+				"populate deleted the stale key's waiting River make")
+		})
+	}
 	t.Run("BadInputIsRejectedAndWritesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
@@ -135,6 +172,25 @@ func TestPopulate(t *testing.T) {
 		require.Zero(t, b.count(t, `SELECT count(*) FROM scheduling_events`))
 		require.Zero(t, b.count(t, `SELECT count(*) FROM dst`))
 	})
+}
+
+// scheduleStale inserts a scheduled job and its River make for each key, whatever the target
+// holds, and returns their hashes in order.
+func (b *testBundle) scheduleStale(t *testing.T, keys ...string) []string {
+	t.Helper()
+	var hashes []string
+	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		for _, k := range keys {
+			var h string
+			if err := tx.QueryRow(b.ctx, `INSERT INTO jobs (table_name, key_hash, status, key)
+				VALUES ('pair', md5($1::jsonb::text), 'scheduled', $1::jsonb) RETURNING key_hash`, k).Scan(&h); err != nil {
+				return err
+			}
+			hashes = append(hashes, h)
+		}
+		return b.engine.enqueueMakes(b.ctx, tx, "pair", hashes)
+	}))
+	return hashes
 }
 
 // keyNum is a of a callLog entry "a/b".

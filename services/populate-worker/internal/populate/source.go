@@ -41,8 +41,41 @@ type claimSource struct {
 	meta   map[string]any
 }
 
+// claimRetry is how long claimSource waits before claiming again when every scheduled key is
+// locked by someone else.
+const claimRetry = 10 * time.Millisecond
+
+// next claims the next key. SKIP LOCKED also skips rows locked by a concurrent schedule_jobs (its
+// ON CONFLICT DO UPDATE locks every conflicting row, even those it leaves alone) or cleanup, so
+// finding nothing to claim ends the call only when no matching key is scheduled at all; otherwise
+// the locks are transient and it claims again.
 func (s *claimSource) next(ctx context.Context, conn *pgxpool.Conn) (*reservation, error) {
-	return s.engine.claimNext(ctx, conn, s.table, s.filter, s.order, s.meta)
+	for {
+		r, err := s.engine.claimNext(ctx, conn, s.table, s.filter, s.order, s.meta)
+		if err != nil || r != nil {
+			return r, err
+		}
+		left, err := s.engine.anyScheduled(ctx, conn, s.table, s.filter)
+		if err != nil || !left {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(claimRetry):
+		}
+	}
+}
+
+// anyScheduled reports whether t has a scheduled job matching f, locked or not.
+func (e *Engine) anyScheduled(ctx context.Context, conn *pgxpool.Conn, t *Table, f filter) (bool, error) {
+	cond, args := f.where("key", []any{t.Name})
+	var ok bool
+	err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs WHERE table_name = $1 AND status = 'scheduled' AND `+cond+`)`, args...).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("look for scheduled jobs of %s: %w", t.Name, err)
+	}
+	return ok, nil
 }
 
 // listSource reserves keys from a list, skipping those another worker reserved first.

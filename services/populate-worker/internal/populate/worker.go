@@ -30,6 +30,9 @@ func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete Compl
 		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
 	}
 	makeErr, err = e.run(ctx, r, complete)
+	if errors.Is(err, errAlreadyMade) {
+		return nil, nil // settled, River job included, without make
+	}
 	if errors.Is(err, ErrNotReserved) {
 		// Reclaimed while we made it; the reclaim enqueued a new make job, so this one is done.
 		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
