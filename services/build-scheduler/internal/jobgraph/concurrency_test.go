@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -21,6 +23,19 @@ import (
 func committed(t *testing.T, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) {
 	t.Helper()
 	require.NoError(t, pgx.BeginFunc(context.Background(), pool, fn))
+}
+
+// retried runs fn in a transaction, again while Postgres aborts it as deadlocked or not
+// serialisable: River redelivers a report whose transaction failed, so workers in these tests
+// retry the same way. It is safe from any goroutine (no t.FailNow).
+func retried(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	for {
+		err := pgx.BeginFunc(ctx, pool, fn)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			return err
+		}
+	}
 }
 
 func newGraph(t *testing.T) *Graph {
@@ -53,10 +68,11 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		for _, c := range claims {
+		errs := make([]error, len(claims))
+		for i, c := range claims {
 			wg.Go(func() {
 				<-start
-				committed(t, pool, func(tx pgx.Tx) error {
+				errs[i] = retried(ctx, pool, func(tx pgx.Tx) error {
 					_, err := graph.ReportTx(ctx, tx, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded})
 					return err
 				})
@@ -64,6 +80,7 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		}
 		close(start)
 		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
 		var state string
 		var count, tokens int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, waiting_on_count,
@@ -139,11 +156,21 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 			var g int64
 			committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
 
+			// Bounded: a worker that fails stops the others, and a group that never becomes
+			// final fails the test instead of hanging it.
+			workCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
 			var wg sync.WaitGroup
-			for w := range 8 {
-				wg.Go(func() { workUntilDone(t, pool, graph, g, fails, w) })
+			errs := make([]error, 8)
+			for w := range errs {
+				wg.Go(func() {
+					if errs[w] = workUntilDone(workCtx, pool, graph, g, fails, w); errs[w] != nil {
+						cancel()
+					}
+				})
 			}
 			wg.Wait()
+			require.NoError(t, errors.Join(errs...))
 
 			rows, err := pool.Query(ctx, `SELECT name, state::text FROM job_graph WHERE group_id = $1`, g)
 			require.NoError(t, err)
@@ -164,20 +191,24 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 
 // workUntilDone claims and reports jobs of group g until the group is final. Every fifth report
 // is sent twice, as River may deliver it twice.
-func workUntilDone(t *testing.T, pool *pgxpool.Pool, graph *Graph, g int64, fails map[string]bool, w int) {
-	ctx := context.Background()
+func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int64, fails map[string]bool, w int) error {
 	for n := 0; ; n++ {
 		var c Claim
 		var ok bool
-		committed(t, pool, func(tx pgx.Tx) (err error) {
+		err := retried(ctx, pool, func(tx pgx.Tx) (err error) {
 			c, ok, err = ClaimTx(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute)
 			return err
 		})
+		if err != nil {
+			return fmt.Errorf("worker %d claim: %w", w, err)
+		}
 		if !ok {
 			var state string
-			require.NoError(t, pool.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, g).Scan(&state))
+			if err := pool.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, g).Scan(&state); err != nil {
+				return fmt.Errorf("worker %d: group %d not final: %w", w, g, err)
+			}
 			if state != GroupQueued && state != GroupDispatching {
-				return
+				return nil
 			}
 			time.Sleep(time.Millisecond)
 			continue
@@ -188,7 +219,10 @@ func workUntilDone(t *testing.T, pool *pgxpool.Pool, graph *Graph, g int64, fail
 		}
 		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome}
 		for range 1 + min(1, n%5/4) {
-			committed(t, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
+			err := retried(ctx, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
+			if err != nil {
+				return fmt.Errorf("worker %d report of job %d: %w", w, c.JobID, err)
+			}
 		}
 	}
 }
