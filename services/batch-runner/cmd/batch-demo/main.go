@@ -4,7 +4,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -20,37 +19,15 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"drover.dev/shared/apiclient"
 )
 
-type client struct {
-	token string
-	http  *http.Client
-}
+type client struct{ api apiclient.Client }
 
-// call sends a JSON request and decodes a 2xx answer into out; other statuses are errors.
+// call sends a request and decodes a 2xx answer into out; other statuses are errors.
 func (c *client) call(ctx context.Context, method, url string, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(nil))
-	if err != nil {
-		return 0, err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, url, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, fmt.Errorf("%s %s: %s: %s", method, url, resp.Status, bytes.TrimSpace(body))
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("decode %s: %w", url, err)
-		}
-	}
-	return resp.StatusCode, nil
+	return c.api.Do(ctx, method, url, nil, out)
 }
 
 type batch struct {
@@ -79,7 +56,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c := &client{token: *token, http: &http.Client{Timeout: 30 * time.Second}}
+	c := &client{api: apiclient.Client{Token: *token, HTTP: &http.Client{Timeout: 30 * time.Second}}}
 	if err := demo(ctx, c, *minerSync, *runner, *scorer); err != nil {
 		fmt.Fprintln(os.Stderr, "batch-demo:", err)
 		os.Exit(1)

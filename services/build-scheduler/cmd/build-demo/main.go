@@ -7,9 +7,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -20,6 +18,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"drover.dev/shared/apiclient"
 )
 
 type job struct {
@@ -50,7 +50,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), token: *token}, *target, os.Stdout); err != nil {
+	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), api: apiclient.Client{Token: *token}}, *target, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "build-demo:", err)
 		os.Exit(1)
 	}
@@ -113,33 +113,13 @@ func counts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-type client struct{ base, token string }
+// client calls the scheduler's API at base.
+type client struct {
+	base string
+	api  apiclient.Client
+}
 
 func (c client) do(ctx context.Context, method, path string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, msg)
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	_, err := c.api.Do(ctx, method, c.base+path, body, out)
+	return err
 }

@@ -1,51 +1,30 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+
+	"drover.dev/shared/apiclient"
 )
 
 // client calls the populate-worker's API.
 type client struct {
-	base, token string
-	http        http.Client
+	base string
+	api  apiclient.Client
 }
 
 // do sends body as JSON and decodes the answer into out; any status but want is an error
 // carrying the problem the service answered.
 func (c *client) do(ctx context.Context, method, path string, body, out any, want int) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
+	status, err := c.api.Do(ctx, method, c.base+path, body, out)
+	if err == nil && status != want {
+		return fmt.Errorf("%s %s: HTTP %d, want %d", method, path, status, want)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, raw)
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(raw, out)
+	return err
 }
 
 // The example pipelines, in dependency order.

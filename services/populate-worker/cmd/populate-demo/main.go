@@ -14,6 +14,8 @@ import (
 	"os/signal"
 	"strings"
 	"time"
+
+	"drover.dev/shared/apiclient"
 )
 
 func main() {
@@ -64,7 +66,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	c := &client{base: o.url, token: o.token}
+	c := &client{base: o.url, api: apiclient.Client{Token: o.token}}
 	if err := c.requireTables(ctx, stdout); err != nil {
 		return err
 	}
