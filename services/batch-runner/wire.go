@@ -19,15 +19,17 @@ import (
 
 // wire registers the run_batch worker, the periodic batch and the routes.
 func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
+	progress := &batch.Tracker{}
 	river.AddWorker(d.Workers, &work.RunBatchWorker{
 		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
 		Headroom: cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery, BusySnooze: 30 * time.Second,
+		Progress: progress,
 	})
 	d.PeriodicJobs = append(d.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Cycle),
 		func() (river.JobArgs, *river.InsertOpts) {
 			return queue.RunBatchArgs{Reason: "periodic", RequestedAt: time.Now().UTC()}, work.InsertOpts()
 		}, &river.PeriodicJobOpts{ID: "run_batch", RunOnStart: cfg.RunOnStart}))
-	a := &api.API{Pool: d.Pool, Client: d.Client}
+	a := &api.API{Pool: d.Pool, Client: d.Client, Progress: progress}
 	a.Routes(d.Server.API)
 	return nil
 }

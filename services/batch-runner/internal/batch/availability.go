@@ -60,6 +60,7 @@ func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvo
 	payload, err := r.initialRequest(j, spin, sendAt)
 	if err != nil {
 		signed.Arrive()
+		r.prog.responded(nil)
 		r.events.Addf(sysevent.TypeValidatorFailure, sysevent.GenericError, "initial request %s: %v", j.uuid, err)
 		return
 	}
@@ -72,12 +73,13 @@ func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvo
 	j.initialSentAt = time.Now()
 	j.miner.conn.Send(payload, r.sendFailed(j.miner, "V0InitialJobRequest"))
 	deadline := start.OpenedAt().Add(maxSpin)
-	accept, _ := waitSlot(ctx, j, slotResponse, deadline).(*protocol.V0AcceptJobRequest)
-	if accept == nil {
+	response := waitSlot(ctx, j, slotResponse, deadline)
+	r.prog.responded(response)
+	if _, ok := response.(*protocol.V0AcceptJobRequest); !ok {
 		return
 	}
 	r.sendAccepted(j)
-	waitSlot(ctx, j, slotReadiness, deadline.Add(r.cfg.ReadyGrace))
+	r.prog.readied(waitSlot(ctx, j, slotReadiness, deadline.Add(r.cfg.ReadyGrace)))
 }
 
 // initialRequest signs the JobStarted receipt and serialises V0InitialJobRequest. The receipt is

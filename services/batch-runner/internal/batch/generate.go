@@ -33,6 +33,7 @@ func (r *run) assignJobs(context.Context) error {
 		}
 	}
 	shuffle(r.cfg.Rand, r.jobs)
+	r.prog.executors.Store(int64(len(r.jobs)))
 	return nil
 }
 

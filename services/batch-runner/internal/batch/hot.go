@@ -32,9 +32,11 @@ func (r *run) sendJobs(ctx context.Context) error {
 	if len(ready) == 0 {
 		return nil
 	}
+	r.prog.jobs.Store(int64(len(ready)))
 	release := r.releaseAll(byMiner)
 	r.res.HotRelease = release
-	r.recordSpread(ready)
+	sent := r.recordSpread(ready)
+	r.prog.hotReleased(release, r.res.SendSpread, sent, len(ready)-sent)
 	for _, j := range ready {
 		if j.sendErr == nil {
 			waitSlot(ctx, j, slotAnswer, j.beforeSend.Add(j.spec.TimeLimit+r.cfg.JobExtra))
@@ -138,13 +140,15 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 	}
 }
 
-// recordSpread computes max(after-send) − min(before-send) and reports slow sends.
-func (r *run) recordSpread(ready []*job) {
+// recordSpread computes max(after-send) − min(before-send), reports slow sends and returns how
+// many of the job requests were written.
+func (r *run) recordSpread(ready []*job) (sent int) {
 	var first, last time.Time
 	for _, j := range ready {
 		if j.sendErr != nil || j.beforeSend.IsZero() {
 			continue
 		}
+		sent++
 		if first.IsZero() || j.beforeSend.Before(first) {
 			first = j.beforeSend
 		}
@@ -159,4 +163,5 @@ func (r *run) recordSpread(ready []*job) {
 	if !first.IsZero() {
 		r.res.SendSpread = last.Sub(first)
 	}
+	return sent
 }

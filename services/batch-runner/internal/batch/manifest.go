@@ -23,10 +23,12 @@ func (r *run) collectManifests(ctx context.Context) error {
 		mu sync.Mutex
 	)
 	for _, mi := range order {
-		m := newMiner(mi, r.events)
+		m := newMiner(mi, r.events, r.prog)
 		wg.Go(func() {
 			defer m.recoverPanic("manifest")
-			if r.manifestOf(ctx, m) {
+			ok := r.manifestOf(ctx, m)
+			r.prog.manifest(ok)
+			if ok {
 				mu.Lock()
 				r.miners = append(r.miners, m)
 				mu.Unlock()

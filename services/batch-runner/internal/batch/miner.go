@@ -24,8 +24,9 @@ type Miner struct {
 // connection's Handler, so everything the miner says lands here, on its reader goroutine.
 type miner struct {
 	Miner
-	events *sysevent.Recorder
-	conn   *minerconn.Conn
+	events   *sysevent.Recorder
+	progress *Progress
+	conn     *minerconn.Conn
 
 	mu           sync.Mutex
 	manifest     protocol.Manifest
@@ -35,8 +36,8 @@ type miner struct {
 	jobs         map[string]*job
 }
 
-func newMiner(m Miner, events *sysevent.Recorder) *miner {
-	return &miner{Miner: m, events: events, gotManifest: make(chan struct{}), jobs: map[string]*job{}}
+func newMiner(m Miner, events *sysevent.Recorder, progress *Progress) *miner {
+	return &miner{Miner: m, events: events, progress: progress, gotManifest: make(chan struct{}), jobs: map[string]*job{}}
 }
 
 // Message implements minerconn.Handler. A panic while handling one miner's frame is recorded and
@@ -131,6 +132,9 @@ func (m *miner) onJobMessage(at time.Time, msg protocol.Message) {
 	case late:
 		m.protocolEvent(sysevent.LateMessage, fmt.Sprintf("%s after the %s deadline ignored", msg.MessageType(), k), uuid)
 	case filled:
+		if k == slotAnswer {
+			m.progress.answered(msg)
+		}
 	}
 }
 

@@ -23,6 +23,8 @@ type Plan struct {
 	Pool       *Pool
 	// Events is where the batch's system events go; the caller drains it on every exit path.
 	Events *sysevent.Recorder
+	// Progress is the live record Run keeps up to date; nil when nobody watches.
+	Progress *Progress
 }
 
 // run is one batch in flight.
@@ -30,6 +32,7 @@ type run struct {
 	cfg    Config
 	plan   Plan
 	events *sysevent.Recorder
+	prog   *Progress
 	res    *Result
 	miners []*miner
 	jobs   []*job     // every job, in the random order of this batch
@@ -47,6 +50,12 @@ func Run(ctx context.Context, cfg Config, plan Plan) (*Result, error) {
 	if r.plan.Pool == nil {
 		r.plan.Pool = &Pool{}
 	}
+	r.prog = plan.Progress
+	if r.prog == nil {
+		r.prog = NewProgress(plan.BatchID, 0, 0)
+	}
+	r.prog.SetPhase(PhaseRun)
+	r.prog.miners.Store(int64(len(plan.Miners)))
 	defer r.closeAll()
 	err := r.stages(ctx)
 	r.judgeAll()
@@ -82,8 +91,10 @@ func (r *run) stages(ctx context.Context) error {
 
 func (r *run) stage(name string, f func() error) error {
 	st := Stage{Name: name, StartedAt: time.Now()}
+	r.prog.stageStarted(name, st.StartedAt)
 	err := f()
 	st.FinishedAt = time.Now()
+	r.prog.stageFinished(name, st.FinishedAt)
 	r.res.Stages = append(r.res.Stages, st)
 	return err
 }

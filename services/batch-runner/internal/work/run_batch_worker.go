@@ -43,6 +43,8 @@ type RunBatchWorker struct {
 	PeakEvery int64
 	// BusySnooze is how long a run_batch job waits when another batch is running.
 	BusySnooze time.Duration
+	// Progress holds the live record of the batch in flight, for the API; nil keeps none.
+	Progress *batch.Tracker
 }
 
 // Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone).
@@ -51,6 +53,7 @@ func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration {
 // Work implements river.Worker.
 func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchArgs]) error {
 	started, plan, err := w.prepare(ctx, job)
+	defer w.Progress.Done(plan.Progress)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDone):
 		w.Logger.Info("batch of this job already written; nothing to do", "job_id", job.ID)
@@ -61,6 +64,7 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 		return err
 	}
 	res, err := runPhase2(ctx, w.Batch, plan)
+	plan.Progress.SetPhase(batch.PhaseWrite)
 	res.Events = append(res.Events, plan.Events.Drain()...)
 	if err != nil {
 		w.fail(ctx, started, err, res)
@@ -92,7 +96,10 @@ func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBa
 	if err != nil {
 		return store.Started{}, batch.Plan{}, err
 	}
-	plan := batch.Plan{BatchID: started.ID, Events: sysevent.New(nil)}
+	plan := batch.Plan{
+		BatchID: started.ID, Events: sysevent.New(nil),
+		Progress: w.Progress.Start(started.ID, job.ID, started.Attempt),
+	}
 	miners, validators, err := store.MinerList(ctx, w.Pool)
 	if err != nil {
 		return started, plan, err

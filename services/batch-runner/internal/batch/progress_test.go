@@ -1,0 +1,96 @@
+package batch
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/computehorde/minersim"
+)
+
+// TestProgressCountsEveryStage runs a batch in which each miner goes wrong at a different point
+// and checks that the live record ends with every count a watcher is told.
+func TestProgressCountsEveryStage(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t, minersim.Config{Miners: 8, Scenario: minersim.Scenario{Miners: map[int]minersim.Behaviour{
+		1: {Silent: minersim.StageManifest},
+		2: {Decline: minersim.DeclineNoReason},
+		3: {Silent: minersim.StageAccept},
+		4: {Silent: minersim.StageReady},
+		5: {Answer: minersim.AnswerFail},
+		6: {Answer: minersim.AnswerWrong},
+		7: {Silent: minersim.StageAnswer},
+	}}})
+	p := NewProgress(1, 42, 1)
+	bundle.plan.Progress = p
+	res := bundle.run(t)
+
+	v := p.Snapshot()
+	require.Equal(t, PhaseRun, v.Phase)
+	require.Empty(t, v.Stage, "no stage runs after Run returned")
+	require.Len(t, v.Stages, len(res.Stages))
+	for i, s := range v.Stages {
+		require.Equal(t, res.Stages[i].Name, s.Name)
+		require.Equal(t, res.Stages[i].StartedAt, s.StartedAt)
+		require.NotNil(t, s.FinishedAt, s.Name)
+		require.Equal(t, res.Stages[i].FinishedAt, *s.FinishedAt)
+	}
+	require.Equal(t, int64(8), v.Miners)
+	require.Equal(t, ManifestCounts{Received: 7, Failed: 1}, v.Manifests)
+	require.Equal(t, int64(7), v.Executors)
+	require.Equal(t, AvailabilityView{Accepted: 5, Declined: 1, NoResponse: 1, Ready: 4, NotReady: 1}, v.Availability)
+
+	require.Equal(t, int64(4), v.Hot.Jobs)
+	require.Equal(t, 4, v.Hot.Sent)
+	require.Zero(t, v.Hot.SendFailed)
+	require.NotNil(t, v.Hot.ReleasedAt)
+	require.Equal(t, res.HotRelease, *v.Hot.ReleasedAt)
+	require.NotNil(t, v.Hot.SendSpreadUS)
+	require.Equal(t, res.SendSpread.Microseconds(), *v.Hot.SendSpreadUS)
+	require.Equal(t, int64(2), v.Hot.Finished, "a wrong answer is a finished job until it is judged")
+	require.Equal(t, int64(1), v.Hot.Failed)
+}
+
+func TestTracker(t *testing.T) {
+	t.Parallel()
+
+	t.Run("OneCurrentAtATime", func(t *testing.T) {
+		t.Parallel()
+		var tr Tracker
+		require.Nil(t, tr.Current())
+		first := tr.Start(1, 10, 1)
+		require.Same(t, first, tr.Current())
+		second := tr.Start(2, 11, 1)
+		tr.Done(first) // a late Done of an older batch leaves the newer one alone
+		require.Same(t, second, tr.Current())
+		tr.Done(second)
+		require.Nil(t, tr.Current())
+	})
+
+	t.Run("NilTrackerKeepsNothing", func(t *testing.T) {
+		t.Parallel()
+		var tr *Tracker
+		p := tr.Start(1, 10, 1)
+		require.NotNil(t, p)
+		require.Nil(t, tr.Current())
+		tr.Done(p)
+	})
+
+	t.Run("StageRunsUntilFinished", func(t *testing.T) {
+		t.Parallel()
+		p := NewProgress(3, 12, 2)
+		start := time.Now()
+		p.stageStarted("manifests", start)
+		v := p.Snapshot()
+		require.Equal(t, PhasePrepare, v.Phase)
+		require.Equal(t, "manifests", v.Stage)
+		require.Equal(t, []StageView{{Name: "manifests", StartedAt: start}}, v.Stages)
+		require.Nil(t, v.Hot.ReleasedAt, "no release before the hot phase")
+		end := start.Add(time.Second)
+		p.stageFinished("manifests", end)
+		v = p.Snapshot()
+		require.Empty(t, v.Stage)
+		require.Equal(t, []StageView{{Name: "manifests", StartedAt: start, FinishedAt: &end}}, v.Stages)
+	})
+}
