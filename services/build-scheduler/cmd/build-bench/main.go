@@ -5,7 +5,7 @@
 // recomputed by query after each completion) on the same graph, for a bounded time, to show the
 // gap the counter closes.
 //
-// Each slot claims with ClaimTx and applies its report with ReportTx, in two transactions as a
+// Each slot claims with ClaimNext and applies its report with ReportTx, in two transactions as a
 // build-worker and the scheduler's report worker do; River's fetch and the report job's queue
 // round trip are left out, as they are River's cost, not the scheduler's.
 //
@@ -205,14 +205,7 @@ func finished(ctx context.Context, pool *pgxpool.Pool, g int64) bool {
 
 // step claims one job and completes it, in two transactions.
 func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int64, option1 bool) (bool, error) {
-	var (
-		c  jobgraph.Claim
-		ok bool
-	)
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
-		c, ok, err = jobgraph.ClaimTx(ctx, tx, "bench", "bench", time.Minute)
-		return err
-	})
+	c, ok, err := jobgraph.ClaimNext(ctx, pool, "bench", "bench", time.Minute)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -42,20 +42,9 @@ type Worker struct {
 func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration { return -1 }
 
 // Work claims a job for the token's target and runs it; a token that finds nothing to claim
-// completes at once.
+// completes at once (River completes it when Work returns nil).
 func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) error {
-	var (
-		claim jobgraph.Claim
-		ok    bool
-	)
-	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		var err error
-		if claim, ok, err = jobgraph.ClaimTx(ctx, tx, job.Args.Target, w.ID, w.Lease); err != nil || ok {
-			return err
-		}
-		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
-	})
+	claim, ok, err := jobgraph.ClaimNext(ctx, w.Pool, job.Args.Target, w.ID, w.Lease)
 	if err != nil || !ok {
 		return err
 	}

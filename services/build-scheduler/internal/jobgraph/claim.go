@@ -26,17 +26,20 @@ type Claim struct {
 	Timeout    time.Duration
 }
 
-// ClaimTx hands the best ready job of target to workerID: the oldest group's, then the highest
+// ClaimNext hands the best ready job of target to workerID: the oldest group's, then the highest
 // priority, then the lowest id. SKIP LOCKED lets concurrent workers claim different jobs without
 // waiting on each other. It returns false when target has no ready job (the token's job was
 // claimed through another token, or its group was cancelled).
-func ClaimTx(ctx context.Context, tx pgx.Tx, target, workerID string, lease time.Duration) (Claim, bool, error) {
+//
+// The claim is one statement, so on a pool it is its own transaction: one round trip and one
+// commit, which is most of what handing out an instant job costs.
+func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
 	c := Claim{LeaseToken: rand.Int64()}
 	var env []byte
 	var timeoutMS int64
-	// The claim and the group's first move to dispatching are one statement, one round trip;
-	// the group row is touched only while the group is still queued.
-	err := tx.QueryRow(ctx, `
+	// The claim and the group's first move to dispatching are one statement; the group row is
+	// touched only while the group is still queued.
+	err := db.QueryRow(ctx, `
 		WITH next AS (
 			SELECT id FROM job_graph WHERE target = $1 AND state = 'ready'
 			ORDER BY group_id, priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED

@@ -62,7 +62,7 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		var claims [2]Claim
 		for i := range claims {
 			committed(t, pool, func(tx pgx.Tx) (err error) {
-				claims[i], _, err = ClaimTx(ctx, tx, target, "w", time.Minute)
+				claims[i], _, err = ClaimNext(ctx, tx, target, "w", time.Minute)
 				return err
 			})
 		}
@@ -196,7 +196,7 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 		var c Claim
 		var ok bool
 		err := retried(ctx, pool, func(tx pgx.Tx) (err error) {
-			c, ok, err = ClaimTx(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute)
+			c, ok, err = ClaimNext(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute)
 			return err
 		})
 		if err != nil {

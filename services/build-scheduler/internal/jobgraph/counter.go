@@ -33,10 +33,29 @@ func insertShards(ctx context.Context, tx pgx.Tx, groupID int64, jobIDs []int64)
 	return nil
 }
 
-// finishJobs counts jobs that have just become final off their shards and returns the group's
-// state. A transaction that takes a shard to zero goes on to closeGroup, so the group is settled
-// in the transaction of the transition that finished its last job.
-func finishJobs(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64) (string, error) {
+// groupShardsSQL is groupShards as SQL text; TestGroupShardsSQL keeps the two equal.
+const groupShardsSQL = "64"
+
+// settle counts the jobs that have just become final off their shards and returns the group's
+// state; emptied and state say what the transition's own statement already counted (ReportTx
+// counts the reported job). A transaction that takes a shard to zero goes on to closeGroup, so
+// the group is settled in the transaction of the transition that finished its last job.
+func settle(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool, state string) (string, error) {
+	if len(finished) > 0 {
+		var err error
+		if emptied, state, err = countOff(ctx, tx, groupID, finished, emptied); err != nil {
+			return "", err
+		}
+	}
+	if !emptied {
+		return state, nil
+	}
+	return closeGroup(ctx, tx, groupID)
+}
+
+// countOff subtracts finished from their shards and returns whether one of them reached zero
+// (or emptied already did) and the group's state.
+func countOff(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool) (bool, string, error) {
 	shards, counts := shardCounts(finished)
 	if len(shards) > 1 {
 		// Several shards are locked in ascending order, so two transactions never wait on each
@@ -44,7 +63,7 @@ func finishJobs(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64)
 		_, err := tx.Exec(ctx, `SELECT FROM group_shards WHERE group_id = $1 AND shard = ANY($2)
 			ORDER BY shard FOR UPDATE`, groupID, shards)
 		if err != nil {
-			return "", fmt.Errorf("lock counters of group %d: %w", groupID, err)
+			return false, "", fmt.Errorf("lock counters of group %d: %w", groupID, err)
 		}
 	}
 	rows, err := tx.Query(ctx, `
@@ -53,20 +72,17 @@ func finishJobs(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64)
 		WHERE s.group_id = $1 AND s.shard = u.shard
 		RETURNING s.remaining = 0, (SELECT state::text FROM groups WHERE id = $1)`, groupID, shards, counts)
 	if err != nil {
-		return "", fmt.Errorf("count %d finished jobs off group %d: %w", len(finished), groupID, err)
+		return false, "", fmt.Errorf("count %d finished jobs off group %d: %w", len(finished), groupID, err)
 	}
 	var (
-		closed, zero bool
-		state        string
+		zero  bool
+		state string
 	)
-	_, err = pgx.ForEachRow(rows, []any{&zero, &state}, func() error { closed = closed || zero; return nil })
+	_, err = pgx.ForEachRow(rows, []any{&zero, &state}, func() error { emptied = emptied || zero; return nil })
 	if err != nil {
-		return "", fmt.Errorf("count %d finished jobs off group %d: %w", len(finished), groupID, err)
+		return false, "", fmt.Errorf("count %d finished jobs off group %d: %w", len(finished), groupID, err)
 	}
-	if !closed {
-		return state, nil
-	}
-	return closeGroup(ctx, tx, groupID)
+	return emptied, state, nil
 }
 
 // shardCounts returns the shards of jobIDs in ascending order and how many of them each holds.
@@ -124,7 +140,7 @@ func recountShards(ctx context.Context, tx pgx.Tx, groupID int64) error {
 	}
 	_, err = tx.Exec(ctx, `
 		WITH c AS MATERIALIZED (
-			SELECT id % `+fmt.Sprint(groupShards)+` AS shard, count(*) AS n FROM job_graph
+			SELECT id % `+groupShardsSQL+` AS shard, count(*) AS n FROM job_graph
 			WHERE group_id = $1 AND state NOT IN `+finalStates+` GROUP BY 1
 		)
 		UPDATE group_shards s SET remaining = coalesce((SELECT n FROM c WHERE c.shard = s.shard), 0)

@@ -41,7 +41,7 @@ func (b *testBundle) submit(t *testing.T, jobs ...dag.JobSpec) int64 {
 // take claims the next job of target and requires there is one.
 func (b *testBundle) take(t *testing.T, target string) Claim {
 	t.Helper()
-	c, ok, err := ClaimTx(context.Background(), b.tx, target, "w1", time.Minute)
+	c, ok, err := ClaimNext(context.Background(), b.tx, target, "w1", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "no ready job for %s", target)
 	return c

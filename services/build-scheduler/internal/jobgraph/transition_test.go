@@ -1,6 +1,7 @@
 package jobgraph
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,7 +21,7 @@ func TestReferenceScenarios(t *testing.T) {
 		require.Equal(t, 1, b.tokens(t, "linux"))
 
 		require.Equal(t, "a", b.take(t, "linux").Name)
-		_, ok, err := ClaimTx(ctx, b.tx, "windows", "w1", 0)
+		_, ok, err := ClaimNext(ctx, b.tx, "windows", "w1", 0)
 		require.NoError(t, err)
 		require.False(t, ok, "another target gets nothing")
 	})
@@ -135,7 +136,7 @@ func TestRepeatedAndLateReportsChangeNothing(t *testing.T) {
 		t.Parallel()
 		b, ctx := setup(t)
 		g := b.submit(t, spec("a", "linux"))
-		first, ok, err := ClaimTx(ctx, b.tx, "linux", "w1", 0)
+		first, ok, err := ClaimNext(ctx, b.tx, "linux", "w1", 0)
 		require.NoError(t, err)
 		require.True(t, ok)
 		res, err := b.graph.ExpireTx(ctx, b.tx, Lease{JobID: first.JobID, Attempt: first.Attempt, Token: first.LeaseToken})
@@ -156,7 +157,7 @@ func TestLostWorkerAttemptsAreBounded(t *testing.T) {
 	b, ctx := setup(t)
 	g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 	for attempt := 1; attempt <= 2; attempt++ {
-		c, ok, err := ClaimTx(ctx, b.tx, "linux", "w1", 0)
+		c, ok, err := ClaimNext(ctx, b.tx, "linux", "w1", 0)
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, attempt, c.Attempt)
@@ -168,4 +169,9 @@ func TestLostWorkerAttemptsAreBounded(t *testing.T) {
 	events, err := Events(ctx, b.tx, g, 10)
 	require.NoError(t, err)
 	require.Contains(t, events[0].Message, "stopped heartbeating on job")
+}
+
+func TestGroupShardsSQL(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, strconv.Itoa(groupShards), groupShardsSQL)
 }
