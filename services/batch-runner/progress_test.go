@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -104,6 +105,14 @@ func TestCurrentBatchShowsProgress(t *testing.T) {
 	require.Equal(t, v.BatchID, b.ID)
 	require.Equal(t, "done", b.State, "error: %v", b.Error)
 	require.Equal(t, map[string]int{"completed": 4, "failed": 2}, b.Counts)
+	// The counts each stage ended with stay with the batch once the live record is gone.
+	var stored struct {
+		Stages []batch.Stage `json:"stages"`
+	}
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, b.ID), nil, &stored))
+	require.Len(t, stored.Stages, 5)
+	require.Equal(t, "hot", stored.Stages[3].Name)
+	require.Equal(t, map[string]int64{"jobs": 6, "sent": 6, "send_failed": 0, "finished": 4, "failed": 0}, stored.Stages[3].Counts)
 	// The record goes when the worker returns, just after the results commit.
 	require.Eventually(t, func() bool {
 		return servicetest.Call(t, http.MethodGet, base+"/v1/batches/current", nil, nil) == http.StatusNotFound

@@ -62,15 +62,41 @@ func (p *Progress) stageStarted(name string, at time.Time) {
 	p.mu.Unlock()
 }
 
-func (p *Progress) stageFinished(name string, at time.Time) {
+func (p *Progress) stageFinished(name string, at time.Time, counts map[string]int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		if p.stages[i].Name == name && p.stages[i].FinishedAt.IsZero() {
-			p.stages[i].FinishedAt = at
+			p.stages[i].FinishedAt, p.stages[i].Counts = at, counts
 			return
 		}
 	}
+}
+
+// stageCounts are the counts a stage ends with. They are final when the stage returns: every
+// goroutine that counts for it has ended, and the answers are sealed. They are stored with the
+// stage's timings, so the batch shows them after it is written; the live record is gone by then.
+func (p *Progress) stageCounts(name string) map[string]int64 {
+	switch name {
+	case "manifests":
+		return map[string]int64{"miners": p.miners.Load(), "received": p.manifests.Load(), "failed": p.manifestsFailed.Load()}
+	case "generate":
+		return map[string]int64{"executors": p.executors.Load()}
+	case "availability":
+		return map[string]int64{
+			"accepted": p.accepted.Load(), "declined": p.declined.Load(), "no_response": p.noResponse.Load(),
+			"ready": p.ready.Load(), "not_ready": p.unready.Load(),
+		}
+	case "hot":
+		p.mu.Lock()
+		sent, failed := p.sent, p.sendFails
+		p.mu.Unlock()
+		return map[string]int64{
+			"jobs": p.jobs.Load(), "sent": int64(sent), "send_failed": int64(failed),
+			"finished": p.finished.Load(), "failed": p.failed.Load(),
+		}
+	}
+	return nil
 }
 
 // manifest counts a miner whose manifest stage ended, with or without a usable manifest.
@@ -139,11 +165,12 @@ type ProgressView struct {
 	Hot          HotView          `json:"hot"`
 }
 
-// StageView is one stage; FinishedAt is nil while it runs.
+// StageView is one stage; FinishedAt is nil while it runs, Counts are those it ended with.
 type StageView struct {
-	Name       string     `json:"name"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at"`
+	Name       string           `json:"name"`
+	StartedAt  time.Time        `json:"started_at"`
+	FinishedAt *time.Time       `json:"finished_at"`
+	Counts     map[string]int64 `json:"counts,omitempty"`
 }
 
 // ManifestCounts counts the miners whose manifest stage ended.
@@ -192,7 +219,7 @@ func (p *Progress) Snapshot() ProgressView {
 	v.Phase = p.phase
 	v.Stages = make([]StageView, 0, len(p.stages))
 	for _, s := range p.stages {
-		sv := StageView{Name: s.Name, StartedAt: s.StartedAt}
+		sv := StageView{Name: s.Name, StartedAt: s.StartedAt, Counts: s.Counts}
 		if s.FinishedAt.IsZero() {
 			v.Stage = s.Name
 		} else {

@@ -35,6 +35,7 @@ func TestProgressCountsEveryStage(t *testing.T) {
 		require.Equal(t, res.Stages[i].StartedAt, s.StartedAt)
 		require.NotNil(t, s.FinishedAt, s.Name)
 		require.Equal(t, res.Stages[i].FinishedAt, *s.FinishedAt)
+		require.Equal(t, res.Stages[i].Counts, s.Counts, s.Name)
 	}
 	require.Equal(t, int64(8), v.Miners)
 	require.Equal(t, ManifestCounts{Received: 7, Failed: 1}, v.Manifests)
@@ -50,6 +51,19 @@ func TestProgressCountsEveryStage(t *testing.T) {
 	require.Equal(t, res.SendSpread.Microseconds(), *v.Hot.SendSpreadUS)
 	require.Equal(t, int64(2), v.Hot.Finished, "a wrong answer is a finished job until it is judged")
 	require.Equal(t, int64(1), v.Hot.Failed)
+
+	// Each stage keeps the counts it ended with, for the batch as stored.
+	counts := map[string]map[string]int64{}
+	for _, s := range res.Stages {
+		counts[s.Name] = s.Counts
+	}
+	require.Equal(t, map[string]map[string]int64{
+		"manifests":    {"miners": 8, "received": 7, "failed": 1},
+		"generate":     {"executors": 7},
+		"availability": {"accepted": 5, "declined": 1, "no_response": 1, "ready": 4, "not_ready": 1},
+		"hot":          {"jobs": 4, "sent": 4, "send_failed": 0, "finished": 2, "failed": 1},
+		"receipts":     nil,
+	}, counts)
 }
 
 func TestTracker(t *testing.T) {
@@ -88,9 +102,9 @@ func TestTracker(t *testing.T) {
 		require.Equal(t, []StageView{{Name: "manifests", StartedAt: start}}, v.Stages)
 		require.Nil(t, v.Hot.ReleasedAt, "no release before the hot phase")
 		end := start.Add(time.Second)
-		p.stageFinished("manifests", end)
+		p.stageFinished("manifests", end, map[string]int64{"received": 0})
 		v = p.Snapshot()
 		require.Empty(t, v.Stage)
-		require.Equal(t, []StageView{{Name: "manifests", StartedAt: start, FinishedAt: &end}}, v.Stages)
+		require.Equal(t, []StageView{{Name: "manifests", StartedAt: start, FinishedAt: &end, Counts: map[string]int64{"received": 0}}}, v.Stages)
 	})
 }

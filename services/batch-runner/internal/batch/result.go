@@ -30,11 +30,12 @@ type Result struct {
 	SendSpread time.Duration
 }
 
-// Stage is one stage's wall-clock span.
+// Stage is one stage's wall-clock span and the counts it ended with (see Progress.stageCounts).
 type Stage struct {
-	Name       string    `json:"name"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Name       string           `json:"name"`
+	StartedAt  time.Time        `json:"started_at"`
+	FinishedAt time.Time        `json:"finished_at"`
+	Counts     map[string]int64 `json:"counts,omitempty"`
 }
 
 // ManifestEntry is one miner's executors of one class, as tested.

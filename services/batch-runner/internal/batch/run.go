@@ -94,7 +94,8 @@ func (r *run) stage(name string, f func() error) error {
 	r.prog.stageStarted(name, st.StartedAt)
 	err := f()
 	st.FinishedAt = time.Now()
-	r.prog.stageFinished(name, st.FinishedAt)
+	st.Counts = r.prog.stageCounts(name)
+	r.prog.stageFinished(name, st.FinishedAt, st.Counts)
 	r.res.Stages = append(r.res.Stages, st)
 	return err
 }
