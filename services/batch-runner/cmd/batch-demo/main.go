@@ -1,6 +1,7 @@
 // Command batch-demo drives one synthetic batch end to end over the services' HTTP APIs: it asks
 // miner-sync to sync, waits for miners, enqueues a batch on batch-runner, prints each stage as it
-// completes, then a summary with the top scores from scorer. It exits 1 when the batch failed.
+// starts and ends with its counts (from batch-runner's live progress), then a summary with the top
+// scores from scorer. It exits 1 when the batch failed.
 package main
 
 import (
@@ -38,11 +39,7 @@ type batch struct {
 	SendSpreadUS *int64         `json:"send_spread_us"`
 	Counts       map[string]int `json:"counts"`
 	Reasons      map[string]int `json:"reasons"`
-	Stages       []struct {
-		Name       string    `json:"name"`
-		StartedAt  time.Time `json:"started_at"`
-		FinishedAt time.Time `json:"finished_at"`
-	} `json:"stages"`
+	Stages       []stage        `json:"stages"`
 }
 
 func main() {
@@ -104,36 +101,46 @@ func waitMiners(ctx context.Context, c *client, base string) error {
 	}
 }
 
-// follow polls the batch of job jobID, printing each stage once it completes.
+// follow prints the live progress of job jobID's batch from batch-runner's
+// GET /v1/batches/current (phase 2 writes nothing to the database, so that is the only account of
+// a batch in flight) until the batch is written, and returns the batch as stored.
 func follow(ctx context.Context, c *client, base string, jobID int64) (batch, error) {
-	printed := 0
+	w := newWatcher(os.Stdout)
 	for {
-		var page struct {
-			Batches []batch `json:"batches"`
-		}
-		if _, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), &page); err != nil {
+		var p progress
+		status, err := c.call(ctx, http.MethodGet, base+"/v1/batches/current", &p)
+		switch {
+		case err == nil && p.JobID == jobID:
+			w.update(p, time.Now())
+		case err != nil && status != http.StatusNotFound:
 			return batch{}, err
-		}
-		if len(page.Batches) > 0 {
-			b := page.Batches[0]
-			for ; printed < len(b.Stages); printed++ {
-				s := b.Stages[printed]
-				fmt.Printf("  stage %-13s %v\n", s.Name, s.FinishedAt.Sub(s.StartedAt).Round(time.Millisecond))
-			}
-			if b.State != "running" {
-				var full batch
-				_, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, b.ID), &full)
-				for ; err == nil && printed < len(full.Stages); printed++ {
-					s := full.Stages[printed]
-					fmt.Printf("  stage %-13s %v\n", s.Name, s.FinishedAt.Sub(s.StartedAt).Round(time.Millisecond))
-				}
-				return full, err
+		default: // not started yet, or written: the batch row says which
+			b, done, err := finished(ctx, c, base, jobID)
+			if err != nil || done {
+				w.finish(b)
+				return b, err
 			}
 		}
-		if err := sleep(ctx, 500*time.Millisecond); err != nil {
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
 			return batch{}, fmt.Errorf("waiting for the batch of job %d: %w", jobID, err)
 		}
 	}
+}
+
+// finished returns the batch of job jobID once it is no longer running.
+func finished(ctx context.Context, c *client, base string, jobID int64) (batch, bool, error) {
+	var page struct {
+		Batches []batch `json:"batches"`
+	}
+	if _, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), &page); err != nil {
+		return batch{}, false, err
+	}
+	if len(page.Batches) == 0 || page.Batches[0].State == "running" {
+		return batch{}, false, nil
+	}
+	var full batch
+	_, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, page.Batches[0].ID), &full)
+	return full, true, err
 }
 
 func summary(b batch) {
