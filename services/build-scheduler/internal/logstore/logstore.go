@@ -1,7 +1,15 @@
 // Package logstore keeps the output of build attempts. Store is the interface a worker writes
-// chunks to and the API reads them from; Postgres is the default implementation, so logs work
-// with nothing but the scheduler's database. An S3-compatible store would implement the same
-// interface (archiving a finished job's chunks as one object).
+// chunks to and the API reads them from. Postgres is the default implementation, so logs work
+// with nothing but the scheduler's database; S3 keeps them in an S3-compatible bucket instead
+// (Config and Open choose), which takes log volume off the database.
+//
+// The S3 store writes every appended chunk as its own object, named so that listing a job's
+// folder after the last chunk seen returns the new ones in order (see S3). That is one PUT per
+// flush of a worker's log buffer (every quarter second per stream that has output, sooner when
+// 32 KiB pile up) and one GET per chunk read, so a followed log shows output as soon as the
+// Postgres one does; the price is object count: a build that prints on both streams all hour
+// leaves ~29,000 small objects. Merging a finished attempt's chunks into one object would cut that, at the cost of a
+// second layout for readers to know; expire old logs with a bucket lifecycle rule on the prefix.
 //
 // Per the seed, a job never fails because its log could not be kept: a worker that cannot
 // append a chunk carries on and reports the log incomplete.
