@@ -69,11 +69,9 @@ func (a *API) handleLog(c *echo.Context) error {
 		return err
 	}
 	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	var after int64
-	attempt := 0
+	attempt, started := 0, false
 	for {
 		// Whether the job was final is read before its chunks, so none stored before it became
 		// final can be missed.
@@ -84,6 +82,13 @@ func (a *API) handleLog(c *echo.Context) error {
 		chunks, err := a.Logs.Read(ctx, id, after, 500)
 		if err != nil {
 			return err
+		}
+		// The status goes out after the first read, so a log store that cannot be read (an S3
+		// service out of reach) answers 500 rather than an empty log.
+		if !started {
+			w.Header().Set(echo.HeaderContentType, "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusOK)
+			started = true
 		}
 		for _, ch := range chunks {
 			if ch.Attempt != attempt {

@@ -42,17 +42,22 @@ func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
 	defer os.RemoveAll(dir)
 	runCtx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
+	// The heartbeat outlives the command until the last log chunks are stored: a slow or
+	// unreachable log store may delay the report, but must not cost the job its lease.
+	beatCtx, stopBeat := context.WithCancel(ctx)
+	defer stopBeat()
 	stop := make(chan stopReason, 1)
 	beatDone := make(chan struct{})
 	go func() {
 		defer close(beatDone)
-		w.heartbeat(runCtx, c, stop, cancel)
+		w.heartbeat(beatCtx, c, stop, cancel)
 	}()
 	logs := newLogWriter(ctx, w.Logs, c.JobID, c.Attempt)
 	out := run(runCtx, dir, c, logs)
 	cancel()
-	<-beatDone
 	out.logIncomplete = logs.Close()
+	stopBeat()
+	<-beatDone
 	select {
 	case reason := <-stop:
 		if reason == cancelled {
