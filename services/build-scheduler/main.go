@@ -25,6 +25,8 @@ import (
 // variables.
 type Config struct {
 	config.Common
+	logstore.Config // build-workers must name the same store
+
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8084" desc:"HTTP listen address"`
 
 	MaxJobsPerGroup   int           `envconfig:"MAX_JOBS_PER_GROUP" default:"10000" desc:"largest group accepted"`
@@ -60,8 +62,11 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		OpenAPI:  api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
+		logs, err := logstore.Open(cfg.Config, d.Pool)
+		if err != nil {
+			return err
+		}
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
-		logs := logstore.Postgres{DB: d.Pool}
 		// The scheduler works no build queue; it registers the build worker only so that its
 		// River leader knows the kind (see package work).
 		build := &builder.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}

@@ -17,7 +17,9 @@ import (
 
 	"drover.dev/services/build-scheduler/internal/builder"
 	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/services/build-scheduler/internal/fakes3"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -42,12 +44,35 @@ func startScheduler(t *testing.T, cfg Config) string {
 	})
 }
 
+// workerConfig is a build-worker configuration with a lease short enough for tests.
+func workerConfig(dbURL string, targets ...string) builder.Config {
+	return builder.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
+}
+
 func startWorker(t *testing.T, dbURL string, targets ...string) {
 	t.Helper()
-	cfg := builder.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
+	startWorkerWith(t, workerConfig(dbURL, targets...))
+}
+
+func startWorkerWith(t *testing.T, cfg builder.Config) {
+	t.Helper()
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return builder.Run(ctx, cfg, ln, stdout)
 	})
+}
+
+// logStores are the log stores the log tests run with; each gives the configuration the
+// scheduler and its workers share.
+var logStores = map[string]func(t *testing.T) logstore.Config{
+	"Postgres": func(*testing.T) logstore.Config { return logstore.Config{} },
+	"S3":       func(t *testing.T) logstore.Config { return s3LogStore(fakes3.Start(t)) },
+}
+
+func s3LogStore(srv fakes3.Server) logstore.Config {
+	return logstore.Config{
+		LogStore: "s3", LogS3Endpoint: srv.URL, LogS3Region: srv.Region, LogS3Bucket: srv.Bucket,
+		LogS3AccessKey: srv.AccessKey, LogS3SecretKey: srv.SecretKey, LogS3PathStyle: true,
+	}
 }
 
 func sh(name, script string, deps ...string) dag.JobSpec {
@@ -216,9 +241,30 @@ func TestLostDispatchTokenIsReissuedWithinTheGrace(t *testing.T) {
 
 func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
 	t.Parallel()
+	for name, logs := range logStores {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testLogFollow(t, logs(t))
+		})
+	}
+}
+
+// startWithLogs starts a scheduler and an x86_64-linux worker on a fresh database, both with the
+// log store logs, and returns the scheduler's base URL.
+func startWithLogs(t *testing.T, logs logstore.Config) string {
+	t.Helper()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
-	startWorker(t, dbURL, "x86_64-linux")
+	cfg := testConfig(dbURL)
+	cfg.Config = logs
+	base := startScheduler(t, cfg)
+	wcfg := workerConfig(dbURL, "x86_64-linux")
+	wcfg.Config = logs
+	startWorkerWith(t, wcfg)
+	return base
+}
+
+func testLogFollow(t *testing.T, logs logstore.Config) {
+	base := startWithLogs(t, logs)
 
 	// The job prints a line, then holds until the test opens the gate, then prints another.
 	gate := filepath.Join(t.TempDir(), "gate")
@@ -246,6 +292,30 @@ func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
 	require.NoError(t, ctx.Err())
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, jobURL, nil, &j))
 	require.Equal(t, jobgraph.Complete, j.State)
+	require.False(t, j.LogIncomplete)
+}
+
+func TestUnreachableLogStoreMarksTheLogIncompleteNotTheJobFailed(t *testing.T) {
+	t.Parallel()
+	base := startWithLogs(t, s3LogStore(fakes3.Unreachable(t)))
+
+	var g jobgraph.Group
+	sub := dag.Submission{Name: "no-logs", Jobs: []dag.JobSpec{sh("talk", "echo out; echo err >&2"), sh("next", "true", "talk")}}
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", sub, &g))
+	final := waitGroup(t, base, g.ID)
+	require.Equal(t, jobgraph.GroupComplete, final.State)
+	var jobs struct{ Items []jobgraph.Job }
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, g.ID), nil, &jobs))
+	require.Len(t, jobs.Items, 2)
+	talk := jobs.Items[0]
+	require.Equal(t, "talk", talk.Name)
+	require.Equal(t, jobgraph.Complete, talk.State)
+	require.True(t, talk.LogIncomplete, "its output was lost")
+	require.False(t, jobs.Items[1].LogIncomplete, "it printed nothing, so nothing was lost")
+
+	var p struct{ Status int }
+	require.Equal(t, http.StatusInternalServerError, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/jobs/%d/log", base, talk.ID), nil, &p),
+		"a log that cannot be read is an error, not an empty log")
 }
 
 // followLog opens a log with follow=true and sends its lines until the response or ctx ends.

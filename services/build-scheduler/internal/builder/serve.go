@@ -20,6 +20,8 @@ import (
 // Config is the build-worker's configuration, read from BUILD_WORKER_* environment variables.
 type Config struct {
 	config.Common
+	logstore.Config // must name the scheduler's store
+
 	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8094" desc:"HTTP listen address (health, readiness, metrics)"`
 	Targets  []string      `envconfig:"TARGETS" required:"true" desc:"targets whose build queues this worker serves, comma separated"`
 	Slots    int           `envconfig:"SLOTS" default:"2" desc:"builds run at once, per target"`
@@ -49,9 +51,13 @@ func Run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		id = fmt.Sprintf("build-worker-%s-%d", host, os.Getpid())
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
+		logs, err := logstore.Open(cfg.Config, d.Pool)
+		if err != nil {
+			return err
+		}
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		build := &Worker{
-			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logstore.Postgres{DB: d.Pool},
+			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger,
 		}
 		d.PeriodicJobs = append(d.PeriodicJobs, work.Register(d.Workers, d.Pool, graph, build,
