@@ -3,16 +3,18 @@ package dag
 // frame is one job on the depth-first path and the index of its next dependency to visit.
 type frame struct{ node, next int }
 
-// findCycle returns the names along one dependency cycle, first name repeated at the end
-// (a → b → a, each depending on the next), or nil when the graph is acyclic. It is an iterative depth-first search so that a
-// 10,000-deep chain cannot overflow the stack.
-func findCycle(plan Plan) []string {
+// sortTopologically returns the indexes of the plan's jobs with every job after its
+// dependencies, or the names along one dependency cycle, first name repeated at the end (a → b →
+// a, each depending on the next). It is an iterative depth-first search so that a 10,000-deep
+// chain cannot overflow the stack; a job enters the order when its search finishes.
+func sortTopologically(plan Plan) (order []int, cycle []string) {
 	const (
 		unvisited = iota
 		onPath
 		done
 	)
 	mark := make([]int, len(plan.Jobs))
+	order = make([]int, 0, len(plan.Jobs))
 	for root := range plan.Jobs {
 		if mark[root] != unvisited {
 			continue
@@ -24,6 +26,7 @@ func findCycle(plan Plan) []string {
 			deps := plan.Jobs[top.node].Deps
 			if top.next == len(deps) {
 				mark[top.node] = done
+				order = append(order, top.node)
 				stack = stack[:len(stack)-1]
 				continue
 			}
@@ -31,14 +34,14 @@ func findCycle(plan Plan) []string {
 			top.next++
 			switch mark[dep] {
 			case onPath:
-				return cycleNames(plan, stack, dep)
+				return nil, cycleNames(plan, stack, dep)
 			case unvisited:
 				mark[dep] = onPath
 				stack = append(stack, frame{node: dep})
 			}
 		}
 	}
-	return nil
+	return order, nil
 }
 
 // cycleNames reads the cycle closing at dep off the search path.

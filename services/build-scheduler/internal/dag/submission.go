@@ -48,6 +48,8 @@ var DefaultLimits = Limits{
 type Plan struct {
 	Name string
 	Jobs []PlannedJob
+	// Order lists the indexes of Jobs with every job after its dependencies.
+	Order []int
 }
 
 // PlannedJob is one validated job.

@@ -43,9 +43,11 @@ func Validate(sub Submission, lim Limits) (Plan, error) {
 	if err := resolve(plan, index); err != nil {
 		return Plan{}, err
 	}
-	if cycle := findCycle(plan); cycle != nil {
+	order, cycle := sortTopologically(plan)
+	if cycle != nil {
 		return Plan{}, problem.Unprocessablef("jobs", "dependency cycle: %s", strings.Join(cycle, " → "))
 	}
+	plan.Order = order
 	return plan, nil
 }
 

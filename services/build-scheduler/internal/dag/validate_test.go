@@ -85,3 +85,23 @@ func TestValidateHandlesDeepChains(t *testing.T) {
 	_, err = Validate(Submission{Name: "ring", Jobs: jobs}, DefaultLimits)
 	require.ErrorContains(t, err, "dependency cycle: j0 → j9999")
 }
+
+func TestValidateOrdersJobsAfterTheirDependencies(t *testing.T) {
+	t.Parallel()
+	// Listed dependents first, so submission order is not an order of the graph.
+	plan, err := Validate(Submission{Name: "g", Jobs: []JobSpec{
+		job("bottom", "left", "right"), job("left", "top"), job("right", "top"), job("top"), job("alone"),
+	}}, DefaultLimits)
+	require.NoError(t, err)
+	require.Len(t, plan.Order, len(plan.Jobs))
+	rank := map[int]int{}
+	for r, i := range plan.Order {
+		rank[i] = r
+	}
+	require.Len(t, rank, len(plan.Jobs), "every job once")
+	for i, j := range plan.Jobs {
+		for _, d := range j.Deps {
+			require.Less(t, rank[d], rank[i], "%s comes after its dependency %s", j.Name, plan.Jobs[d].Name)
+		}
+	}
+}

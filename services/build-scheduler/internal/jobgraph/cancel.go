@@ -23,11 +23,15 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 		return state, fmt.Errorf("cancel group %d: it is already %s: %w", groupID, state, problem.ErrConflict)
 	}
 	tag, err := tx.Exec(ctx, `
-		UPDATE job_graph SET
-			state = CASE WHEN state = 'running' THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
-			finished_at = CASE WHEN state = 'running' THEN NULL ELSE clock_timestamp() END,
+		WITH open AS MATERIALIZED (
+			SELECT id FROM job_graph WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
+			ORDER BY id FOR UPDATE
+		)
+		UPDATE job_graph j SET
+			state = CASE WHEN j.state = 'running' THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
+			finished_at = CASE WHEN j.state = 'running' THEN NULL ELSE clock_timestamp() END,
 			updated_at = clock_timestamp()
-		WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency', 'ready', 'running')`, groupID)
+		FROM open WHERE j.id = open.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')`, groupID)
 	if err != nil {
 		return "", fmt.Errorf("cancel jobs of group %d: %w", groupID, err)
 	}
@@ -61,12 +65,27 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 // RetryTx re-runs the failed, dependency-failed and cancelled jobs of a finished group; complete
 // jobs are kept. Each re-run job's counter is recomputed from its dependency array (Option 1),
 // and those with nothing left to wait for are dispatched.
+//
+// The job rows are reset before the group row is touched, in the lock order of the package
+// documentation; a group that turns out not to be finished rolls the reset back with the error.
 func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, error) {
+	tag, err := tx.Exec(ctx, `
+		WITH finished AS MATERIALIZED (
+			SELECT id FROM job_graph WHERE group_id = $1 AND state IN ('job_failed', 'dependency_failed', 'cancel_complete')
+			ORDER BY id FOR UPDATE
+		)
+		UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
+			as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
+			updated_at = clock_timestamp()
+		FROM finished f WHERE j.id = f.id AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')`, groupID)
+	if err != nil {
+		return "", fmt.Errorf("reset jobs of group %d: %w", groupID, err)
+	}
 	var state string
-	err := tx.QueryRow(ctx, `
+	err = tx.QueryRow(ctx, `
 		UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-			updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
-		WHERE id = $1 AND state IN ('failed', 'canceled') RETURNING state::text`, groupID).Scan(&state)
+			remaining = $2, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+		WHERE id = $1 AND state IN ('failed', 'canceled') RETURNING state::text`, groupID, tag.RowsAffected()).Scan(&state)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if state, err = groupState(ctx, tx, groupID); err != nil {
 			return "", err
@@ -75,17 +94,6 @@ func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, 
 	}
 	if err != nil {
 		return "", fmt.Errorf("retry group %d: %w", groupID, err)
-	}
-	tag, err := tx.Exec(ctx, `
-		UPDATE job_graph SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
-			as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
-			updated_at = clock_timestamp()
-		WHERE group_id = $1 AND state IN ('job_failed', 'dependency_failed', 'cancel_complete')`, groupID)
-	if err != nil {
-		return "", fmt.Errorf("reset jobs of group %d: %w", groupID, err)
-	}
-	if _, err := tx.Exec(ctx, `UPDATE groups SET remaining = $2 WHERE id = $1`, groupID, tag.RowsAffected()); err != nil {
-		return "", fmt.Errorf("count jobs of group %d: %w", groupID, err)
 	}
 	if _, err := g.recountGroup(ctx, tx, groupID); err != nil {
 		return "", err

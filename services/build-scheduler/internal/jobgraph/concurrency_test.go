@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -25,17 +24,11 @@ func committed(t *testing.T, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) {
 	require.NoError(t, pgx.BeginFunc(context.Background(), pool, fn))
 }
 
-// retried runs fn in a transaction, again while Postgres aborts it as deadlocked or not
-// serialisable: River redelivers a report whose transaction failed, so workers in these tests
-// retry the same way. It is safe from any goroutine (no t.FailNow).
-func retried(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
-	for {
-		err := pgx.BeginFunc(ctx, pool, fn)
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
-			return err
-		}
-	}
+// inTx runs fn in its own transaction; it is safe from any goroutine (no t.FailNow). Nothing is
+// retried: with the package's lock order no transaction is ever aborted as deadlocked, and a
+// deadlock fails the test.
+func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, pool, fn)
 }
 
 func newGraph(t *testing.T) *Graph {
@@ -72,7 +65,7 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		for i, c := range claims {
 			wg.Go(func() {
 				<-start
-				errs[i] = retried(ctx, pool, func(tx pgx.Tx) error {
+				errs[i] = inTx(ctx, pool, func(tx pgx.Tx) error {
 					_, err := graph.ReportTx(ctx, tx, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded})
 					return err
 				})
@@ -193,12 +186,7 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 // is sent twice, as River may deliver it twice.
 func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int64, fails map[string]bool, w int) error {
 	for n := 0; ; n++ {
-		var c Claim
-		var ok bool
-		err := retried(ctx, pool, func(tx pgx.Tx) (err error) {
-			c, ok, err = ClaimNext(ctx, tx, "linux", fmt.Sprint("w", w), time.Minute)
-			return err
-		})
+		c, ok, err := ClaimNext(ctx, pool, "linux", fmt.Sprint("w", w), time.Minute)
 		if err != nil {
 			return fmt.Errorf("worker %d claim: %w", w, err)
 		}
@@ -219,10 +207,85 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 		}
 		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome}
 		for range 1 + min(1, n%5/4) {
-			err := retried(ctx, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
+			err := inTx(ctx, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
 			if err != nil {
 				return fmt.Errorf("worker %d report of job %d: %w", w, c.JobID, err)
 			}
 		}
 	}
+}
+
+// TestCancelAndWatchdogUnderLoad cancels a group while eight workers claim and report its jobs
+// and watchdog passes and recounts run beside them: every transaction takes its locks in the
+// package's order, so none is aborted as deadlocked, and the group ends canceled with every job
+// final and no counter drift.
+func TestCancelAndWatchdogUnderLoad(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("Seed", seed), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			pool := testdb.NewPool(t, "build_scheduler")
+			graph := newGraph(t)
+			sub, fails := randomGraph(rand.New(rand.NewPCG(seed, 11)), 120)
+			plan, err := dag.Validate(sub, dag.DefaultLimits)
+			require.NoError(t, err)
+			var g int64
+			committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+
+			workCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			var wg sync.WaitGroup
+			errs := make([]error, 10)
+			for w := range 8 {
+				wg.Go(func() {
+					if errs[w] = workUntilDone(workCtx, pool, graph, g, fails, w); errs[w] != nil {
+						cancel()
+					}
+				})
+			}
+			wg.Go(func() { // the watchdog and an admin's recount, over and over
+				for workCtx.Err() == nil && !groupFinal(workCtx, pool, g) {
+					errs[8] = inTx(workCtx, pool, func(tx pgx.Tx) error { _, err := graph.WatchTx(workCtx, tx, time.Hour); return err })
+					if errs[8] == nil {
+						errs[8] = inTx(workCtx, pool, func(tx pgx.Tx) error { _, err := graph.RecountTx(workCtx, tx); return err })
+					}
+					if errs[8] != nil {
+						cancel()
+						return
+					}
+				}
+			})
+			wg.Go(func() { // cancel once a third of the jobs are final
+				for workCtx.Err() == nil && finalJobs(workCtx, pool, g) < len(sub.Jobs)/3 {
+					time.Sleep(time.Millisecond)
+				}
+				errs[9] = inTx(workCtx, pool, func(tx pgx.Tx) error { _, err := graph.CancelTx(workCtx, tx, g, "test"); return err })
+			})
+			wg.Wait()
+			require.NoError(t, errors.Join(errs...))
+
+			var state string
+			var open int
+			require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, (SELECT count(*) FROM job_graph
+				WHERE group_id = $1 AND state NOT IN `+finalStates+`) FROM groups WHERE id = $1`, g).Scan(&state, &open))
+			require.Equal(t, GroupCanceled, state)
+			require.Zero(t, open)
+			drift, err := Drift(ctx, pool)
+			require.NoError(t, err)
+			require.Empty(t, drift)
+		})
+	}
+}
+
+func groupFinal(ctx context.Context, pool *pgxpool.Pool, g int64) bool {
+	var open bool
+	err := pool.QueryRow(ctx, `SELECT state IN ('queued', 'dispatching') FROM groups WHERE id = $1`, g).Scan(&open)
+	return err == nil && !open
+}
+
+func finalJobs(ctx context.Context, pool *pgxpool.Pool, g int64) int {
+	var n int
+	_ = pool.QueryRow(ctx, `SELECT count(*) FROM job_graph WHERE group_id = $1 AND state IN `+finalStates, g).Scan(&n)
+	return n
 }

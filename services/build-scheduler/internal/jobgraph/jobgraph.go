@@ -15,6 +15,12 @@
 // Failure policy: a failed job marks every transitive dependent dependency_failed at once;
 // independent branches go on building; the group ends failed when nothing is left to run.
 //
+// Lock order: a transaction takes row locks in this order, so two transactions never wait on each
+// other: job rows in ascending id, then group_shards rows in ascending shard, then the groups row.
+// Job ids are handed out in topological order at submit, so a transition that locks a job and
+// then its dependents goes up in id; statements that lock several jobs lock them ORDER BY id
+// first. The claim's SKIP LOCKED never waits for a job row.
+//
 // Ordering: the River job for a ready job is only a dispatch token for its target. The worker
 // that takes a token claims, with FOR UPDATE SKIP LOCKED, the ready job of that target from the
 // oldest group (lowest group id), then the highest priority, then the lowest job id. River's

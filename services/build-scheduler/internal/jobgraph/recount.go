@@ -26,7 +26,7 @@ const unfinishedDeps = `(SELECT count(*) FROM job_graph d WHERE d.id = ANY(j.dep
 // reports what it changed: the recovery path for counter drift.
 func (g *Graph) RecountTx(ctx context.Context, tx pgx.Tx) (Recount, error) {
 	var out Recount
-	rows, err := tx.Query(ctx, `SELECT id FROM groups WHERE state IN ('queued', 'dispatching') ORDER BY id FOR UPDATE`)
+	rows, err := tx.Query(ctx, `SELECT id FROM groups WHERE state IN ('queued', 'dispatching') ORDER BY id`)
 	if err != nil {
 		return out, fmt.Errorf("list active groups: %w", err)
 	}
@@ -53,7 +53,13 @@ func (g *Graph) RecountTx(ctx context.Context, tx pgx.Tx) (Recount, error) {
 // recomputed and settled.
 func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Recount, error) {
 	var out Recount
-	var err error
+	// The group's unfinished jobs are locked first, in id order (the package's lock order), so
+	// no transition moves them while they are recounted.
+	_, err := tx.Exec(ctx, `SELECT FROM job_graph WHERE group_id = $1 AND state NOT IN `+finalStates+`
+		ORDER BY id FOR UPDATE`, groupID)
+	if err != nil {
+		return out, fmt.Errorf("lock jobs of group %d: %w", groupID, err)
+	}
 	out.DependencyFailed, err = ids(ctx, tx, `
 		UPDATE job_graph j SET state = 'dependency_failed', finished_at = clock_timestamp(), updated_at = clock_timestamp(),
 			error = 'a dependency failed (found by recount)'

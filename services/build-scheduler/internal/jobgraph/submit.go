@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,6 +24,7 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 	if err != nil {
 		return 0, err
 	}
+	ids = topologicalIDs(plan, ids)
 	if err := insertShards(ctx, tx, groupID, ids); err != nil {
 		return 0, err
 	}
@@ -66,6 +68,19 @@ func allocateIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
 		return nil, fmt.Errorf("allocate %d job ids: %w", n, err)
 	}
 	return ids, nil
+}
+
+// topologicalIDs hands the ascending ids out in the plan's topological order and returns them
+// by job index, so that every job's id is above its dependencies'. Transitions lock job rows
+// from a job to its dependents, so ids in that order make every transaction lock job rows in
+// ascending id order, and two of them can never wait on each other's rows (see the package documentation).
+func topologicalIDs(plan dag.Plan, ascending []int64) []int64 {
+	slices.Sort(ascending)
+	byJob := make([]int64, len(plan.Jobs))
+	for k, i := range plan.Order {
+		byJob[i] = ascending[k]
+	}
+	return byJob
 }
 
 type columns struct {

@@ -42,11 +42,11 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 				finished_at = clock_timestamp(), updated_at = clock_timestamp()
 			WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state IN ('running', 'cancel_pending')
 			RETURNING id, group_id, target, state, dependents
-		), released AS (`+releaseSQL+`), counted AS (`+countOffSQL+`)
+		), `+releaseSQL+`, counted AS (`+countOffSQL+`)
 		SELECT d.group_id, d.state::text,
 			coalesce(array_agg(r.id ORDER BY r.id) FILTER (WHERE r.ready), '{}'),
 			coalesce(array_agg(r.target ORDER BY r.id) FILTER (WHERE r.ready), '{}'),
-			(SELECT emptied FROM counted), (SELECT group_state FROM counted)
+			coalesce((SELECT emptied FROM counted), false), coalesce((SELECT group_state FROM counted), '')
 		FROM done d LEFT JOIN released r ON true
 		GROUP BY d.group_id, d.state`,
 		r.JobID, r.Attempt, r.LeaseToken, r.Outcome, r.AsBuilt, r.ExitCode, r.Error, r.LogIncomplete,
@@ -61,11 +61,13 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 	var finished []int64
 	switch res.State {
 	case JobFailed:
-		msg := fmt.Sprintf("job %d failed on attempt %d (exit %d): %s", r.JobID, r.Attempt, r.ExitCode, r.Error)
-		if err := addEvent(ctx, tx, &res.GroupID, &r.JobID, EventJobFailed, "%s", msg); err != nil {
+		failed, err := failDependents(ctx, tx, r.JobID, res.GroupID)
+		if err != nil {
 			return res, err
 		}
-		if finished, err = failDependents(ctx, tx, r.JobID, res.GroupID); err != nil {
+		finished = append(failed, r.JobID)
+		msg := fmt.Sprintf("job %d failed on attempt %d (exit %d): %s", r.JobID, r.Attempt, r.ExitCode, r.Error)
+		if err := addEvent(ctx, tx, &res.GroupID, &r.JobID, EventJobFailed, "%s", msg); err != nil {
 			return res, err
 		}
 	case Complete:
@@ -81,30 +83,39 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 	return res, err
 }
 
-// releaseSQL decrements the counters of the waiting dependents of the job in CTE done, when done
-// completed, and turns those that reach zero ready. The dependents are read by primary key from
-// the job's immutable dependents array. Row locks serialise two dependencies completing at once:
-// the second UPDATE re-reads the row the first committed, so exactly one of them sees the counter
-// reach zero.
+// releaseSQL is two CTEs that decrement the counters of the waiting dependents of the job in CTE
+// done, when done completed, and turn those that reach zero ready (CTE released). The dependents
+// are read by primary key from the job's immutable dependents array and locked in id order first.
+// Row locks serialise two dependencies completing at once: the second UPDATE re-reads the row
+// the first committed, so exactly one of them sees the counter reach zero.
 //
 // The same-group check is written with IS NOT DISTINCT FROM (equal, as group_id is never null)
 // so that it cannot be matched to the (group_id, state) index: given it, the planner reads a
 // fresh group's statistics as a handful of rows and scans every waiting job of the group for
 // each completion (1.1 ms at 10,000 jobs) instead of looking up the dependents by id.
 const releaseSQL = `
-	UPDATE job_graph j SET
-		waiting_on_count = j.waiting_on_count - 1,
-		state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
-		updated_at = clock_timestamp()
-	FROM done WHERE done.state = 'complete' AND j.id = ANY(done.dependents)
-		AND j.group_id IS NOT DISTINCT FROM done.group_id AND j.state = 'waiting_on_dependency'
-	RETURNING j.id, j.target, j.state = 'ready' AS ready`
+	waiting AS MATERIALIZED (
+		SELECT j.id FROM done JOIN job_graph j ON j.id = ANY(done.dependents)
+		WHERE done.state = 'complete' AND j.group_id IS NOT DISTINCT FROM done.group_id
+			AND j.state = 'waiting_on_dependency'
+		ORDER BY j.id FOR UPDATE OF j
+	), released AS (
+		UPDATE job_graph j SET
+			waiting_on_count = j.waiting_on_count - 1,
+			state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
+			updated_at = clock_timestamp()
+		FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
+		RETURNING j.id, j.target, j.state = 'ready' AS ready
+	)`
 
 // countOffSQL counts the job in CTE done off its group shard, as it has just become final, and
-// says whether that emptied the shard, with the group's state.
+// says whether that emptied the shard, with the group's state. It runs after CTE released, in the
+// lock order of the package documentation (job rows before shards). A failed job is left to
+// settle, which counts it off with its failed dependents once they are locked.
 const countOffSQL = `
 	UPDATE group_shards s SET remaining = s.remaining - 1
-	FROM done WHERE s.group_id = done.group_id AND s.shard = done.id % ` + groupShardsSQL + `
+	FROM done, (SELECT count(*) FROM released) AS after_release
+	WHERE done.state <> 'job_failed' AND s.group_id = done.group_id AND s.shard = done.id % ` + groupShardsSQL + `
 	RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = done.group_id) AS group_state`
 
 // consequences applies what follows from job jobID entering state, for the transitions that do
@@ -127,18 +138,22 @@ func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int6
 }
 
 // failDependents marks every transitive dependent of jobID that has not run yet
-// dependency_failed and returns the ids it marked. The jobs are looked up by id, as in releaseSQL.
+// dependency_failed and returns the ids it marked. The jobs are looked up by id and locked in id
+// order, as in releaseSQL.
 func failDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) ([]int64, error) {
 	failed, err := ids(ctx, tx, `
 		WITH RECURSIVE down(id) AS (
 			SELECT unnest(dependents) FROM job_graph WHERE id = $2
 			UNION
 			SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
+		), unstarted AS MATERIALIZED (
+			SELECT j.id FROM down JOIN job_graph j ON j.id = down.id
+			WHERE j.group_id IS NOT DISTINCT FROM $1 AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+			ORDER BY j.id FOR UPDATE OF j
 		)
 		UPDATE job_graph j SET state = 'dependency_failed', error = 'dependency ' || $2 || ' failed',
 			finished_at = clock_timestamp(), updated_at = clock_timestamp()
-		FROM down WHERE j.id = down.id AND j.group_id IS NOT DISTINCT FROM $1
-			AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+		FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
 		RETURNING j.id`,
 		groupID, jobID)
 	if err != nil {

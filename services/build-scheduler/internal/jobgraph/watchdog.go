@@ -33,9 +33,7 @@ type WatchReport struct {
 // target no worker has polled within stallAfter. A group that is progressing, or whose jobs are
 // running under live leases, is never touched however slow it is. Groups whose jobs are all
 // final are settled, and counter drift against Option 1 is reported as events.
-func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) (WatchReport, error) {
-	rep := WatchReport{}
-	var err error
+func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) (rep WatchReport, err error) {
 	// Drift is reported before any group is cancelled, while the drifting groups are still active.
 	if rep.Drift, err = reportDrift(ctx, tx); err != nil {
 		return rep, err
@@ -64,7 +62,9 @@ func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration
 			rep.Canceled = append(rep.Canceled, w.id)
 		}
 	}
-	return rep, nil
+	// The group rows are written last, after the cancellations have locked their jobs and
+	// shards, in the lock order of the package documentation.
+	return rep, remember(ctx, tx, watches)
 }
 
 // verdict returns why the group must be cancelled, or "" when it must be left alone.
@@ -84,8 +84,8 @@ func (w watch) verdict(stallAfter time.Duration) string {
 	return ""
 }
 
-// observe reads every active group's counts, updates the watchdog's memory of when they last
-// changed, and finds ready targets without workers.
+// observe reads every active group's counts, works out how long they have been unchanged, and
+// finds ready targets without workers; remember stores what it saw.
 func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT g.id, g.watch_counts, g.watch_changed_at, (extract(epoch FROM clock_timestamp() - g.watch_changed_at) * 1000)::bigint,
@@ -119,7 +119,7 @@ func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch,
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("observe active groups: %w", err)
 	}
-	return out, remember(ctx, tx, out)
+	return out, nil
 }
 
 // remember stores each group's counts signature, restarting its clock when they changed.
