@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -164,10 +165,17 @@ type stampConn struct {
 	lastRead time.Time
 }
 
+// Read reads, stamps, and then yields the processor before the frames are parsed. When a
+// hundred miners answer in the same millisecond, the runtime wakes their readers together; each
+// used to read, then decode all its frames (~10 µs each) before the next reader got a core, so
+// the last connection's stamp carried the decoding of every connection run before it. Yielding
+// lets every reader already woken take its socket read, and its stamp, before any of them
+// decodes. The stamp is still the instant our read returned; only the decoding moves later.
 func (c *stampConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lastRead = time.Now()
+		runtime.Gosched()
 	}
 	return n, err
 }
