@@ -44,11 +44,10 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 			RETURNING id, group_id, target, state, dependents
 		), `+releaseSQL+`, counted AS (`+countOffSQL+`)
 		SELECT d.group_id, d.state::text,
-			coalesce(array_agg(r.id ORDER BY r.id) FILTER (WHERE r.ready), '{}'),
-			coalesce(array_agg(r.target ORDER BY r.id) FILTER (WHERE r.ready), '{}'),
+			ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id),
+			ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id),
 			coalesce((SELECT emptied FROM counted), false), coalesce((SELECT group_state FROM counted), '')
-		FROM done d LEFT JOIN released r ON true
-		GROUP BY d.group_id, d.state`,
+		FROM done d`,
 		r.JobID, r.Attempt, r.LeaseToken, r.Outcome, r.AsBuilt, r.ExitCode, r.Error, r.LogIncomplete,
 	).Scan(&res.GroupID, &res.State, &readyID, &readyTg, &emptied, &res.GroupState)
 	if errors.Is(err, pgx.ErrNoRows) {
