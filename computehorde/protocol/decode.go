@@ -129,7 +129,7 @@ func (d Decoder) DecodeFromValidator(frame []byte) (Message, error) {
 }
 
 // decode checks the size before parsing, so a frame costs at most a small multiple of its
-// size: one pass to validate and read message_type, one for required fields, one to decode.
+// size: one pass to validate, one to read message_type, one for required fields, one to decode.
 func (d Decoder) decode(frame []byte, from Sender) (Message, error) {
 	limit := d.MaxFrameSize
 	if limit <= 0 {
@@ -138,7 +138,11 @@ func (d Decoder) decode(frame []byte, from Sender) (Message, error) {
 	if len(frame) > limit {
 		return nil, &DecodeError{Kind: KindFrameTooLarge, Err: fmt.Errorf("%d bytes, limit %d", len(frame), limit)}
 	}
-	messageType, err := readTag(frame, "message_type")
+	object, err := jsonwire.ParseObject(frame)
+	if err != nil {
+		return nil, classify(err, "")
+	}
+	messageType, err := tagOf(object, "message_type")
 	if err != nil {
 		return nil, classify(err, "")
 	}
@@ -146,7 +150,7 @@ func (d Decoder) decode(frame []byte, from Sender) (Message, error) {
 	if !ok || kind.sender&from == 0 {
 		return nil, &DecodeError{Kind: KindUnknownMessageType, MessageType: messageType}
 	}
-	if err := jsonwire.Require(frame, kind.required...); err != nil {
+	if err := object.Require(kind.required...); err != nil {
 		return nil, classify(err, messageType)
 	}
 	msg := kind.zero()

@@ -20,3 +20,19 @@ func BenchmarkDecodeLargeFrame(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeJobFinished decodes the hot phase's answer frame: a validator's readers decode
+// one per executor in the same few milliseconds, so its cost is paid serially on few cores.
+func BenchmarkDecodeJobFinished(b *testing.B) {
+	frame, err := Encode(&V0JobFinishedRequest{JobUUID: "0f8fad5b-d9cb-469f-a165-70867728950e", DockerProcessStdout: "x"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := Decoder{}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.DecodeFromMiner(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"drover.dev/computehorde/internal/jsonwire"
 )
@@ -186,12 +188,22 @@ func decodeVolume(data []byte, allowMulti bool) (Volume, error) {
 
 // readTag returns the required string discriminator of an object.
 func readTag(data []byte, field string) (string, error) {
-	value, ok, err := jsonwire.Lookup(data, field)
+	o, err := jsonwire.ParseObject(data)
 	if err != nil {
 		return "", err
 	}
+	return tagOf(o, field)
+}
+
+// tagOf returns the required string discriminator of an object already parsed. A plain string
+// (no escapes, valid UTF-8), as every tag on the wire is, is read without json.Unmarshal.
+func tagOf(o jsonwire.Object, field string) (string, error) {
+	value, ok := o.Lookup(field)
 	if !ok || jsonwire.IsNull(value) {
 		return "", &jsonwire.FieldError{Field: field, Missing: !ok}
+	}
+	if n := len(value); n >= 2 && value[0] == '"' && bytes.IndexByte(value, '\\') < 0 && utf8.Valid(value) {
+		return string(value[1 : n-1]), nil
 	}
 	var tag string
 	if err := json.Unmarshal(value, &tag); err != nil {

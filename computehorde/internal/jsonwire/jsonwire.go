@@ -69,13 +69,32 @@ func (e *ValueError) Error() string {
 	return fmt.Sprintf("field %q: invalid value %q", e.Field, e.Value)
 }
 
-// Require checks that data is a JSON object holding each named field with a non-null value. It
-// reports a non-object as *json.UnmarshalTypeError and bad JSON as *json.SyntaxError, like
-// encoding/json would.
-func Require(data []byte, names ...string) error {
+// Object is JSON text already checked to be an object, so that several lookups and checks of
+// one frame validate it once rather than once each.
+type Object []byte
+
+// ParseObject checks that data is a JSON object. It reports a non-object as
+// *json.UnmarshalTypeError and bad JSON as *json.SyntaxError, like encoding/json would.
+func ParseObject(data []byte) (Object, error) {
 	if err := checkObject(data); err != nil {
+		return nil, err
+	}
+	return Object(data), nil
+}
+
+// Require checks that data is a JSON object holding each named field with a non-null value,
+// with the errors of ParseObject and Object.Require.
+func Require(data []byte, names ...string) error {
+	o, err := ParseObject(data)
+	if err != nil {
 		return err
 	}
+	return o.Require(names...)
+}
+
+// Require checks that the object holds each named field with a non-null value.
+func (o Object) Require(names ...string) error {
+	data := []byte(o)
 	const maxNames = 64
 	if len(names) > maxNames {
 		panic("jsonwire: too many required names") // a programming error: callers list a few
@@ -107,22 +126,34 @@ func Require(data []byte, names ...string) error {
 // present; with duplicate keys the last wins, as in encoding/json. It allocates nothing for
 // keys without escapes, so checking a frame's fields costs a scan, not a copy of the frame.
 func Lookup(data []byte, name string) (json.RawMessage, bool, error) {
-	if err := checkObject(data); err != nil {
+	o, err := ParseObject(data)
+	if err != nil {
 		return nil, false, err
 	}
+	found, ok := o.Lookup(name)
+	return found, ok, nil
+}
+
+// Lookup returns the raw value of the object's member name, a subslice of the object, and
+// whether it is present, as the package's Lookup does.
+func (o Object) Lookup(name string) (json.RawMessage, bool) {
 	var found json.RawMessage
 	ok := false
-	eachMember(data, func(key, value []byte) {
+	eachMember(o, func(key, value []byte) {
 		if keyEquals(key, name) {
 			found, ok = value, true
 		}
 	})
-	return found, ok, nil
+	return found, ok
 }
 
 // checkObject reports invalid JSON or a non-object the way json.Unmarshal does, without
-// allocating for the contents.
+// allocating for the contents. A valid object, the common case, costs one json.Valid scan;
+// anything else goes through json.Unmarshal for the error it would give.
 func checkObject(data []byte) error {
+	if json.Valid(data) && data[skipSpace(data, 0)] == '{' {
+		return nil
+	}
 	var object struct{}
 	if err := json.Unmarshal(data, &object); err != nil {
 		return err

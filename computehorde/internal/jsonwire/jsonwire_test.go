@@ -2,6 +2,7 @@ package jsonwire
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -79,6 +80,46 @@ func TestRequire(t *testing.T) {
 				require.ErrorAs(t, err, &typeErr)
 			default:
 				require.NoError(t, err)
+			}
+		})
+	}
+}
+
+func TestParseObject(t *testing.T) {
+	t.Parallel()
+
+	t.Run("Object", func(t *testing.T) {
+		t.Parallel()
+		o, err := ParseObject([]byte(` {"a":"x","b":{"c":[1,"}"]},"a":"y"}`))
+		require.NoError(t, err)
+		v, ok := o.Lookup("a")
+		require.True(t, ok)
+		require.Equal(t, `"y"`, string(v), "the last of duplicate keys wins, as in encoding/json")
+		v, ok = o.Lookup("b")
+		require.True(t, ok)
+		require.Equal(t, `{"c":[1,"}"]}`, string(v))
+		_, ok = o.Lookup("c")
+		require.False(t, ok, "members of nested objects are not the object's")
+		require.NoError(t, o.Require("a", "b"))
+		var fieldErr *FieldError
+		require.ErrorAs(t, o.Require("a", "z"), &fieldErr)
+		require.Equal(t, "z", fieldErr.Field)
+	})
+
+	// The errors are those json.Unmarshal gives for the same text.
+	for name, data := range map[string]string{
+		"Truncated": `{"a":1`, "Empty": ``, "Array": `[1]`, "Null": `null`, "String": `"x"`, "TrailingComma": `{"a":1,}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseObject([]byte(data))
+			require.Error(t, err)
+			var syntaxErr *json.SyntaxError
+			var typeErr *json.UnmarshalTypeError
+			require.True(t, errors.As(err, &syntaxErr) || errors.As(err, &typeErr), "%T %v", err, err)
+			var object struct{}
+			if want := json.Unmarshal([]byte(data), &object); want != nil {
+				require.Equal(t, want.Error(), err.Error())
 			}
 		})
 	}
