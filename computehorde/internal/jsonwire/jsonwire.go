@@ -100,7 +100,7 @@ func (o Object) Require(names ...string) error {
 		panic("jsonwire: too many required names") // a programming error: callers list a few
 	}
 	var present, null uint64
-	eachMember(data, func(key, value []byte) {
+	eachChild(data, func(key, value []byte, _ int) {
 		for i, name := range names {
 			if keyEquals(key, name) {
 				present |= 1 << i
@@ -139,7 +139,7 @@ func Lookup(data []byte, name string) (json.RawMessage, bool, error) {
 func (o Object) Lookup(name string) (json.RawMessage, bool) {
 	var found json.RawMessage
 	ok := false
-	eachMember(o, func(key, value []byte) {
+	eachChild(o, func(key, value []byte, _ int) {
 		if keyEquals(key, name) {
 			found, ok = value, true
 		}

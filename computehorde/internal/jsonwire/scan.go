@@ -1,20 +1,26 @@
 package jsonwire
 
-// eachMember calls fn with the quoted key and raw value of each member of the object in data,
-// which must be valid JSON (checkObject has passed).
-func eachMember(data []byte, fn func(key, value []byte)) {
-	i := skipSpace(data, 0) + 1 // past '{'
+// eachChild calls fn with each member of the object in data (its quoted key and raw value), or
+// each element of the array (a nil key), and the index in data just past the value. data must
+// be valid JSON (checkObject has passed, or encoding/json handed it over).
+func eachChild(data []byte, fn func(key, value []byte, end int)) {
+	i := skipSpace(data, 0)
+	object := data[i] == '{'
+	i++ // past '{' or '['
 	for {
 		i = skipSpace(data, i)
-		if data[i] == '}' {
+		if data[i] == '}' || data[i] == ']' {
 			return
 		}
-		keyEnd := skipString(data, i)
-		key := data[i:keyEnd]
-		i = skipSpace(data, keyEnd) + 1 // past ':'
-		i = skipSpace(data, i)
+		var key []byte
+		if object {
+			keyEnd := skipString(data, i)
+			key = data[i:keyEnd]
+			i = skipSpace(data, keyEnd) + 1 // past ':'
+			i = skipSpace(data, i)
+		}
 		valueEnd := skipValue(data, i)
-		fn(key, data[i:valueEnd])
+		fn(key, data[i:valueEnd], valueEnd)
 		i = skipSpace(data, valueEnd)
 		if data[i] == ',' {
 			i++
