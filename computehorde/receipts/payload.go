@@ -1,7 +1,6 @@
 package receipts
 
 import (
-	"encoding/json"
 	"time"
 
 	"drover.dev/computehorde/hotkey"
@@ -92,17 +91,18 @@ func (h Header) signed(t Type) pyObject {
 // decodePayload unmarshals data into wire after checking the header and the given fields are
 // present and that receipt_type, when present, is want.
 func decodePayload(data []byte, want Type, wire any, fields ...string) error {
-	if err := jsonwire.Require(data, append(fields, headerFields...)...); err != nil {
-		return err
-	}
-	tag, ok, err := jsonwire.Lookup(data, "receipt_type")
+	o, err := jsonwire.ParseObject(data)
 	if err != nil {
 		return err
 	}
+	if err := o.Require(append(fields, headerFields...)...); err != nil {
+		return err
+	}
+	tag, ok := o.Lookup("receipt_type")
 	if ok && !jsonwire.IsNull(tag) && string(tag) != `"`+string(want)+`"` {
 		return &jsonwire.ValueError{Field: "receipt_type", Value: string(tag)}
 	}
-	return json.Unmarshal(data, wire)
+	return o.Decode(wire, "")
 }
 
 // Sign signs a payload with the validator's key and returns the "0x…" signature.

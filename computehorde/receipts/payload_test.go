@@ -3,6 +3,7 @@ package receipts
 import (
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,6 +120,23 @@ func TestPayloadWireRoundTrip(t *testing.T) {
 	}
 }
 
+// TestPayloadDecodeMatchesKeysExactly appends keys that differ from the payload's only in case:
+// pydantic ignores them, where encoding/json alone would let them overwrite the exact ones.
+func TestPayloadDecodeMatchesKeysExactly(t *testing.T) {
+	t.Parallel()
+
+	const strays = `,"JOB_UUID":"evil","Timestamp":"2000-01-01T00:00:00Z","TTL":1,"Score_Str":"0","Receipt_Type":"x"}`
+	for _, tt := range payloadCases {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			decoded, err := decodeAnyPayload([]byte(strings.TrimSuffix(tt.wire, "}") + strays))
+			require.NoError(t, err)
+			require.Equal(t, string(tt.payload.SignedBytes()), string(decoded.SignedBytes()))
+		})
+	}
+}
+
 func TestPayloadDecodeErrors(t *testing.T) {
 	t.Parallel()
 
@@ -131,6 +149,7 @@ func TestPayloadDecodeErrors(t *testing.T) {
 		value   bool
 	}{
 		{name: "MissingTTL", payload: new(JobStarted), data: `{"job_uuid":"u","miner_hotkey":"m","validator_hotkey":"v","timestamp":"2025-03-01T12:00:00Z","executor_class":"c","is_organic":true}`, field: "ttl", missing: true},
+		{name: "TTLInWrongCaseOnly", payload: new(JobStarted), data: `{"job_uuid":"u","miner_hotkey":"m","validator_hotkey":"v","timestamp":"2025-03-01T12:00:00Z","executor_class":"c","is_organic":true,"TTL":1}`, field: "ttl", missing: true},
 		{name: "NullJobUUID", payload: new(JobAccepted), data: `{"job_uuid":null,"miner_hotkey":"m","validator_hotkey":"v","timestamp":"2025-03-01T12:00:00Z","time_accepted":"2025-03-01T12:00:00Z","ttl":1}`, field: "job_uuid"},
 		{name: "WrongReceiptType", payload: new(JobStarted), data: `{"job_uuid":"u","miner_hotkey":"m","validator_hotkey":"v","timestamp":"2025-03-01T12:00:00Z","receipt_type":"JobAcceptedReceipt","executor_class":"c","is_organic":true,"ttl":1}`, field: "receipt_type", value: true},
 		{name: "BadTimestamp", payload: new(JobFinished), data: `{"job_uuid":"u","miner_hotkey":"m","validator_hotkey":"v","timestamp":"yesterday","time_started":"2025-03-01T12:00:00Z","time_took_us":1,"score_str":"1"}`, field: "timestamp", value: true},

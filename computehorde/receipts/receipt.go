@@ -36,11 +36,15 @@ func (r Receipt) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a receipt, choosing the payload type by its receipt_type. A payload of an
 // unknown receipt_type is an error, as it is upstream.
 func (r *Receipt) UnmarshalJSON(data []byte) error {
-	if err := jsonwire.Require(data, "payload", "validator_signature", "miner_signature"); err != nil {
+	o, err := jsonwire.ParseObject(data)
+	if err != nil {
+		return err
+	}
+	if err := o.Require("payload", "validator_signature", "miner_signature"); err != nil {
 		return err
 	}
 	var w receiptWire
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := o.Decode(&w, ""); err != nil {
 		return err
 	}
 	payload, err := decodeAnyPayload(w.Payload)
