@@ -129,7 +129,8 @@ func (d Decoder) DecodeFromValidator(frame []byte) (Message, error) {
 }
 
 // decode checks the size before parsing, so a frame costs at most a small multiple of its
-// size: one pass to validate, one to read message_type, one for required fields, one to decode.
+// size: one pass to validate, one to read message_type, one for required fields, one to check
+// that keys match fields exactly, one to decode.
 func (d Decoder) decode(frame []byte, from Sender) (Message, error) {
 	limit := d.MaxFrameSize
 	if limit <= 0 {
@@ -154,7 +155,7 @@ func (d Decoder) decode(frame []byte, from Sender) (Message, error) {
 		return nil, classify(err, messageType)
 	}
 	msg := kind.zero()
-	if err := json.Unmarshal(frame, msg); err != nil {
+	if err := object.Decode(msg, "message_type"); err != nil {
 		return nil, classify(err, messageType)
 	}
 	return msg, nil

@@ -130,6 +130,11 @@ func TestDecodeDefaults(t *testing.T) {
 			want:  &V0HordeFailedRequest{JobUUID: "u", ReportedBy: ParticipantUnknown, Message: "m", Reason: HordeUnknown},
 		},
 		{
+			name:  "EnvKeysKeepCase",
+			frame: `{"message_type":"V0JobRequest","job_uuid":"u","executor_class":"c","docker_image":"i","docker_run_options_preset":"none","docker_run_cmd":[],"env":{"A":"1","a":"2"}}`,
+			want:  &V0JobRequest{JobUUID: "u", ExecutorClass: "c", DockerImage: "i", DockerRunOptionsPreset: PresetNone, DockerRunCmd: List[string]{}, Env: StringMap{"A": "1", "a": "2"}},
+		},
+		{
 			name:  "UnauthorizedUnknownCodeKept",
 			frame: `{"message_type":"UnauthorizedError","code":"SUBNET_PAUSED"}`,
 			want:  &UnauthorizedError{Code: "SUBNET_PAUSED"},
@@ -186,5 +191,87 @@ func TestEncodeValueAndPointerAlike(t *testing.T) {
 		encoded, err := Encode(value)
 		require.NoError(t, err)
 		require.Equal(t, string(frame), string(encoded), path)
+	}
+}
+
+// TestDecodeMatchesKeysExactly checks that a member binds only to the field whose name equals
+// its key, as pydantic binds, at every depth: encoding/json alone also binds keys that differ in
+// case ("JOB_UUID", or "docker_proceſs_stdout" with a long s) and lets the last of them win, so
+// a miner could show us a job_uuid upstream would not see. Upstream ignores unknown keys, so
+// each frame must decode as the golden frame it was edited from; a required field given only
+// in the wrong case is missing.
+func TestDecodeMatchesKeysExactly(t *testing.T) {
+	t.Parallel()
+
+	const (
+		finished      = "constructed/V0JobFinishedRequest.json"
+		failed        = "constructed/V0JobFailedRequest.json"
+		initial       = "reference/V0InitialJobRequest.json"
+		streaming     = "constructed/V0InitialJobRequest_streaming.json"
+		volumes       = "constructed/V0JobRequest_volumes.json"
+		zipPost       = "constructed/V0JobRequest_zip_post.json"
+		decline       = "reference/V0DeclineJobRequest.json"
+		receipt       = "constructed/V0JobFinishedReceiptRequest.json"
+		specs         = "constructed/V0MachineSpecsRequest.json"
+		auth          = "reference/ValidatorAuthForMiner.json"
+		exactJobUUID  = `"job_uuid":"7b9e…"`
+		exactContents = `"contents":"UEsDBBQAAAAI..."`
+	)
+	tests := []struct {
+		name     string
+		golden   string
+		old, new string
+		missing  string // the field reported missing; "" when the frame decodes as the golden one
+	}{
+		{name: "VariantAfterExact", golden: finished, old: exactJobUUID, new: exactJobUUID + `,"JOB_UUID":"evil"`},
+		{name: "VariantBeforeExact", golden: finished, old: exactJobUUID, new: `"Job_Uuid":"evil",` + exactJobUUID},
+		{name: "VariantsAround", golden: finished, old: exactJobUUID, new: `"JOB_UUID":"a",` + exactJobUUID + `,"job_UUID":"b"`},
+		{name: "UnicodeFold", golden: finished, old: `"docker_process_stderr":""`, new: `"docker_process_stderr":"","docker_proceſs_stderr":"evil"`},
+		{name: "EscapedVariant", golden: finished, old: exactJobUUID, new: exactJobUUID + `,"JOB\u005fUUID":"evil"`},
+		{name: "EscapedExact", golden: finished, old: exactJobUUID, new: `"JOB_UUID":"evil","job\u005fuuid":"7b9e…"`},
+		{name: "OptionalVariantAlone", golden: finished, old: `"artifacts":null`, new: `"artifacts":null,"Artifacts":{"a":"evil"}`},
+		{name: "DiscriminatorVariant", golden: finished, old: exactJobUUID, new: exactJobUUID + `,"Message_Type":"V0JobFailedRequest"`},
+		{name: "RequiredVariantOnly", golden: finished, old: exactJobUUID, new: `"JOB_UUID":"7b9e…"`, missing: "job_uuid"},
+		{name: "AuthSignature", golden: auth, old: `"signature":"0xabab…"`, new: `"signature":"0xabab…","SIGNATURE":"0xevil"`},
+		{name: "AliasVariant", golden: failed, old: `"message":"exit 1"`, new: `"error_detail":"exit 1","ERROR_DETAIL":"evil"`},
+		{name: "AliasedNameVariant", golden: failed, old: `"message":"exit 1"`, new: `"error_detail":"exit 1","Message":"evil"`},
+		{name: "Volume", golden: initial, old: exactContents, new: exactContents + `,"CONTENTS":"evil"`},
+		{name: "VolumeRequiredVariantOnly", golden: initial, old: exactContents, new: `"Contents":"UEsDBBQAAAAI..."`, missing: "contents"},
+		{name: "MultiVolumePart", golden: volumes, old: `"repo_id":"org/model"`, new: `"repo_id":"org/model","Repo_Id":"evil","to\u212aen":"evil"`},
+		{name: "MultiVolume", golden: volumes, old: `"volumes":[`, new: `"Volumes":[],"volumes":[`},
+		{name: "UploadPart", golden: volumes, old: `"url":"https://example.com/q"`, new: `"url":"https://example.com/q","URL":"https://evil"`},
+		{name: "SystemOutput", golden: volumes, old: `"url":"https://example.com/z"`, new: `"url":"https://example.com/z","Url":"https://evil"`},
+		{name: "ZipPostFormFields", golden: zipPost, old: `"form_fields":{}`, new: `"form_fields":{},"FORM_FIELDS":{"k":"evil"}`},
+		{name: "StreamingDetails", golden: streaming, old: `"public_key":"PEM…"`, new: `"public_key":"PEM…","PUBLIC_KEY":"evil"`},
+		{name: "ExecutorTiming", golden: streaming, old: `"allowed_leeway":5`, new: `"allowed_leeway":5,"Allowed_Leeway":99`},
+		{name: "ReceiptPayload", golden: initial, old: `"ttl":298`, new: `"ttl":298,"TTL":1`},
+		{name: "ReceiptPayloadRequiredVariantOnly", golden: initial, old: `"is_organic":false`, new: `"Is_Organic":false`, missing: "is_organic"},
+		{name: "DeclineReason", golden: decline, old: `"reason":"busy"`, new: `"reason":"busy","REASON":"unknown"`},
+		{name: "DeclineReceipt", golden: decline, old: `"miner_signature":"0x…"`, new: `"miner_signature":"0x…","Miner_Signature":"0xevil"`},
+		{name: "DeclineReceiptPayload", golden: decline, old: `"job_uuid":"5c6d…"`, new: `"job_uuid":"5c6d…","JOB_UUID":"7b9e…"`},
+		{name: "ReceiptRequest", golden: receipt, old: `"score_str":"1"`, new: `"score_str":"1","Score_Str":"0"`},
+		{name: "MachineSpecs", golden: specs, old: `"cpu":{"count":32}}`, new: `"cpu":{"count":32}},"Specs":{"evil":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+
+			golden := goldenFrames(t)["testdata/"+tt.golden]
+			require.Equal(t, 1, strings.Count(string(golden), tt.old))
+			frame := strings.Replace(string(golden), tt.old, tt.new, 1)
+
+			msg, err := Decode([]byte(frame))
+			if tt.missing != "" {
+				var decodeErr *DecodeError
+				require.ErrorAs(t, err, &decodeErr)
+				require.Equal(t, KindMissingField, decodeErr.Kind, "%v", err)
+				require.Equal(t, tt.missing, decodeErr.Field)
+				return
+			}
+			require.NoError(t, err)
+			want, err := Decode(golden)
+			require.NoError(t, err)
+			require.Equal(t, want, msg)
+		})
 	}
 }

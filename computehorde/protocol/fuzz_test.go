@@ -12,6 +12,7 @@ func FuzzDecode(f *testing.F) {
 		f.Add(frame)
 	}
 	f.Add([]byte(`PING`))
+	f.Add([]byte(`{"message_type":"V0JobFinishedRequest","JOB_UUID":"B","job_uuid":"A","Job_Uuid":"C","docker_process_stdout":"","docker_process_stderr":"","artifacts":{"K":"v"}}`))
 	f.Add([]byte(`{"message_type":"V0DeclineJobRequest","job_uuid":"u","receipts":[{"payload":{"receipt_type":"JobAcceptedReceipt"}}]}`))
 
 	decoder := Decoder{MaxFrameSize: 64 << 10}

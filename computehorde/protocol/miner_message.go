@@ -1,8 +1,6 @@
 package protocol
 
 import (
-	"encoding/json"
-
 	"drover.dev/computehorde/internal/jsonwire"
 	"drover.dev/computehorde/receipts"
 )
@@ -137,7 +135,7 @@ func (m *V0JobFailedRequest) UnmarshalJSON(data []byte) error {
 		ErrorDetail *string           `json:"error_detail"`
 		ErrorType   *JobFailureReason `json:"error_type"`
 	}{plain: (*plain)(m)}
-	if err := json.Unmarshal(data, &aux); err != nil {
+	if err := jsonwire.Unmarshal(data, &aux, "message_type"); err != nil {
 		return err
 	}
 	switch {

@@ -114,25 +114,25 @@ func (u MultiUpload) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON requires url.
 func (u *ZipAndHTTPPostUpload) UnmarshalJSON(data []byte) error {
 	type plain ZipAndHTTPPostUpload
-	return unmarshalRequired(data, (*plain)(u), "url")
+	return unmarshalRequired(data, "output_upload_type", (*plain)(u), "url")
 }
 
 // UnmarshalJSON requires url.
 func (u *ZipAndHTTPPutUpload) UnmarshalJSON(data []byte) error {
 	type plain ZipAndHTTPPutUpload
-	return unmarshalRequired(data, (*plain)(u), "url")
+	return unmarshalRequired(data, "output_upload_type", (*plain)(u), "url")
 }
 
 // UnmarshalJSON requires url and relative_path.
 func (u *SingleFilePostUpload) UnmarshalJSON(data []byte) error {
 	type plain SingleFilePostUpload
-	return unmarshalRequired(data, (*plain)(u), "url", "relative_path")
+	return unmarshalRequired(data, "output_upload_type", (*plain)(u), "url", "relative_path")
 }
 
 // UnmarshalJSON requires url and relative_path.
 func (u *SingleFilePutUpload) UnmarshalJSON(data []byte) error {
 	type plain SingleFilePutUpload
-	return unmarshalRequired(data, (*plain)(u), "url", "relative_path")
+	return unmarshalRequired(data, "output_upload_type", (*plain)(u), "url", "relative_path")
 }
 
 // UnmarshalJSON requires uploads, each a single-file upload; system_output is a zip upload or
@@ -142,7 +142,7 @@ func (u *MultiUpload) UnmarshalJSON(data []byte) error {
 		Uploads      []json.RawMessage `json:"uploads"`
 		SystemOutput json.RawMessage   `json:"system_output"`
 	}
-	if err := unmarshalRequired(data, &w, "uploads"); err != nil {
+	if err := unmarshalRequired(data, "output_upload_type", &w, "uploads"); err != nil {
 		return err
 	}
 	uploads := make(List[OutputUpload], 0, len(w.Uploads))

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/json"
 
+	"drover.dev/computehorde/internal/jsonwire"
 	"drover.dev/computehorde/receipts"
 )
 
@@ -89,7 +90,7 @@ func (m *V0InitialJobRequest) UnmarshalJSON(data []byte) error {
 		*plain
 		Volume json.RawMessage `json:"volume"`
 	}{plain: (*plain)(m)}
-	if err := json.Unmarshal(data, &aux); err != nil {
+	if err := jsonwire.Unmarshal(data, &aux, "message_type"); err != nil {
 		return err
 	}
 	volume, err := decodeVolume(aux.Volume, true)
@@ -105,7 +106,7 @@ func (m *V0JobRequest) UnmarshalJSON(data []byte) error {
 		Volume       json.RawMessage `json:"volume"`
 		OutputUpload json.RawMessage `json:"output_upload"`
 	}{plain: (*plain)(m)}
-	if err := json.Unmarshal(data, &aux); err != nil {
+	if err := jsonwire.Unmarshal(data, &aux, "message_type"); err != nil {
 		return err
 	}
 	volume, err := decodeVolume(aux.Volume, true)

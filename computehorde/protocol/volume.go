@@ -105,25 +105,25 @@ func (v HuggingfaceVolume) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON requires contents.
 func (v *InlineVolume) UnmarshalJSON(data []byte) error {
 	type plain InlineVolume
-	return unmarshalRequired(data, (*plain)(v), "contents")
+	return unmarshalRequired(data, "volume_type", (*plain)(v), "contents")
 }
 
 // UnmarshalJSON requires contents.
 func (v *ZipURLVolume) UnmarshalJSON(data []byte) error {
 	type plain ZipURLVolume
-	return unmarshalRequired(data, (*plain)(v), "contents")
+	return unmarshalRequired(data, "volume_type", (*plain)(v), "contents")
 }
 
 // UnmarshalJSON requires url and relative_path.
 func (v *SingleFileVolume) UnmarshalJSON(data []byte) error {
 	type plain SingleFileVolume
-	return unmarshalRequired(data, (*plain)(v), "url", "relative_path")
+	return unmarshalRequired(data, "volume_type", (*plain)(v), "url", "relative_path")
 }
 
 // UnmarshalJSON requires repo_id.
 func (v *HuggingfaceVolume) UnmarshalJSON(data []byte) error {
 	type plain HuggingfaceVolume
-	return unmarshalRequired(data, (*plain)(v), "repo_id")
+	return unmarshalRequired(data, "volume_type", (*plain)(v), "repo_id")
 }
 
 // UnmarshalJSON requires volumes and decodes each part by its volume_type.
@@ -131,7 +131,7 @@ func (v *MultiVolume) UnmarshalJSON(data []byte) error {
 	var w struct {
 		Volumes []json.RawMessage `json:"volumes"`
 	}
-	if err := unmarshalRequired(data, &w, "volumes"); err != nil {
+	if err := unmarshalRequired(data, "volume_type", &w, "volumes"); err != nil {
 		return err
 	}
 	volumes := make(List[Volume], 0, len(w.Volumes))
@@ -212,10 +212,15 @@ func tagOf(o jsonwire.Object, field string) (string, error) {
 	return tag, nil
 }
 
-// unmarshalRequired checks the required fields, then decodes data into dst.
-func unmarshalRequired(data []byte, dst any, fields ...string) error {
-	if err := jsonwire.Require(data, fields...); err != nil {
+// unmarshalRequired checks the required fields, then decodes data, an object whose
+// discriminator is tag, into dst.
+func unmarshalRequired(data []byte, tag string, dst any, fields ...string) error {
+	o, err := jsonwire.ParseObject(data)
+	if err != nil {
 		return err
 	}
-	return json.Unmarshal(data, dst)
+	if err := o.Require(fields...); err != nil {
+		return err
+	}
+	return o.Decode(dst, tag)
 }
