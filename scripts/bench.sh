@@ -7,7 +7,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 section() { printf '\n== %s\n' "$*"; }
 
-section "batch-runner hot phase vs a bare prepared-frame write loop (BENCH_EXECUTORS=${BENCH_EXECUTORS:-1000,5000})"
+section "batch-runner hot phase vs a bare prepared-frame write loop, median of ${BENCH_ROUNDS:-3} rounds (BENCH_EXECUTORS=${BENCH_EXECUTORS:-1000,5000})"
 (cd "$root/services/batch-runner" && go test -run '^$' -bench HotPhase -benchtime 1x -timeout 30m ./internal/batch/)
 
 section "build-scheduler: 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT"

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ type benchFleet struct {
 	inproc  *minersim.Fleet
 	control string
 	cmd     *exec.Cmd
+	stopped sync.Once
 }
 
 const benchClass = "always_on.test"
@@ -70,8 +72,9 @@ func startBenchFleet(b *testing.B, bin string, miners, perMiner int, answerAt ti
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(b, err)
 	require.NoError(b, cmd.Start())
-	b.Cleanup(func() { stopProcess(cmd) })
-	f := &benchFleet{mode: "separate process", cmd: cmd, control: readControlURL(b, stdout)}
+	f := &benchFleet{mode: "separate process", cmd: cmd}
+	b.Cleanup(f.stop)
+	f.control = readControlURL(b, stdout)
 	var infos []minersim.MinerInfo
 	var graph minersim.Metagraph
 	f.get(b, "/miners", &infos)
@@ -88,8 +91,21 @@ func startInProcess(b *testing.B, miners, perMiner int, answerAt time.Duration) 
 		SpinUp: 50 * time.Millisecond, Scenario: scenario,
 	})
 	require.NoError(b, err)
-	b.Cleanup(func() { _ = fleet.Close() })
-	return &benchFleet{mode: "IN-PROCESS (RSS and CPU include minersim)", inproc: fleet, plan: benchPlan(fleet.Miners(), fleet.Metagraph())}
+	f := &benchFleet{mode: "IN-PROCESS (RSS and CPU include minersim)", inproc: fleet, plan: benchPlan(fleet.Miners(), fleet.Metagraph())}
+	b.Cleanup(f.stop)
+	return f
+}
+
+// stop ends the fleet. A round calls it when done, so that no fleet outlives its round and
+// takes memory or CPU from the next; the benchmark's cleanup calls it again, which is harmless.
+func (f *benchFleet) stop() {
+	f.stopped.Do(func() {
+		if f.cmd != nil {
+			stopProcess(f.cmd)
+		} else {
+			_ = f.inproc.Close()
+		}
+	})
 }
 
 // readControlURL waits for minersim's "minersim: control http://…" line, which it prints once
