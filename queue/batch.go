@@ -12,6 +12,10 @@ const (
 	QueueMetagraph = "metagraph" // miner-sync
 	QueueBatches   = "batches"   // batch-runner
 	QueueScoring   = "scoring"   // scorer
+
+	// QueueBatchShards is batch-runner's queue of the shards of a sharded batch. It needs more
+	// than one worker slot per process: the shards of a batch wait for each other before sending.
+	QueueBatchShards = "batch_shards"
 )
 
 // SyncMetagraphArgs asks miner-sync to refresh the miners table from the metagraph source.
@@ -50,6 +54,36 @@ func (RunBatchArgs) Kind() string { return "run_batch" }
 // InsertOpts pins RunBatchArgs to QueueBatches.
 func (RunBatchArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueBatches, MaxAttempts: 3}
+}
+
+// RunBatchShardArgs asks a batch-runner replica to run one shard of a sharded batch: the
+// manifests, availability, hot phase and receipts of its miners, with the send instant agreed
+// with the batch's other shards through Postgres. The coordinator (run_batch) inserts every shard
+// of a batch in the transaction that creates the batch.
+type RunBatchShardArgs struct {
+	// BatchID is the batch the shard belongs to.
+	BatchID int64 `json:"batch_id"`
+
+	// Shard numbers the shard within its batch, from 0.
+	Shard int `json:"shard"`
+
+	// Miners are the shard's miners as the coordinator read them from the metagraph.
+	Miners []ShardMiner `json:"miners"`
+}
+
+// ShardMiner is one miner of a shard: its hotkey and axon.
+type ShardMiner struct {
+	Hotkey string `json:"hotkey"`
+	IP     string `json:"ip"`
+	Port   int    `json:"port"`
+}
+
+// Kind is the job kind of RunBatchShardArgs.
+func (RunBatchShardArgs) Kind() string { return "run_batch_shard" }
+
+// InsertOpts pins RunBatchShardArgs to QueueBatchShards.
+func (RunBatchShardArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueBatchShards, MaxAttempts: 3}
 }
 
 // ScoreBatchArgs hands a finished batch's results to scorer. It carries everything scoring
