@@ -16,24 +16,34 @@ import (
 // release, one buffer per miner in a random order; each miner's writer goroutine is parked on
 // one gate; the gate opens once; each writer makes one write system call and records the time
 // before and after it. Then the answers are awaited, each until its time limit plus JobExtra.
+// A shard of a sharded batch agrees its release instant with the other shards (Plan.Agree)
+// between building its frames and parking its writers.
 func (r *run) sendJobs(ctx context.Context) error {
-	// The read deadline moves first: encoding must not eat into the miners' time to answer.
+	// The read deadline moves first: encoding (and a shard's agreement) must not eat into the
+	// miners' time to answer.
 	var longest time.Duration
 	for _, j := range r.jobs {
 		longest = max(longest, j.spec.TimeLimit)
 	}
 	for _, m := range r.miners {
-		m.conn.SetReadDeadline(time.Now().Add(longest + r.cfg.JobExtra + r.cfg.ReceiptTimeout + 2*r.cfg.WriteTimeout))
+		m.conn.SetReadDeadline(time.Now().Add(r.plan.AgreeWithin + longest + r.cfg.JobExtra + r.cfg.ReceiptTimeout + 2*r.cfg.WriteTimeout))
 	}
 	byMiner, ready, err := r.frames()
 	if err != nil {
 		return err
 	}
+	var sendAt time.Time
+	if r.plan.Agree != nil {
+		// A shard with nothing to send still agrees, so that the others need not wait for it.
+		if sendAt, err = r.plan.Agree(ctx); err != nil {
+			return fmt.Errorf("agree send instant: %w", err)
+		}
+	}
 	if len(ready) == 0 {
 		return nil
 	}
 	r.prog.jobs.Store(int64(len(ready)))
-	release := r.releaseAll(byMiner)
+	release := r.releaseAll(ctx, byMiner, sendAt)
 	r.res.HotRelease = release
 	sent := r.recordSpread(ready)
 	r.prog.hotReleased(release, r.res.SendSpread, sent, len(ready)-sent)
@@ -103,10 +113,11 @@ func jobRequest(j *job) *protocol.V0JobRequest {
 	return msg
 }
 
-// releaseAll parks every writer on one gate, opens it, and waits for every write to end (each
-// bounded by the write deadline). A writer still busy with an earlier write is not waited for
-// beyond WriteTimeout: its miner is slow, and only it pays.
-func (r *run) releaseAll(byMiner map[*miner]*minerFrames) time.Time {
+// releaseAll parks every writer on one gate, opens it at sendAt (at once when zero or past), and
+// waits for every write to end (each bounded by the write deadline). A writer still busy with an
+// earlier write is not waited for beyond WriteTimeout: its miner is slow, and only it pays. The
+// gate opens even when ctx ends during the wait, so that no writer stays parked.
+func (r *run) releaseAll(ctx context.Context, byMiner map[*miner]*minerFrames, sendAt time.Time) time.Time {
 	gate := barrier.NewGate()
 	var armed, sent sync.WaitGroup
 	for m, mf := range byMiner {
@@ -126,6 +137,7 @@ func (r *run) releaseAll(byMiner map[*miner]*minerFrames) time.Time {
 		})
 	}
 	waitTimeout(&armed, r.cfg.WriteTimeout)
+	sleepUntil(ctx, sendAt)
 	release := gate.Open()
 	sent.Wait()
 	return release

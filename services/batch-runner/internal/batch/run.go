@@ -25,6 +25,14 @@ type Plan struct {
 	Events *sysevent.Recorder
 	// Progress is the live record Run keeps up to date; nil when nobody watches.
 	Progress *Progress
+	// Agree, when set, makes this run one shard of a batch. It is called once, when the shard's
+	// availability stage has ended and its frames are built, and returns the instant at which
+	// every shard of the batch opens its gate; the run sleeps until then on its own clock. It is
+	// the one place phase 2 hands control back to its caller, always before the release, never
+	// after: the caller agrees the instant through Postgres. Nil opens the gate at once.
+	Agree func(ctx context.Context) (time.Time, error)
+	// AgreeWithin bounds how long Agree may take; the miners' read deadlines are moved past it.
+	AgreeWithin time.Duration
 }
 
 // run is one batch in flight.
