@@ -31,11 +31,16 @@ type Batch struct {
 	StartedAt        time.Time       `json:"started_at"`
 	FinishedAt       *time.Time      `json:"finished_at"`
 	Counts           map[string]int  `json:"counts"`
+
+	// ShardCount is the number of shards of a sharded batch, 0 for a batch run in one process;
+	// SendAt is the send instant its shards agreed.
+	ShardCount int        `json:"shard_count"`
+	SendAt     *time.Time `json:"send_at"`
 }
 
 const batchColumns = `b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs,
 	b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us,
-	b.created_at, b.started_at, b.finished_at,
+	b.created_at, b.started_at, b.finished_at, b.shards, b.send_at,
 	(SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM
 	   (SELECT outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY outcome) c)`
 
@@ -43,7 +48,7 @@ func scanBatch(row pgx.Row) (Batch, error) {
 	var b Batch
 	err := row.Scan(&b.ID, &b.RiverJobID, &b.Attempt, &b.State, &b.Reason, &b.Error, &b.Miners, &b.PreviousJobs,
 		&b.Pregenerated, &b.PregeneratedUsed, &b.ExtraGenerated, &b.Stages, &b.HotReleaseAt, &b.SendSpreadUS,
-		&b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.Counts)
+		&b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.ShardCount, &b.SendAt, &b.Counts)
 	return b, err
 }
 
@@ -115,7 +120,9 @@ func JobList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Job, error
 
 // Event is one stored system event.
 type Event struct {
-	Attempt     int             `json:"attempt"`
+	Attempt int `json:"attempt"`
+	// Shard is the shard that saw the event, absent for a batch run in one process.
+	Shard       *int            `json:"shard,omitempty"`
 	Type        string          `json:"type"`
 	Subtype     string          `json:"subtype"`
 	Description string          `json:"description"`
@@ -125,7 +132,7 @@ type Event struct {
 
 // EventList returns a batch's events in the order they were written.
 func EventList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Event, error) {
-	rows, err := db.Query(ctx, `SELECT attempt, type, subtype, description, data, at FROM batch_events WHERE batch_id = $1 ORDER BY id`, batchID)
+	rows, err := db.Query(ctx, `SELECT attempt, shard, type, subtype, description, data, at FROM batch_events WHERE batch_id = $1 ORDER BY id`, batchID)
 	if err != nil {
 		return nil, fmt.Errorf("list events of batch %d: %w", batchID, err)
 	}

@@ -23,7 +23,9 @@ type Started struct {
 // BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
 // the job. A running batch of another job older than staleAfter belonged to a process that died
 // and whose job River gave up on; it is marked failed so batches can go on. Another batch still
-// running gives ErrConflict; this job's batch already done gives ErrAlreadyDone.
+// running gives ErrConflict; this job's batch already done gives ErrAlreadyDone, and so does a
+// sharded batch of this job: its coordinator's work ended when the shards were created, and the
+// shards, not a retried coordinator, run it.
 func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
 	if _, err := db.Exec(ctx, `
 		UPDATE batches SET state = 'failed', error = 'abandoned: still running after ' || $2::text, finished_at = clock_timestamp()
@@ -37,7 +39,7 @@ func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason 
 		ON CONFLICT (river_job_id) DO UPDATE
 		   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
 		       started_at = clock_timestamp(), finished_at = NULL
-		 WHERE batches.state <> 'done'
+		 WHERE batches.state <> 'done' AND batches.shards = 0
 		RETURNING id, attempt`, riverJobID, reason).Scan(&s.ID, &s.Attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Started{}, ErrAlreadyDone
@@ -77,12 +79,18 @@ func BatchFinish(ctx context.Context, tx pgx.Tx, s Started, res *batch.Result) e
 	if tag.RowsAffected() == 0 {
 		return fmt.Errorf("finish batch %d attempt %d: %w", s.ID, s.Attempt, ErrConflict)
 	}
+	return writeResults(ctx, tx, s.ID, s.Attempt, nil, res)
+}
+
+// writeResults bulk-writes what a batch, or one shard of it, measured: manifests, jobs, receipts
+// and events.
+func writeResults(ctx context.Context, tx pgx.Tx, batchID int64, attempt int, shard *int, res *batch.Result) error {
 	for _, step := range []func(context.Context, pgx.Tx, int64, *batch.Result) error{copyManifests, copyJobs, copyReceipts} {
-		if err := step(ctx, tx, s.ID, res); err != nil {
+		if err := step(ctx, tx, batchID, res); err != nil {
 			return err
 		}
 	}
-	return EventsWrite(ctx, tx, s, res.Events)
+	return eventsWrite(ctx, tx, batchID, attempt, shard, res.Events)
 }
 
 // BatchFail marks an attempt failed and keeps its events and stage timings, so a batch that
@@ -105,14 +113,20 @@ func BatchFail(ctx context.Context, tx pgx.Tx, s Started, cause error, res *batc
 
 // EventsWrite bulk-writes system events of an attempt.
 func EventsWrite(ctx context.Context, tx pgx.Tx, s Started, events []sysevent.Event) error {
+	return eventsWrite(ctx, tx, s.ID, s.Attempt, nil, events)
+}
+
+// eventsWrite bulk-writes events of a batch's attempt, or of one attempt of a shard when shard
+// is set.
+func eventsWrite(ctx context.Context, tx pgx.Tx, batchID int64, attempt int, shard *int, events []sysevent.Event) error {
 	rows := make([][]any, len(events))
 	for i, e := range events {
-		rows[i] = []any{s.ID, s.Attempt, e.Type, e.Subtype, e.Description, []byte(e.Data), e.At}
+		rows[i] = []any{batchID, attempt, shard, e.Type, e.Subtype, e.Description, []byte(e.Data), e.At}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"batch_events"},
-		[]string{"batch_id", "attempt", "type", "subtype", "description", "data", "at"}, pgx.CopyFromRows(rows))
+		[]string{"batch_id", "attempt", "shard", "type", "subtype", "description", "data", "at"}, pgx.CopyFromRows(rows))
 	if err != nil {
-		return fmt.Errorf("write %d events of batch %d: %w", len(events), s.ID, err)
+		return fmt.Errorf("write %d events of batch %d: %w", len(events), batchID, err)
 	}
 	return nil
 }

@@ -50,6 +50,10 @@ const (
 	MalformedFrame       = "MALFORMED_FRAME"
 	Panic                = "PANIC"
 	Dropped              = "EVENTS_DROPPED"
+	// ShardNotReady: the send instant of a sharded batch was fixed without these shards, which
+	// were not ready within the wait. ShardLate: this shard was ready only after the instant.
+	ShardNotReady = "SHARD_NOT_READY"
+	ShardLate     = "SHARD_LATE"
 )
 
 // Event is one system event. Data is a JSON object with the ids involved.

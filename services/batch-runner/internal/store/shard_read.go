@@ -1,0 +1,52 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"drover.dev/shared/postgres"
+)
+
+// Shard is one shard's row, as GET /v1/batches/{id} shows it.
+type Shard struct {
+	Shard      int     `json:"shard"`
+	State      string  `json:"state"`
+	Attempt    int     `json:"attempt"`
+	RiverJobID *int64  `json:"river_job_id"`
+	Miners     int     `json:"miners"`
+	Error      *string `json:"error"`
+	// ReadyAt is when the shard's executors were ready and its frames built, on its own clock;
+	// ClockSkewUS is the database's clock minus the shard's when it said so.
+	ReadyAt     *time.Time `json:"ready_at"`
+	ClockSkewUS *int64     `json:"clock_skew_us"`
+	// ReleasedAt is when the shard opened its gate, on its own clock; ReleaseLagUS is that minus
+	// the batch's agreed send_at; SendSpreadUS is the shard's own send spread.
+	ReleasedAt   *time.Time      `json:"released_at"`
+	ReleaseLagUS *int64          `json:"release_lag_us"`
+	SendSpreadUS *int64          `json:"send_spread_us"`
+	Stages       json.RawMessage `json:"stages"`
+	StartedAt    *time.Time      `json:"started_at"`
+	FinishedAt   *time.Time      `json:"finished_at"`
+}
+
+// ShardList returns a batch's shards in order; none for a batch run in one process.
+func ShardList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Shard, error) {
+	rows, err := db.Query(ctx, `
+		SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.ready_at, s.clock_skew_us,
+		       s.released_at, (extract(epoch FROM s.released_at - b.send_at) * 1e6)::bigint, s.send_spread_us,
+		       s.stages, s.started_at, s.finished_at
+		FROM batch_shards s JOIN batches b ON b.id = s.batch_id
+		WHERE s.batch_id = $1 ORDER BY s.shard`, batchID)
+	if err != nil {
+		return nil, fmt.Errorf("list shards of batch %d: %w", batchID, err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Shard])
+	if err != nil {
+		return nil, fmt.Errorf("scan shards of batch %d: %w", batchID, err)
+	}
+	return out, nil
+}

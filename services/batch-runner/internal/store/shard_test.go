@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/sysevent"
+	"drover.dev/shared/testdb"
+)
+
+// shardResult is one shard's result: one completed job of miner.
+func shardResult(miner string) *batch.Result {
+	now := time.Now()
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	uuid := fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	return &batch.Result{
+		Stages:    []batch.Stage{{Name: "hot", StartedAt: now, FinishedAt: now, Counts: map[string]int64{"sent": 1}}},
+		Manifests: []batch.ManifestEntry{{Miner: miner, Class: "always_on.test", Declared: 1, Tested: 1}},
+		Jobs: []batch.JobResult{{UUID: uuid, Miner: miner, Class: "always_on.test", Generator: "pow_v1",
+			Outcome: batch.OutcomeCompleted, Reason: batch.ReasonSuccess, Score: 1,
+			BeforeSend: now, AfterSend: now.Add(time.Millisecond), EndAt: now.Add(2 * time.Millisecond),
+			TimeTook: 2 * time.Millisecond, TimeLimit: time.Second}},
+		Events:     []sysevent.Event{{Type: sysevent.TypeTelemetry, Subtype: sysevent.SyntheticBatch, At: now, Data: []byte(`{}`)}},
+		HotRelease: now, SendSpread: time.Millisecond,
+	}
+}
+
+// shardedBatch creates a batch of riverJobID in two shards of one miner each, in db.
+func shardedBatch(t *testing.T, tx pgx.Tx, riverJobID int64) Started {
+	t.Helper()
+	ctx := context.Background()
+	s, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, ShardsCreate(ctx, tx, s, []int{1, 1}))
+	return s
+}
+
+func TestShardedBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	setup := func(t *testing.T) pgx.Tx {
+		t.Helper()
+		tx, err := testdb.NewPool(t, "batch_runner").Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+		return tx
+	}
+
+	t.Run("LastShardEndsTheBatchOnce", func(t *testing.T) {
+		t.Parallel()
+		tx := setup(t)
+		b := shardedBatch(t, tx, 301)
+		first, err := ShardStart(ctx, tx, b.ID, 0, 11)
+		require.NoError(t, err)
+		// The process working shard 0 died; River hands its job out again.
+		retry, err := ShardStart(ctx, tx, b.ID, 0, 11)
+		require.NoError(t, err)
+		require.Equal(t, 2, retry.Attempt)
+		other, err := ShardStart(ctx, tx, b.ID, 1, 12)
+		require.NoError(t, err)
+
+		require.ErrorIs(t, ShardFinish(ctx, tx, first, shardResult("m0")), ErrConflict, "a stale attempt writes nothing")
+		require.NoError(t, ShardFinish(ctx, tx, retry, shardResult("m0")))
+		end, err := BatchEndShards(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.False(t, end.Ended, "shard 1 still runs")
+		require.NoError(t, ShardFinish(ctx, tx, other, shardResult("m1")))
+		end, err = BatchEndShards(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.True(t, end.Ended)
+		require.True(t, end.Done)
+		end, err = BatchEndShards(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.False(t, end.Ended, "a batch ends once")
+
+		_, err = ShardStart(ctx, tx, b.ID, 1, 12)
+		require.ErrorIs(t, err, ErrAlreadyDone, "a redelivered shard job does nothing")
+		_, err = BatchStart(ctx, tx, 301, "api", time.Hour)
+		require.ErrorIs(t, err, ErrAlreadyDone)
+		got, err := BatchGet(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, "done", got.State)
+		require.Equal(t, 2, got.ShardCount)
+		require.Equal(t, map[string]int{"completed": 2}, got.Counts)
+		var stages []batch.Stage
+		require.NoError(t, json.Unmarshal(got.Stages, &stages))
+		require.Len(t, stages, 1, "the shards' stages merged")
+		require.Equal(t, map[string]int64{"sent": 2}, stages[0].Counts)
+		totals, err := ScoreTotals(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Len(t, totals, 2)
+		require.Equal(t, 1, totals[0].Completed)
+		shards, err := ShardList(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Len(t, shards, 2)
+		require.Equal(t, "done", shards[0].State)
+		require.Equal(t, 2, shards[0].Attempt)
+	})
+
+	t.Run("SendAtIsFixedOnce", func(t *testing.T) {
+		t.Parallel()
+		tx := setup(t)
+		b := shardedBatch(t, tx, 401)
+		s0, err := ShardStart(ctx, tx, b.ID, 0, 21)
+		require.NoError(t, err)
+		_, err = ShardReady(ctx, tx, s0, time.Now())
+		require.NoError(t, err)
+		sendAt, waiting, err := SendAtState(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Nil(t, sendAt)
+		require.Equal(t, []int32{1}, waiting, "shard 1 is pending")
+
+		fixed, err := SendAtFix(ctx, tx, b.ID, 200*time.Millisecond)
+		require.NoError(t, err)
+		require.True(t, fixed)
+		fixed, err = SendAtFix(ctx, tx, b.ID, time.Hour)
+		require.NoError(t, err)
+		require.False(t, fixed, "the instant is fixed once")
+		sendAt, _, err = SendAtState(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.NotNil(t, sendAt)
+		require.WithinDuration(t, time.Now().Add(200*time.Millisecond), *sendAt, time.Second)
+	})
+
+	t.Run("EveryShardFailed", func(t *testing.T) {
+		t.Parallel()
+		tx := setup(t)
+		b := shardedBatch(t, tx, 501)
+		for shard := range 2 {
+			s, err := ShardStart(ctx, tx, b.ID, shard, int64(30+shard))
+			require.NoError(t, err)
+			require.NoError(t, ShardFail(ctx, tx, s, errors.New("boom"), shardResult("m")))
+		}
+		end, err := BatchEndShards(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.True(t, end.Ended)
+		require.False(t, end.Done, "nothing to score")
+		got, err := BatchGet(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, "failed", got.State)
+		events, err := EventList(ctx, tx, b.ID)
+		require.NoError(t, err)
+		require.Len(t, events, 2, "a failed shard keeps its events")
+		require.NotNil(t, events[0].Shard)
+	})
+}
+
+// TestShardsEndingAtOnceEndTheBatchOnce finishes both shards of a batch in two concurrent
+// transactions, each writing its shard before either looks at the others: without the lock on
+// the batch row, each could see the other still running and neither would end the batch (in
+// about half the rounds, when both look before either commits), so it runs several rounds.
+func TestShardsEndingAtOnceEndTheBatchOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "batch_runner")
+	for round := range 6 {
+		var b Started
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			b = shardedBatch(t, tx, int64(600+round))
+			return nil
+		}))
+		started := make([]ShardStarted, 2)
+		for i := range started {
+			s, err := ShardStart(ctx, pool, b.ID, i, int64(40+i))
+			require.NoError(t, err)
+			started[i] = s
+		}
+		var wrote, wg sync.WaitGroup
+		wrote.Add(2)
+		ends := make([]ShardedBatchEnd, 2)
+		errs := make([]error, 2)
+		for i := range started {
+			wg.Go(func() { ends[i], errs[i] = endShard(ctx, pool, started[i], &wrote) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		require.NotEqual(t, ends[0].Ended, ends[1].Ended, "round %d: exactly one of the two ends the batch: %+v", round, ends)
+		got, err := BatchGet(ctx, pool, b.ID)
+		require.NoError(t, err)
+		require.Equal(t, "done", got.State)
+	}
+}
+
+// endShard writes a shard's results, waits until the other shard wrote its own, then ends the
+// batch if it is the last.
+func endShard(ctx context.Context, pool *pgxpool.Pool, s ShardStarted, wrote *sync.WaitGroup) (ShardedBatchEnd, error) {
+	var end ShardedBatchEnd
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		err := ShardFinish(ctx, tx, s, shardResult(fmt.Sprintf("m%d", s.Shard)))
+		wrote.Done()
+		if err != nil {
+			return err
+		}
+		wrote.Wait()
+		end, err = BatchEndShards(ctx, tx, s.BatchID)
+		return err
+	})
+	return end, err
+}
