@@ -47,6 +47,12 @@ type Config struct {
 	SlowSend        time.Duration `envconfig:"SLOW_SEND" default:"100ms" desc:"a job request send slower than this is a system event"`
 	MaxFrameSize    int64         `envconfig:"MAX_FRAME_SIZE" default:"1048576" desc:"largest frame read from a miner"`
 	ExcuseMinStake  float64       `envconfig:"EXCUSE_MIN_STAKE" default:"30000" desc:"stake a validator needs for its receipts to excuse a busy miner"`
+
+	ShardMiners  int           `envconfig:"SHARD_MINERS" default:"0" desc:"miners per shard: a batch of more miners is split into shards (run_batch_shard jobs any replica works) released at one instant agreed through Postgres; 0 runs every batch in one process"`
+	ShardWorkers int           `envconfig:"SHARD_WORKERS" default:"2" desc:"shards this process works at once (worker slots of the batch_shards queue); 2 or more lets the shards of a batch meet in one process"`
+	ShardWait    time.Duration `envconfig:"SHARD_WAIT" default:"5m" desc:"how long a ready shard waits for the others before the send instant is fixed without them"`
+	SendMargin   time.Duration `envconfig:"SEND_MARGIN" default:"250ms" desc:"the agreed send instant lies this far past the moment it is fixed: well above the replicas' clock skew and SHARD_POLL"`
+	ShardPoll    time.Duration `envconfig:"SHARD_POLL" default:"25ms" desc:"how often a ready shard looks whether the other shards are ready"`
 }
 
 func main() {
@@ -72,6 +78,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if rescueAfter < cfg.JobTimeout {
 		return fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s is below BATCH_RUNNER_JOB_TIMEOUT %s", rescueAfter, cfg.JobTimeout)
 	}
+	if err := checkSharding(cfg); err != nil {
+		return err
+	}
 	spec := service.Spec{
 		Service:  queue.BatchRunner,
 		Config:   cfg.Common,
@@ -79,10 +88,25 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
 		// One batch at a time per process; the batches table's unique index holds it across replicas.
-		Queues:               map[string]int{queue.QueueBatches: 1},
+		// Shards of a sharded batch have their own queue, worked by every replica.
+		Queues:               map[string]int{queue.QueueBatches: 1, queue.QueueBatchShards: cfg.ShardWorkers},
 		JobTimeout:           cfg.JobTimeout,
 		RescueStuckJobsAfter: rescueAfter,
 		OpenAPI:              api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, batchCfg) })
+}
+
+// checkSharding refuses settings under which shards could not meet: no slot to work one, or a
+// margin that a waiting shard's next poll could overrun.
+func checkSharding(cfg Config) error {
+	switch {
+	case cfg.ShardMiners < 0:
+		return fmt.Errorf("BATCH_RUNNER_SHARD_MINERS %d is negative", cfg.ShardMiners)
+	case cfg.ShardWorkers < 1:
+		return fmt.Errorf("BATCH_RUNNER_SHARD_WORKERS %d: at least 1", cfg.ShardWorkers)
+	case cfg.ShardPoll <= 0 || cfg.SendMargin <= 2*cfg.ShardPoll:
+		return fmt.Errorf("BATCH_RUNNER_SEND_MARGIN %s must exceed twice BATCH_RUNNER_SHARD_POLL %s (positive)", cfg.SendMargin, cfg.ShardPoll)
+	}
+	return nil
 }

@@ -30,6 +30,7 @@ func testConfig(databaseURL string) Config {
 		ManifestTimeout: time.Second, ReadyGrace: 500 * time.Millisecond, JobExtra: 300 * time.Millisecond,
 		ReceiptTimeout: time.Second, WriteTimeout: time.Second, SlowSend: 100 * time.Millisecond,
 		MaxFrameSize: 1 << 20, ExcuseMinStake: 30000,
+		ShardWorkers: 2, ShardWait: 5 * time.Second, SendMargin: 250 * time.Millisecond, ShardPoll: 10 * time.Millisecond,
 	}
 }
 

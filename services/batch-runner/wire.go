@@ -17,13 +17,18 @@ import (
 	"drover.dev/shared/service"
 )
 
-// wire registers the run_batch worker, the periodic batch and the routes.
+// wire registers the run_batch and run_batch_shard workers, the periodic batch and the routes.
 func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	progress := &batch.Tracker{}
 	river.AddWorker(d.Workers, &work.RunBatchWorker{
 		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
 		Headroom: cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery, BusySnooze: 30 * time.Second,
-		Progress: progress,
+		Progress: progress, ShardMiners: cfg.ShardMiners,
+	})
+	river.AddWorker(d.Workers, &work.RunBatchShardWorker{
+		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
+		Agreement: work.Agreement{Margin: cfg.SendMargin, Wait: cfg.ShardWait, Poll: cfg.ShardPoll},
+		Headroom:  cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery,
 	})
 	d.PeriodicJobs = append(d.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Cycle),
 		func() (river.JobArgs, *river.InsertOpts) {

@@ -82,6 +82,8 @@ type batchDetail struct {
 	Reasons map[string]int `json:"reasons"`
 	Jobs    []store.Job    `json:"jobs"`
 	Events  []store.Event  `json:"events"`
+	// Shards are a sharded batch's shards, empty for a batch run in one process.
+	Shards []store.Shard `json:"shards"`
 }
 
 func (a *API) handleGet(c *echo.Context) error {
@@ -102,6 +104,9 @@ func (a *API) handleGet(c *echo.Context) error {
 		return err
 	}
 	if d.Events, err = store.EventList(ctx, a.Pool, id); err != nil {
+		return err
+	}
+	if d.Shards, err = store.ShardList(ctx, a.Pool, id); err != nil {
 		return err
 	}
 	for _, j := range d.Jobs {

@@ -45,6 +45,9 @@ type RunBatchWorker struct {
 	BusySnooze time.Duration
 	// Progress holds the live record of the batch in flight, for the API; nil keeps none.
 	Progress *batch.Tracker
+	// ShardMiners, when positive, splits a batch of more miners than this into shards of at most
+	// this many, each a run_batch_shard job (see coordinate); 0 runs every batch here.
+	ShardMiners int
 }
 
 // Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone).
@@ -52,6 +55,11 @@ func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration {
 
 // Work implements river.Worker.
 func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchArgs]) error {
+	if w.ShardMiners > 0 {
+		if sharded, err := w.coordinate(ctx, job); sharded {
+			return err
+		}
+	}
 	started, plan, err := w.prepare(ctx, job)
 	defer w.Progress.Done(plan.Progress)
 	switch {
@@ -129,17 +137,27 @@ func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBat
 		if _, err := w.Inserters[queue.Scorer].InsertTx(ctx, tx, args, nil); err != nil {
 			return fmt.Errorf("enqueue score_batch for batch %d: %w", s.ID, err)
 		}
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-			return fmt.Errorf("complete run_batch job %d: %w", job.ID, err)
-		}
-		return nil
+		return completeJob(ctx, tx, job)
 	})
 }
 
-// fail records a failed attempt with its events. It outlives a cancelled ctx (shutdown), since
-// losing the events of a batch that broke is what the design forbids.
+// completeJob completes job in tx, atomic with what the worker wrote there.
+func completeJob[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]) error {
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return fmt.Errorf("complete %s job %d: %w", job.Kind, job.ID, err)
+	}
+	return nil
+}
+
+// detached is a context for recording a failure: it outlives ctx's cancellation (shutdown),
+// since losing the events of a batch that broke is what the design forbids, but not by long.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// fail records a failed attempt with its events, on a detached context.
 func (w *RunBatchWorker) fail(ctx context.Context, s store.Started, cause error, res *batch.Result) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	ctx, cancel := detached(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error { return store.BatchFail(ctx, tx, s, cause, res) })
 	if err != nil {
@@ -153,7 +171,7 @@ func scoreArgs(batchID int64, res *batch.Result, peakEvery int64) queue.ScoreBat
 	if len(res.Stages) > 0 {
 		started = res.Stages[0].StartedAt
 	}
-	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: started, Peak: peakEvery <= 1 || batchID%peakEvery == 0}
+	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: started, Peak: isPeak(batchID, peakEvery)}
 	index := map[batch.Pair]int{}
 	for _, m := range res.Manifests {
 		index[batch.Pair{Miner: m.Miner, Class: m.Class}] = len(args.Miners)
@@ -175,6 +193,9 @@ func scoreArgs(batchID int64, res *batch.Result, peakEvery int64) queue.ScoreBat
 	}
 	return args
 }
+
+// isPeak tells whether a batch counts as a peak batch: every peakEvery-th (every one for ≤ 1).
+func isPeak(batchID, peakEvery int64) bool { return peakEvery <= 1 || batchID%peakEvery == 0 }
 
 // UniqueOpts keeps at most one run_batch job waiting or running: a second request while one is
 // pending returns the existing job instead of queueing another batch.

@@ -1,0 +1,102 @@
+package work
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/services/batch-runner/internal/store"
+	"drover.dev/services/batch-runner/internal/sysevent"
+	"drover.dev/shared/testdb"
+)
+
+func TestAgree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	type testBundle struct {
+		pool   *pgxpool.Pool
+		shards []*shardAgreement
+	}
+	// setup creates a batch of two shards, starts both and returns their agreements.
+	setup := func(t *testing.T, a Agreement) *testBundle {
+		t.Helper()
+		pool := testdb.NewPool(t, "batch_runner")
+		var b store.Started
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var err error
+			if b, err = store.BatchStart(ctx, tx, 1, "api", time.Hour); err != nil {
+				return err
+			}
+			return store.ShardsCreate(ctx, tx, b, []int{1, 1})
+		}))
+		bundle := &testBundle{pool: pool}
+		for i := range 2 {
+			s, err := store.ShardStart(ctx, pool, b.ID, i, int64(10+i))
+			require.NoError(t, err)
+			bundle.shards = append(bundle.shards, &shardAgreement{Agreement: a, pool: pool, shard: s, events: sysevent.New(nil)})
+		}
+		return bundle
+	}
+
+	t.Run("ShardsMeetOnOneInstant", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, Agreement{Margin: 200 * time.Millisecond, Wait: 10 * time.Second, Poll: 10 * time.Millisecond})
+		sendAts := make([]time.Time, 2)
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for i, a := range bundle.shards {
+			wg.Go(func() {
+				time.Sleep(time.Duration(i) * 150 * time.Millisecond) // shard 1 gets ready later
+				sendAts[i], errs[i] = a.agree(ctx)
+			})
+		}
+		wg.Wait()
+		require.NoError(t, errs[0])
+		require.NoError(t, errs[1])
+		require.Equal(t, sendAts[0], sendAts[1], "one instant for both")
+		require.True(t, time.Now().Before(sendAts[0].Add(time.Second)))
+		for _, a := range bundle.shards {
+			require.Empty(t, a.events.Drain(), "nobody was missing or late")
+		}
+	})
+
+	t.Run("AShardNeverReadyHoldsNobodyPastTheWait", func(t *testing.T) {
+		t.Parallel()
+		const wait = 300 * time.Millisecond
+		bundle := setup(t, Agreement{Margin: 100 * time.Millisecond, Wait: wait, Poll: 10 * time.Millisecond})
+		start := time.Now()
+		sendAt, err := bundle.shards[0].agree(ctx) // shard 1 never comes
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, time.Since(start), wait, "shard 0 waited for shard 1")
+		require.Less(t, time.Since(start), wait+2*time.Second, "but no longer than the wait")
+		require.WithinDuration(t, start.Add(wait+100*time.Millisecond), sendAt, time.Second)
+		events := bundle.shards[0].events.Drain()
+		require.Len(t, events, 1)
+		require.Equal(t, sysevent.ShardNotReady, events[0].Subtype)
+		require.JSONEq(t, `{"shards":[1],"fixed_by":0,"wait":"300ms"}`, string(events[0].Data))
+
+		// Shard 1 gets ready after all: it learns the instant, already past, and says so.
+		time.Sleep(time.Until(sendAt) + 10*time.Millisecond)
+		late, err := bundle.shards[1].agree(ctx)
+		require.NoError(t, err)
+		require.Equal(t, sendAt, late)
+		events = bundle.shards[1].events.Drain()
+		require.Len(t, events, 1)
+		require.Equal(t, sysevent.ShardLate, events[0].Subtype)
+	})
+
+	t.Run("ContextEndsTheWait", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, Agreement{Margin: 100 * time.Millisecond, Wait: time.Hour, Poll: 10 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err := bundle.shards[0].agree(ctx)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+}

@@ -1,0 +1,80 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/store"
+)
+
+// coordinate is phase 1 of a sharded batch. It reports false, having written nothing, when the
+// batch has no more miners than one shard takes: the batch then runs in this process as before.
+// Otherwise the batch row, its shard rows, the shards' run_batch_shard jobs and this job's
+// completion commit in one transaction, so a batch is either wholly handed to its shards or not
+// at all, and a retried coordinator never hands it out twice.
+func (w *RunBatchWorker) coordinate(ctx context.Context, job *river.Job[queue.RunBatchArgs]) (bool, error) {
+	miners, _, err := store.MinerList(ctx, w.Pool)
+	if err != nil {
+		return true, err
+	}
+	if len(miners) <= w.ShardMiners {
+		return false, nil
+	}
+	shards := batch.SplitMiners(miners, w.ShardMiners, w.Batch.WithDefaults().Rand)
+	var started store.Started
+	err = pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if started, err = w.createShards(ctx, tx, job, len(miners), shards); err != nil {
+			return err
+		}
+		return completeJob(ctx, tx, job)
+	})
+	switch {
+	case errors.Is(err, store.ErrAlreadyDone):
+		w.Logger.Info("batch of this job already handed to its shards; nothing to do", "job_id", job.ID)
+		return true, nil
+	case errors.Is(err, store.ErrConflict):
+		return true, river.JobSnooze(w.BusySnooze)
+	case err != nil:
+		return true, err
+	}
+	w.Logger.Info("batch handed to shards", "batch_id", started.ID, "miners", len(miners), "shards", len(shards))
+	return true, nil
+}
+
+// createShards writes the batch row, its shards and their jobs in tx.
+func (w *RunBatchWorker) createShards(ctx context.Context, tx pgx.Tx, job *river.Job[queue.RunBatchArgs], miners int, shards [][]batch.Miner) (store.Started, error) {
+	started, err := store.BatchStart(ctx, tx, job.ID, job.Args.Reason, w.JobTimeout)
+	if err != nil {
+		return started, err
+	}
+	_, previous, err := store.PreviousJobCounts(ctx, tx)
+	if err != nil {
+		return started, err
+	}
+	if err := store.BatchPlanned(ctx, tx, started, miners, previous, 0); err != nil {
+		return started, err
+	}
+	sizes := make([]int, len(shards))
+	params := make([]river.InsertManyParams, len(shards))
+	for i, shard := range shards {
+		sizes[i] = len(shard)
+		args := queue.RunBatchShardArgs{BatchID: started.ID, Shard: i, Miners: make([]queue.ShardMiner, len(shard))}
+		for k, m := range shard {
+			args.Miners[k] = queue.ShardMiner{Hotkey: m.Hotkey, IP: m.IP, Port: m.Port}
+		}
+		params[i] = river.InsertManyParams{Args: args}
+	}
+	if err := store.ShardsCreate(ctx, tx, started, sizes); err != nil {
+		return started, err
+	}
+	if _, err := w.Inserters[queue.BatchRunner].InsertManyTx(ctx, tx, params); err != nil {
+		return started, fmt.Errorf("enqueue %d shards of batch %d: %w", len(params), started.ID, err)
+	}
+	return started, nil
+}

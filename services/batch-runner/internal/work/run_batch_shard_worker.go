@@ -1,0 +1,158 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/store"
+	"drover.dev/services/batch-runner/internal/sysevent"
+)
+
+// RunBatchShardWorker works run_batch_shard: one shard of a sharded batch, on any replica. Its
+// own phase 1 reads what the shard needs (validators, the previous batch's counts for its
+// miners); phase 2 is batch.Run on the shard's miners, with the send instant agreed with the
+// other shards between availability and the release; phase 3 writes the shard's results and, for
+// the last shard to finish, ends the batch and enqueues score_batch, all with this job's
+// completion in one transaction.
+//
+// Running it twice is harmless: a shard is finished once (its row moves from running to done or
+// failed for the current attempt only), a redelivered job finds it finished and returns, and
+// River's retry of an attempt whose process died takes the shard over with attempt+1.
+type RunBatchShardWorker struct {
+	river.WorkerDefaults[queue.RunBatchShardArgs]
+
+	Pool      *pgxpool.Pool
+	Inserters queue.Inserters
+	Logger    *slog.Logger
+	Batch     batch.Config
+	Agreement Agreement
+
+	// Headroom, JobTimeout and PeakEvery are as on RunBatchWorker.
+	Headroom   float64
+	JobTimeout time.Duration
+	PeakEvery  int64
+}
+
+// Timeout implements river.Worker: a shard lasts as long as a batch.
+func (w *RunBatchShardWorker) Timeout(*river.Job[queue.RunBatchShardArgs]) time.Duration {
+	return w.JobTimeout
+}
+
+// Work implements river.Worker. A shard that fails is finished for good (its events kept): its
+// batch's send instant is gone, so a retry could only send out of step with the others.
+func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) error {
+	shard, plan, err := w.prepare(ctx, job)
+	switch {
+	case errors.Is(err, store.ErrAlreadyDone):
+		w.Logger.Info("shard already finished; nothing to do", "batch_id", job.Args.BatchID, "shard", job.Args.Shard)
+		return nil
+	case err != nil:
+		return err
+	}
+	res, err := runPhase2(ctx, w.Batch, plan)
+	res.Events = append(res.Events, plan.Events.Drain()...)
+	if err == nil {
+		err = w.finish(ctx, job, shard, res)
+	}
+	if err != nil {
+		w.fail(ctx, shard, err, res)
+		return river.JobCancel(fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err))
+	}
+	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
+		"released_at", res.HotRelease, "send_spread", res.SendSpread)
+	return nil
+}
+
+// prepare is the shard's phase 1.
+func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) (store.ShardStarted, batch.Plan, error) {
+	shard, err := store.ShardStart(ctx, w.Pool, job.Args.BatchID, job.Args.Shard, job.ID)
+	if err != nil {
+		return shard, batch.Plan{}, err
+	}
+	_, validators, err := store.MinerList(ctx, w.Pool)
+	if err != nil {
+		return shard, batch.Plan{}, err
+	}
+	previous, _, err := store.PreviousJobCounts(ctx, w.Pool)
+	if err != nil {
+		return shard, batch.Plan{}, err
+	}
+	miners := make([]batch.Miner, len(job.Args.Miners))
+	ours := map[string]bool{}
+	for i, m := range job.Args.Miners {
+		miners[i], ours[m.Hotkey] = batch.Miner{Hotkey: m.Hotkey, IP: m.IP, Port: m.Port}, true
+	}
+	for pair := range previous {
+		if !ours[pair.Miner] {
+			delete(previous, pair)
+		}
+	}
+	pool, err := batch.Pregenerate(w.Batch.Generators, previous, w.Headroom, w.Batch.WithDefaults().Rand)
+	if err != nil {
+		return shard, batch.Plan{}, err
+	}
+	events := sysevent.New(nil)
+	agreement := &shardAgreement{Agreement: w.Agreement, pool: w.Pool, shard: shard, events: events}
+	return shard, batch.Plan{
+		BatchID: shard.BatchID, Miners: miners, Validators: validators, Pool: pool, Events: events,
+		Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
+	}, nil
+}
+
+// finish is the shard's phase 3: its results, the batch's end and score_batch when it is the
+// last shard, and this job's completion commit together.
+func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, res *batch.Result) error {
+	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if err := store.ShardFinish(ctx, tx, s, res); err != nil {
+			return err
+		}
+		if err := w.endBatch(ctx, tx, s.BatchID); err != nil {
+			return err
+		}
+		return completeJob(ctx, tx, job)
+	})
+}
+
+// endBatch ends the batch when this shard is the last to finish, and enqueues score_batch with
+// every shard's jobs when at least one shard was done.
+func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID int64) error {
+	end, err := store.BatchEndShards(ctx, tx, batchID)
+	if err != nil || !end.Ended || !end.Done {
+		return err
+	}
+	totals, err := store.ScoreTotals(ctx, tx, batchID)
+	if err != nil {
+		return err
+	}
+	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: end.StartedAt, Peak: isPeak(batchID, w.PeakEvery), Miners: totals}
+	if _, err := w.Inserters[queue.Scorer].InsertTx(ctx, tx, args, nil); err != nil {
+		return fmt.Errorf("enqueue score_batch for batch %d: %w", batchID, err)
+	}
+	w.Logger.Info("sharded batch done", "batch_id", batchID)
+	return nil
+}
+
+// fail finishes a shard as failed with its events, and ends the batch if it was the last, on a
+// detached context.
+func (w *RunBatchShardWorker) fail(ctx context.Context, s store.ShardStarted, cause error, res *batch.Result) {
+	ctx, cancel := detached(ctx)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if err := store.ShardFail(ctx, tx, s, cause, res); err != nil {
+			return err
+		}
+		return w.endBatch(ctx, tx, s.BatchID)
+	})
+	if err != nil {
+		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
+	}
+}

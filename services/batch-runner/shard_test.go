@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/computehorde/minersim"
+	"drover.dev/computehorde/protocol"
+	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/sysevent"
+	"drover.dev/shared/servicetest"
+	"drover.dev/shared/testdb"
+)
+
+// shardedView is the part of GET /v1/batches/{id} these tests read of a sharded batch.
+type shardedView struct {
+	batchView
+	ShardCount int        `json:"shard_count"`
+	SendAt     *time.Time `json:"send_at"`
+	Shards     []struct {
+		Shard        int        `json:"shard"`
+		State        string     `json:"state"`
+		Attempt      int        `json:"attempt"`
+		Miners       int        `json:"miners"`
+		ReadyAt      *time.Time `json:"ready_at"`
+		ReleasedAt   *time.Time `json:"released_at"`
+		ReleaseLagUS *int64     `json:"release_lag_us"`
+		ClockSkewUS  *int64     `json:"clock_skew_us"`
+	} `json:"shards"`
+	Jobs []struct {
+		BeforeSendAt *time.Time `json:"before_send_at"`
+		AfterSendAt  *time.Time `json:"after_send_at"`
+	} `json:"jobs"`
+	Events []struct {
+		Shard   *int   `json:"shard"`
+		Subtype string `json:"subtype"`
+	} `json:"events"`
+}
+
+func getSharded(t *testing.T, base string, id int64) shardedView {
+	t.Helper()
+	var v shardedView
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, id), nil, &v))
+	return v
+}
+
+// shardConfig is testConfig with batches of more than two miners split into shards of two, and
+// perProcess shard slots per process.
+func shardConfig(dbURL string, perProcess int, wait time.Duration) Config {
+	cfg := testConfig(dbURL)
+	cfg.ShardMiners, cfg.ShardWorkers, cfg.ShardWait = 2, perProcess, wait
+	return cfg
+}
+
+// shardFleet returns a fresh database listing a fleet of four miners of two executors each.
+func shardFleet(t *testing.T) (string, *pgxpool.Pool, *minersim.Fleet) {
+	t.Helper()
+	dbURL := testdb.New(t)
+	pool := testdb.NewPoolFor(t, dbURL)
+	fleet := startFleet(t, pool, minersim.Config{
+		Miners: 4, Manifest: protocol.Manifest{{Class: "always_on.test", Count: 2}}, SpinUp: 20 * time.Millisecond,
+	})
+	return dbURL, pool, fleet
+}
+
+// requireScoredOnce checks the one score_batch job of batch id: every miner's two executors
+// completed.
+func requireScoredOnce(t *testing.T, pool *pgxpool.Pool, fleet *minersim.Fleet, id int64) {
+	t.Helper()
+	scores := scoreJobs(t, pool)
+	require.Len(t, scores, 1, "exactly one score_batch job for scorer")
+	require.Equal(t, id, scores[0].BatchID)
+	require.Len(t, scores[0].Miners, len(fleet.Miners()))
+	for _, r := range scores[0].Miners {
+		require.Equal(t, queue.MinerClassResult{Hotkey: r.Hotkey, ExecutorClass: "always_on.test", Executors: 2, Completed: 2}, r)
+	}
+}
+
+// TestShardedBatchOnTwoReplicas runs a batch of four miners as two shards on two service
+// instances on one database, each with one shard slot, so each instance works one shard: the
+// shards agree one send instant through Postgres, each opens its gate at it, and the last to
+// finish ends the batch and enqueues score_batch once. Delivering a shard's job again afterwards
+// changes nothing.
+func TestShardedBatchOnTwoReplicas(t *testing.T) {
+	t.Parallel()
+	dbURL, pool, fleet := shardFleet(t)
+	cfg := shardConfig(dbURL, 1, 10*time.Second)
+	base := startService(t, cfg)
+	startService(t, cfg)
+
+	jobID := enqueueBatch(t, base)
+	done := waitDone(t, base, jobID, 30*time.Second)
+	require.Equal(t, "done", done.State, "error: %v", done.Error)
+	b := getSharded(t, base, done.ID)
+	require.Equal(t, 4, b.Miners)
+	require.Equal(t, map[string]int{"completed": 8}, b.Counts, "every executor judged")
+	require.Equal(t, 2, b.ShardCount)
+	require.NotNil(t, b.SendAt)
+	requireOneRelease(t, b, cfg.SendMargin)
+	requireScoredOnce(t, pool, fleet, b.ID)
+
+	var clients int
+	require.NoError(t, pool.QueryRow(context.Background(), `
+		SELECT count(DISTINCT attempted_by[1]) FROM batch_runner.river_job WHERE kind = 'run_batch_shard'`).Scan(&clients))
+	require.Equal(t, 2, clients, "each replica worked one shard")
+
+	before := resultRows(t, pool)
+	redeliverShard(t, pool, b.ID)
+	require.Equal(t, before, resultRows(t, pool), "a shard job run again writes nothing")
+	require.Len(t, scoreJobs(t, pool), 1)
+	require.Equal(t, 1, getSharded(t, base, b.ID).Shards[0].Attempt)
+}
+
+// requireOneRelease checks that both shards were ready, opened their gates at the agreed
+// instant (not before, and within the margin after), and that every job request of the batch
+// went out within the margin of it.
+func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
+	t.Helper()
+	require.Len(t, b.Shards, 2)
+	for _, s := range b.Shards {
+		require.Equal(t, "done", s.State)
+		require.Equal(t, 2, s.Miners)
+		require.NotNil(t, s.ReadyAt)
+		require.NotNil(t, s.ClockSkewUS)
+		require.NotNil(t, s.ReleaseLagUS, "shard %d released", s.Shard)
+		require.GreaterOrEqual(t, *s.ReleaseLagUS, int64(0), "shard %d opened before send_at", s.Shard)
+		require.Less(t, *s.ReleaseLagUS, margin.Microseconds(), "shard %d opened a margin late", s.Shard)
+	}
+	var first, last time.Time
+	for _, j := range b.Jobs {
+		require.NotNil(t, j.BeforeSendAt)
+		require.False(t, j.BeforeSendAt.Before(*b.SendAt), "a job request left before send_at")
+		if first.IsZero() || j.BeforeSendAt.Before(first) {
+			first = *j.BeforeSendAt
+		}
+		if j.AfterSendAt.After(last) {
+			last = *j.AfterSendAt
+		}
+	}
+	require.Less(t, last.Sub(first), margin, "the batch's send spread across shards")
+	t.Logf("send_at %s; release lag shard 0 %d µs, shard 1 %d µs; batch send spread %s",
+		b.SendAt.Format(time.RFC3339Nano), *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
+}
+
+// redeliverShard inserts shard 0's job again, as River would deliver it twice, and waits until
+// a replica has worked it.
+func redeliverShard(t *testing.T, pool *pgxpool.Pool, batchID int64) {
+	t.Helper()
+	ctx := context.Background()
+	var args queue.RunBatchShardArgs
+	require.NoError(t, pool.QueryRow(ctx, `SELECT args FROM batch_runner.river_job
+		WHERE kind = 'run_batch_shard' AND (args ->> 'shard')::int = 0`).Scan(&args))
+	require.Equal(t, batchID, args.BatchID)
+	ins, err := queue.NewInserter(pool, queue.BatchRunner)
+	require.NoError(t, err)
+	res, err := ins.Insert(ctx, args, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var state string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM batch_runner.river_job WHERE id = $1`, res.Job.ID).Scan(&state))
+		return state == "completed"
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// TestShardNotReadyHoldsNobody runs a two-shard batch on one instance with one shard slot:
+// shard 1 cannot start before shard 0 has finished. Shard 0 waits the configured time for it,
+// then fixes the send instant alone and says so; shard 1 runs afterwards, finds the instant
+// past, sends at once and says so; the batch ends, scored once, with every executor judged.
+func TestShardNotReadyHoldsNobody(t *testing.T) {
+	t.Parallel()
+	dbURL, pool, fleet := shardFleet(t)
+	const wait = time.Second
+	base := startService(t, shardConfig(dbURL, 1, wait))
+
+	jobID := enqueueBatch(t, base)
+	done := waitDone(t, base, jobID, 30*time.Second)
+	require.Equal(t, "done", done.State, "error: %v", done.Error)
+	b := getSharded(t, base, done.ID)
+	require.Equal(t, map[string]int{"completed": 8}, b.Counts)
+	requireScoredOnce(t, pool, fleet, b.ID)
+
+	subtypes := map[string][]int{}
+	for _, e := range b.Events {
+		if e.Subtype == sysevent.ShardNotReady || e.Subtype == sysevent.ShardLate {
+			require.NotNil(t, e.Shard)
+			subtypes[e.Subtype] = append(subtypes[e.Subtype], *e.Shard)
+		}
+	}
+	require.Len(t, subtypes[sysevent.ShardNotReady], 1, "the first shard went on without the other")
+	require.Len(t, subtypes[sysevent.ShardLate], 1, "the other came late")
+	first := subtypes[sysevent.ShardNotReady][0]
+	require.NotEqual(t, first, subtypes[sysevent.ShardLate][0])
+	s := b.Shards[first]
+	waited := b.SendAt.Sub(*s.ReadyAt)
+	require.GreaterOrEqual(t, waited, wait, "the first shard waited")
+	require.Less(t, waited, wait+2*time.Second, "no longer than the wait and the margin")
+}
