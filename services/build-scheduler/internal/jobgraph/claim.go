@@ -32,7 +32,13 @@ type Claim struct {
 // claimed through another token, or its group was cancelled).
 //
 // The claim is one statement, so on a pool it is its own transaction: one round trip and one
-// commit, which is most of what handing out an instant job costs.
+// commit. That commit does not wait for the WAL flush (synchronous_commit off, for this
+// transaction only), because a claim is a lease and losing one costs nothing: only a crash of
+// Postgres itself can lose it, and then the job is ready again, the worker's next heartbeat or
+// report finds its lease gone (ErrLeaseLost), and the job runs again under a new claim, as after
+// a lost worker. Nothing later can commit on top of a lost claim, since any synchronous commit
+// flushes the WAL up to itself, claims before it included. So call it on a pool, not inside a
+// transaction whose commit must be durable.
 func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
 	c := Claim{LeaseToken: rand.Int64()}
 	var env []byte
@@ -40,8 +46,8 @@ func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, l
 	// The claim and the group's first move to dispatching are one statement; the group row is
 	// touched only while the group is still queued.
 	err := db.QueryRow(ctx, `
-		WITH next AS (
-			SELECT id FROM job_graph WHERE target = $1 AND state = 'ready'
+		WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
+			SELECT id FROM job_graph, lease_only WHERE target = $1 AND state = 'ready'
 			ORDER BY group_id, priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED
 		), claimed AS (
 			UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = $2,
