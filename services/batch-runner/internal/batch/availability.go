@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"time"
 
@@ -19,26 +20,32 @@ import (
 // receipt and serialises its request, so signing cost never skews the start. When every task is
 // done early, the rest of the spin-up period is slept, so no executor gets the job before its
 // class's spin-up has passed.
+//
+// A shard of a sharded batch first agrees the stagger with the other shards (Plan.AgreeOffer):
+// one start and one longest spin-up for the whole batch, so an executor's initial request goes
+// out at the same instant whichever shard tests it.
 func (r *run) checkAvailability(ctx context.Context) error {
 	maxSpin := r.cfg.MinSpinUp
 	for _, j := range r.jobs {
 		s, _ := r.cfg.spinUp(j.class)
 		maxSpin = max(maxSpin, s)
 	}
-	for _, m := range r.miners {
-		m.conn.SetReadDeadline(time.Now().Add(maxSpin + r.cfg.ReadyGrace + r.cfg.ManifestTimeout))
+	st, err := r.agreeOffer(ctx, maxSpin)
+	if err != nil {
+		return err
 	}
+	r.extendReads(st.lead() + st.maxSpin + r.cfg.ReadyGrace + r.cfg.ManifestTimeout)
 	start, signed := barrier.NewRendezvous(len(r.jobs)), barrier.NewRendezvous(len(r.jobs))
 	var wg sync.WaitGroup
 	for _, j := range r.jobs {
 		wg.Go(func() {
 			defer j.miner.recoverPanic("initial request " + j.uuid)
-			r.offer(ctx, j, start, signed, maxSpin)
+			r.offer(ctx, j, start, signed, st)
 		})
 	}
 	wg.Wait()
-	if t0 := start.OpenedAt(); !t0.IsZero() {
-		sleepUntil(ctx, t0.Add(maxSpin))
+	if t0 := st.base(start); !t0.IsZero() {
+		sleepUntil(ctx, t0.Add(st.maxSpin))
 	}
 	for _, j := range r.jobs {
 		j.miner.mu.Lock()
@@ -49,14 +56,58 @@ func (r *run) checkAvailability(ctx context.Context) error {
 	return nil
 }
 
+// stagger is when the availability stage's initial requests go out: each at base + maxSpin −
+// its class's spin-up. t0 is the base a sharded batch agreed; zero means the start rendezvous.
+type stagger struct {
+	t0      time.Time
+	maxSpin time.Duration
+}
+
+// lead is how long until an agreed base; zero for the start rendezvous, which opens at once.
+func (st stagger) lead() time.Duration {
+	if st.t0.IsZero() {
+		return 0
+	}
+	return max(0, time.Until(st.t0))
+}
+
+func (st stagger) base(start *barrier.Rendezvous) time.Time {
+	if st.t0.IsZero() {
+		return start.OpenedAt()
+	}
+	return st.t0
+}
+
+// agreeOffer returns the stagger: this run's own, or the one its batch's shards agreed. A shard
+// may wait for the others here, so the miners' read deadlines are moved past that first.
+func (r *run) agreeOffer(ctx context.Context, maxSpin time.Duration) (stagger, error) {
+	if r.plan.AgreeOffer == nil {
+		return stagger{maxSpin: maxSpin}, nil
+	}
+	r.extendReads(r.plan.AgreeWithin + maxSpin + r.cfg.ReadyGrace + r.cfg.ManifestTimeout)
+	t0, batchSpin, err := r.plan.AgreeOffer(ctx, maxSpin)
+	if err != nil {
+		return stagger{}, fmt.Errorf("agree offer instant: %w", err)
+	}
+	return stagger{t0: t0, maxSpin: max(maxSpin, batchSpin)}, nil
+}
+
+// extendReads moves every miner's read deadline to d from now.
+func (r *run) extendReads(d time.Duration) {
+	for _, m := range r.miners {
+		m.conn.SetReadDeadline(time.Now().Add(d))
+	}
+}
+
 // offer runs one job's availability check. It arrives at both rendezvous on every path.
-func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvous, maxSpin time.Duration) {
+func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvous, st stagger) {
 	if err := start.ArriveAndWait(ctx); err != nil {
 		signed.Arrive()
 		return
 	}
 	spin, _ := r.cfg.spinUp(j.class)
-	sendAt := start.OpenedAt().Add(maxSpin - spin)
+	base := st.base(start)
+	sendAt := base.Add(st.maxSpin - spin)
 	payload, err := r.initialRequest(j, spin, sendAt)
 	if err != nil {
 		signed.Arrive()
@@ -72,7 +123,7 @@ func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvo
 	}
 	j.initialSentAt = time.Now()
 	j.miner.conn.Send(payload, r.sendFailed(j.miner, "V0InitialJobRequest"))
-	deadline := start.OpenedAt().Add(maxSpin)
+	deadline := base.Add(st.maxSpin)
 	response := waitSlot(ctx, j, slotResponse, deadline)
 	r.prog.responded(response)
 	if _, ok := response.(*protocol.V0AcceptJobRequest); !ok {

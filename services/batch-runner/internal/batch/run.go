@@ -31,7 +31,12 @@ type Plan struct {
 	// the one place phase 2 hands control back to its caller, always before the release, never
 	// after: the caller agrees the instant through Postgres. Nil opens the gate at once.
 	Agree func(ctx context.Context) (time.Time, error)
-	// AgreeWithin bounds how long Agree may take; the miners' read deadlines are moved past it.
+	// AgreeOffer, when set, is called once before the availability stage's initial requests
+	// with this shard's longest spin-up, and returns the batch's: the instant its stagger starts
+	// from and its longest spin-up, agreed by every shard. Nil staggers from this run's own start.
+	AgreeOffer func(ctx context.Context, maxSpin time.Duration) (time.Time, time.Duration, error)
+	// AgreeWithin bounds how long Agree or AgreeOffer may take; the miners' read deadlines are
+	// moved past it.
 	AgreeWithin time.Duration
 }
 

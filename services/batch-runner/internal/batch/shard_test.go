@@ -75,9 +75,9 @@ func TestMergeStages(t *testing.T) {
 	require.Empty(t, MergeStages(nil))
 }
 
-// TestRunAgree runs a batch as a shard: Agree is called once, after availability, and the gate
-// opens at the instant it returns, not before; an Agree that fails fails the hot stage and no
-// job request is sent.
+// TestRunAgree runs a batch as a shard: AgreeOffer sets the stagger of the initial requests,
+// Agree is called once, after availability, and the gate opens at the instant it returns, not
+// before; an Agree that fails fails the hot stage and no job request is sent.
 func TestRunAgree(t *testing.T) {
 	t.Parallel()
 
@@ -99,6 +99,25 @@ func TestRunAgree(t *testing.T) {
 		for _, j := range res.Jobs {
 			require.False(t, j.BeforeSend.Before(sendAt), "job %s sent before the agreed instant", j.UUID)
 		}
+	})
+
+	t.Run("StaggersFromTheAgreedOffer", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t, minersim.Config{Miners: 2, Manifest: manifestOf("always_on.test", 1)})
+		var t0 time.Time
+		bundle.plan.AgreeWithin = time.Second
+		bundle.plan.AgreeOffer = func(_ context.Context, maxSpin time.Duration) (time.Time, time.Duration, error) {
+			require.Equal(t, 400*time.Millisecond, maxSpin, "this shard's own longest spin-up")
+			t0 = time.Now().Add(300 * time.Millisecond)
+			return t0, time.Second, nil // another shard tests a class with a longer spin-up
+		}
+		res := bundle.run(t)
+		require.Equal(t, map[string]int{OutcomeCompleted: 2}, outcomes(res))
+		for _, j := range res.Jobs {
+			// Offered at t0 + the batch's longest spin-up − its own, so ready when the others are.
+			require.False(t, j.InitialSentAt.Before(t0.Add(600*time.Millisecond)), "job %s offered early", j.UUID)
+		}
+		require.False(t, res.HotRelease.Before(t0.Add(time.Second)), "sent before the batch's spin-up was over")
 	})
 
 	t.Run("FailureSendsNothing", func(t *testing.T) {
