@@ -49,7 +49,7 @@ func TestKilledShardRetriesOnce(t *testing.T) {
 		late[e.Subtype]++
 	}
 	require.Equal(t, 1, late[sysevent.ShardNotReady], "the survivor went on without the killed shard")
-	require.Equal(t, 1, late[sysevent.ShardLate], "the retry sent late")
+	require.Equal(t, 2, late[sysevent.ShardLate], "the retry offered and sent late")
 	require.Equal(t, map[string]int{
 		"batch_runner.batch_jobs": 8, "batch_runner.batch_manifests": 4, "batch_runner.batch_receipts": 24, "scorer.river_job": 1,
 	}, resultRows(t, pool))

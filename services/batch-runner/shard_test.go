@@ -22,20 +22,23 @@ import (
 type shardedView struct {
 	batchView
 	ShardCount int        `json:"shard_count"`
+	OfferAt    *time.Time `json:"offer_at"`
 	SendAt     *time.Time `json:"send_at"`
 	Shards     []struct {
 		Shard        int        `json:"shard"`
 		State        string     `json:"state"`
 		Attempt      int        `json:"attempt"`
 		Miners       int        `json:"miners"`
+		OfferReadyAt *time.Time `json:"offer_ready_at"`
 		ReadyAt      *time.Time `json:"ready_at"`
 		ReleasedAt   *time.Time `json:"released_at"`
 		ReleaseLagUS *int64     `json:"release_lag_us"`
 		ClockSkewUS  *int64     `json:"clock_skew_us"`
 	} `json:"shards"`
 	Jobs []struct {
-		BeforeSendAt *time.Time `json:"before_send_at"`
-		AfterSendAt  *time.Time `json:"after_send_at"`
+		InitialSentAt *time.Time `json:"initial_sent_at"`
+		BeforeSendAt  *time.Time `json:"before_send_at"`
+		AfterSendAt   *time.Time `json:"after_send_at"`
 	} `json:"jobs"`
 	Events []struct {
 		Shard   *int   `json:"shard"`
@@ -117,11 +120,20 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	require.Equal(t, 1, getSharded(t, base, b.ID).Shards[0].Attempt)
 }
 
-// requireOneRelease checks that both shards were ready, opened their gates at the agreed
-// instant (not before, and within the margin after), and that every job request of the batch
-// went out within the margin of it.
+// requireOneRelease checks that every initial request of the batch went out within the margin
+// after the agreed offer instant (one class: no stagger), that both shards were ready and
+// opened their gates at the agreed send instant (not before, and within the margin after), and
+// that every job request of the batch went out within the margin of it.
 func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 	t.Helper()
+	require.NotNil(t, b.OfferAt)
+	var offerLag time.Duration
+	for _, j := range b.Jobs {
+		require.NotNil(t, j.InitialSentAt)
+		require.False(t, j.InitialSentAt.Before(*b.OfferAt), "an initial request left before offer_at")
+		offerLag = max(offerLag, j.InitialSentAt.Sub(*b.OfferAt))
+	}
+	require.Less(t, offerLag, margin, "an initial request left a margin late")
 	require.Len(t, b.Shards, 2)
 	for _, s := range b.Shards {
 		require.Equal(t, "done", s.State)
@@ -144,8 +156,8 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 		}
 	}
 	require.Less(t, last.Sub(first), margin, "the batch's send spread across shards")
-	t.Logf("send_at %s; release lag shard 0 %d µs, shard 1 %d µs; batch send spread %s",
-		b.SendAt.Format(time.RFC3339Nano), *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
+	t.Logf("initial requests by %s after offer_at; release lag shard 0 %d µs, shard 1 %d µs; batch send spread %s",
+		offerLag, *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
 }
 
 // redeliverShard inserts shard 0's job again, as River would deliver it twice, and waits until
@@ -169,9 +181,10 @@ func redeliverShard(t *testing.T, pool *pgxpool.Pool, batchID int64) {
 }
 
 // TestShardNotReadyHoldsNobody runs a two-shard batch on one instance with one shard slot:
-// shard 1 cannot start before shard 0 has finished. Shard 0 waits the configured time for it,
-// then fixes the send instant alone and says so; shard 1 runs afterwards, finds the instant
-// past, sends at once and says so; the batch ends, scored once, with every executor judged.
+// shard 1 cannot start before shard 0 has finished. Shard 0 waits the configured time for it to
+// agree the stagger's start, then fixes it alone and says so; it does not wait for shard 1 again
+// to send. Shard 1 runs afterwards, finds both instants past, goes on at once and says so; the
+// batch ends, scored once, with every executor judged.
 func TestShardNotReadyHoldsNobody(t *testing.T) {
 	t.Parallel()
 	dbURL, pool, fleet := shardFleet(t)
@@ -185,19 +198,17 @@ func TestShardNotReadyHoldsNobody(t *testing.T) {
 	require.Equal(t, map[string]int{"completed": 8}, b.Counts)
 	requireScoredOnce(t, pool, fleet, b.ID)
 
-	subtypes := map[string][]int{}
+	shards := map[string][]int{}
 	for _, e := range b.Events {
 		if e.Subtype == sysevent.ShardNotReady || e.Subtype == sysevent.ShardLate {
 			require.NotNil(t, e.Shard)
-			subtypes[e.Subtype] = append(subtypes[e.Subtype], *e.Shard)
+			shards[e.Subtype] = append(shards[e.Subtype], *e.Shard)
 		}
 	}
-	require.Len(t, subtypes[sysevent.ShardNotReady], 1, "the first shard went on without the other")
-	require.Len(t, subtypes[sysevent.ShardLate], 1, "the other came late")
-	first := subtypes[sysevent.ShardNotReady][0]
-	require.NotEqual(t, first, subtypes[sysevent.ShardLate][0])
-	s := b.Shards[first]
-	waited := b.SendAt.Sub(*s.ReadyAt)
+	require.Len(t, shards[sysevent.ShardNotReady], 1, "the first shard went on without the other, once")
+	first := shards[sysevent.ShardNotReady][0]
+	require.Equal(t, []int{1 - first, 1 - first}, shards[sysevent.ShardLate], "the other came late to both instants")
+	waited := b.OfferAt.Sub(*b.Shards[first].OfferReadyAt)
 	require.GreaterOrEqual(t, waited, wait, "the first shard waited")
 	require.Less(t, waited, wait+2*time.Second, "no longer than the wait and the margin")
 }

@@ -33,14 +33,16 @@ type Batch struct {
 	Counts           map[string]int  `json:"counts"`
 
 	// ShardCount is the number of shards of a sharded batch, 0 for a batch run in one process;
-	// SendAt is the send instant its shards agreed.
+	// OfferAt and MaxSpinUS are the stagger its shards agreed, SendAt the send instant.
 	ShardCount int        `json:"shard_count"`
+	OfferAt    *time.Time `json:"offer_at"`
+	MaxSpinUS  *int64     `json:"max_spin_us"`
 	SendAt     *time.Time `json:"send_at"`
 }
 
 const batchColumns = `b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs,
 	b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us,
-	b.created_at, b.started_at, b.finished_at, b.shards, b.send_at,
+	b.created_at, b.started_at, b.finished_at, b.shards, b.offer_at, b.max_spin_us, b.send_at,
 	(SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM
 	   (SELECT outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY outcome) c)`
 
@@ -48,7 +50,7 @@ func scanBatch(row pgx.Row) (Batch, error) {
 	var b Batch
 	err := row.Scan(&b.ID, &b.RiverJobID, &b.Attempt, &b.State, &b.Reason, &b.Error, &b.Miners, &b.PreviousJobs,
 		&b.Pregenerated, &b.PregeneratedUsed, &b.ExtraGenerated, &b.Stages, &b.HotReleaseAt, &b.SendSpreadUS,
-		&b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.ShardCount, &b.SendAt, &b.Counts)
+		&b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.ShardCount, &b.OfferAt, &b.MaxSpinUS, &b.SendAt, &b.Counts)
 	return b, err
 }
 

@@ -19,6 +19,10 @@ type Shard struct {
 	RiverJobID *int64  `json:"river_job_id"`
 	Miners     int     `json:"miners"`
 	Error      *string `json:"error"`
+	// OfferReadyAt is when the shard knew its jobs, on its own clock; MaxSpinUS its longest
+	// spin-up, which the batch's stagger covers.
+	OfferReadyAt *time.Time `json:"offer_ready_at"`
+	MaxSpinUS    *int64     `json:"max_spin_us"`
 	// ReadyAt is when the shard's executors were ready and its frames built, on its own clock;
 	// ClockSkewUS is the database's clock minus the shard's when it said so.
 	ReadyAt     *time.Time `json:"ready_at"`
@@ -36,7 +40,8 @@ type Shard struct {
 // ShardList returns a batch's shards in order; none for a batch run in one process.
 func ShardList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Shard, error) {
 	rows, err := db.Query(ctx, `
-		SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.ready_at, s.clock_skew_us,
+		SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.offer_ready_at, s.max_spin_us,
+		       s.ready_at, s.clock_skew_us,
 		       s.released_at, (extract(epoch FROM s.released_at - b.send_at) * 1e6)::bigint, s.send_spread_us,
 		       s.stages, s.started_at, s.finished_at
 		FROM batch_shards s JOIN batches b ON b.id = s.batch_id

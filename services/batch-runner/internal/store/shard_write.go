@@ -42,7 +42,8 @@ func ShardStart(ctx context.Context, db postgres.DBTX, batchID int64, shard int,
 	s := ShardStarted{BatchID: batchID, Shard: shard}
 	err := db.QueryRow(ctx, `
 		UPDATE batch_shards s SET state = 'running', attempt = s.attempt + 1, river_job_id = $3,
-		       ready_at = NULL, clock_skew_us = NULL, error = NULL, started_at = clock_timestamp(), finished_at = NULL
+		       offer_ready_at = NULL, max_spin_us = NULL, ready_at = NULL, clock_skew_us = NULL, error = NULL,
+		       started_at = clock_timestamp(), finished_at = NULL
 		FROM batches b
 		WHERE s.batch_id = $1 AND s.shard = $2 AND s.state IN ('pending', 'running')
 		  AND b.id = s.batch_id AND b.state = 'running'
@@ -81,7 +82,8 @@ func ShardReady(ctx context.Context, db postgres.DBTX, s ShardStarted, readyAt t
 }
 
 // SendAtState is what a ready shard polls: the agreed send instant once fixed, and the shards
-// still expected (pending or running and not ready).
+// still expected: pending or running, not ready, and part of the offer agreement (a shard that
+// missed the offer instant is late for the send instant too, and nobody waits for it twice).
 func SendAtState(ctx context.Context, db postgres.DBTX, batchID int64) (*time.Time, []int32, error) {
 	var (
 		sendAt  *time.Time
@@ -89,7 +91,8 @@ func SendAtState(ctx context.Context, db postgres.DBTX, batchID int64) (*time.Ti
 	)
 	err := db.QueryRow(ctx, `
 		SELECT b.send_at, coalesce((SELECT array_agg(s.shard ORDER BY s.shard) FROM batch_shards s
-		        WHERE s.batch_id = b.id AND s.ready_at IS NULL AND s.state IN ('pending', 'running')), '{}')
+		        WHERE s.batch_id = b.id AND s.ready_at IS NULL AND s.state IN ('pending', 'running')
+		          AND s.offer_ready_at IS NOT NULL), '{}')
 		FROM batches b WHERE b.id = $1`, batchID).Scan(&sendAt, &waiting)
 	if err != nil {
 		return nil, nil, fmt.Errorf("send instant of batch %d: %w", batchID, mapErr(err))

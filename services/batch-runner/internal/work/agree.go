@@ -11,20 +11,23 @@ import (
 	"drover.dev/services/batch-runner/internal/sysevent"
 )
 
-// Agreement is how the shards of a batch agree their send instant through Postgres.
+// Agreement is how the shards of a batch agree their instants through Postgres: when the
+// availability stage's stagger starts (with the batch's longest spin-up), then when the hot
+// phase's job requests go out.
 type Agreement struct {
-	// Margin is how far past the moment it is fixed the send instant lies. It must cover the
-	// other shards' next poll and the skew between the replicas' clocks, since each shard sleeps
-	// until the instant on its own clock.
+	// Margin is how far past the moment it is fixed an instant lies. It must cover the other
+	// shards' next poll and the skew between the replicas' clocks, since each shard waits for the
+	// instant on its own clock.
 	Margin time.Duration
-	// Wait bounds how long a ready shard waits for the others: then the instant is fixed without
-	// them, and their absence is an event. A shard that never gets ready blocks nobody longer.
+	// Wait bounds how long a ready shard waits for the others at each instant: then the instant
+	// is fixed without them, and their absence is an event. A shard that never gets ready blocks
+	// nobody longer.
 	Wait time.Duration
 	// Poll is how often a waiting shard looks again.
 	Poll time.Duration
 }
 
-// within bounds one shard's agreement, for the miners' read deadlines.
+// within bounds one shard's wait at one instant, for the miners' read deadlines.
 func (a Agreement) within() time.Duration { return a.Wait + a.Margin + 5*a.Poll + 10*time.Second }
 
 // shardAgreement is one shard's part in its batch's agreement.
@@ -35,56 +38,108 @@ type shardAgreement struct {
 	events *sysevent.Recorder
 }
 
-// agree marks the shard ready and returns the batch's send instant: polled until every shard is
-// ready (or finished), or until the wait is over; then whichever shard gets there first fixes it,
-// once for all. It runs between the availability stage and the release, never during the hot
-// phase.
+// instant is one instant the shards of a batch agree on.
+type instant struct {
+	name string
+	// state returns the instant once fixed, and the shards still expected.
+	state func(context.Context) (*time.Time, []int32, error)
+	// fix fixes the instant unless it is fixed; true for the one call that fixed it.
+	fix func(context.Context) (bool, error)
+}
+
+// agreeOffer marks the shard ready to make its initial requests and returns the batch's
+// stagger: its start and its longest spin-up. A shard late for the start begins its stagger
+// now, so that its executors still get their whole spin-up.
+func (a *shardAgreement) agreeOffer(ctx context.Context, maxSpin time.Duration) (time.Time, time.Duration, error) {
+	readyAt := time.Now()
+	if err := store.ShardOfferReady(ctx, a.pool, a.shard, readyAt, maxSpin); err != nil {
+		return time.Time{}, 0, err
+	}
+	var offer store.Offer
+	at, err := a.await(ctx, instant{
+		name: "offer",
+		state: func(ctx context.Context) (*time.Time, []int32, error) {
+			o, waiting, err := store.OfferState(ctx, a.pool, a.shard.BatchID)
+			if o == nil {
+				return nil, waiting, err
+			}
+			offer = *o
+			return &offer.At, waiting, nil
+		},
+		fix: func(ctx context.Context) (bool, error) { return store.OfferFix(ctx, a.pool, a.shard.BatchID, a.Margin) },
+	}, readyAt)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	if now := time.Now(); at.Before(now) {
+		at = now
+	}
+	return at, offer.MaxSpin, nil
+}
+
+// agree marks the shard ready to send and returns the batch's send instant.
 func (a *shardAgreement) agree(ctx context.Context) (time.Time, error) {
 	readyAt := time.Now()
 	if _, err := store.ShardReady(ctx, a.pool, a.shard, readyAt); err != nil {
 		return time.Time{}, err
 	}
+	return a.await(ctx, instant{
+		name: "send",
+		state: func(ctx context.Context) (*time.Time, []int32, error) {
+			return store.SendAtState(ctx, a.pool, a.shard.BatchID)
+		},
+		fix: func(ctx context.Context) (bool, error) {
+			return store.SendAtFix(ctx, a.pool, a.shard.BatchID, a.Margin)
+		},
+	}, readyAt)
+}
+
+// await polls until the instant is fixed. When no shard is expected any more, or the wait since
+// readyAt is over, it fixes the instant itself; whichever shard gets there first fixes it, once
+// for all. It runs before the availability stage's requests and before the release, never
+// during the hot phase.
+func (a *shardAgreement) await(ctx context.Context, in instant, readyAt time.Time) (time.Time, error) {
 	deadline := readyAt.Add(a.Wait)
 	for {
-		sendAt, waiting, err := store.SendAtState(ctx, a.pool, a.shard.BatchID)
+		at, waiting, err := in.state(ctx)
 		if err != nil {
 			return time.Time{}, err
 		}
-		if sendAt != nil {
-			a.noteLate(*sendAt)
-			return *sendAt, nil
+		if at != nil {
+			a.noteLate(in.name, *at)
+			return *at, nil
 		}
 		if len(waiting) == 0 || !time.Now().Before(deadline) {
-			if err := a.fix(ctx, waiting); err != nil {
+			if err := a.fix(ctx, in, waiting); err != nil {
 				return time.Time{}, err
 			}
 			continue
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("wait for the shards of batch %d: %w", a.shard.BatchID, ctx.Err())
+			return time.Time{}, fmt.Errorf("wait for the shards of batch %d (%s): %w", a.shard.BatchID, in.name, ctx.Err())
 		case <-time.After(a.Poll):
 		}
 	}
 }
 
-// fix fixes the send instant; the shard whose fix took records the shards it went without.
-func (a *shardAgreement) fix(ctx context.Context, waiting []int32) error {
-	fixed, err := store.SendAtFix(ctx, a.pool, a.shard.BatchID, a.Margin)
+// fix fixes the instant; the shard whose fix took records the shards it went without.
+func (a *shardAgreement) fix(ctx context.Context, in instant, waiting []int32) error {
+	fixed, err := in.fix(ctx)
 	if err != nil || !fixed || len(waiting) == 0 {
 		return err
 	}
 	a.events.Add(sysevent.TypeValidatorFailure, sysevent.ShardNotReady,
-		fmt.Sprintf("send instant fixed without %d shard(s) not ready within %s", len(waiting), a.Wait),
-		map[string]any{"shards": waiting, "fixed_by": a.shard.Shard, "wait": a.Wait.String()})
+		fmt.Sprintf("%s instant fixed without %d shard(s) not ready within %s", in.name, len(waiting), a.Wait),
+		map[string]any{"instant": in.name, "shards": waiting, "fixed_by": a.shard.Shard, "wait": a.Wait.String()})
 	return nil
 }
 
-// noteLate records a shard that got ready only after the agreed instant: it sends at once.
-func (a *shardAgreement) noteLate(sendAt time.Time) {
-	if late := time.Since(sendAt); late > 0 {
+// noteLate records a shard that got ready only after the agreed instant.
+func (a *shardAgreement) noteLate(name string, at time.Time) {
+	if late := time.Since(at); late > 0 {
 		a.events.Add(sysevent.TypeValidatorFailure, sysevent.ShardLate,
-			fmt.Sprintf("shard ready %s after the agreed send instant; sending at once", late.Round(time.Millisecond)),
-			map[string]any{"shard": a.shard.Shard, "send_at": sendAt, "late_us": late.Microseconds()})
+			fmt.Sprintf("shard ready %s after the agreed %s instant; going on at once", late.Round(time.Millisecond), name),
+			map[string]any{"instant": name, "shard": a.shard.Shard, "at": at, "late_us": late.Microseconds()})
 	}
 }

@@ -104,7 +104,7 @@ func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.
 	agreement := &shardAgreement{Agreement: w.Agreement, pool: w.Pool, shard: shard, events: events}
 	return shard, batch.Plan{
 		BatchID: shard.BatchID, Miners: miners, Validators: validators, Pool: pool, Events: events,
-		Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
+		AgreeOffer: agreement.agreeOffer, Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
 	}, nil
 }
 
