@@ -207,8 +207,7 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 		}
 		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome}
 		for range 1 + min(1, n%5/4) {
-			err := inTx(ctx, pool, func(tx pgx.Tx) error { _, err := graph.ReportTx(ctx, tx, args); return err })
-			if err != nil {
+			if _, err := graph.Report(ctx, pool, args, nil); err != nil {
 				return fmt.Errorf("worker %d report of job %d: %w", w, c.JobID, err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"drover.dev/queue"
 )
@@ -19,44 +20,114 @@ type Result struct {
 	GroupState string // the group's state after the transition
 }
 
-// ReportTx applies a worker's report on tx. It is guarded by the job being running (or
-// cancel_pending) under the reported attempt and lease token. The guarded update, the release of
-// the job's dependents on success and the count of the job off its group shard are one
-// statement: a report of an instant job is one round trip plus its dispatch tokens.
-func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs) (Result, error) {
+// reportSQL applies a worker's report in one statement, guarded by the job being running (or
+// cancel_pending) under the reported attempt and lease token: the job's transition, the release
+// of its dependents on success and the count of the job off its group shard. It returns no row
+// when the guard matched nothing.
+const reportSQL = `
+	WITH done AS (
+		UPDATE job_graph SET
+			state = CASE
+				WHEN $4 = 'succeeded' THEN 'complete'
+				WHEN state = 'cancel_pending' OR $4 = 'cancelled' THEN 'cancel_complete'
+				ELSE 'job_failed' END::job_state,
+			as_built = nullif($5, ''), exit_code = $6, error = nullif($7, ''), log_incomplete = $8,
+			lease_token = NULL, lease_expires_at = NULL,
+			finished_at = clock_timestamp(), updated_at = clock_timestamp()
+		WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state IN ('running', 'cancel_pending')
+		RETURNING id, group_id, target, state, dependents
+	), ` + releaseSQL + `, counted AS (` + countOffSQL + `)
+	SELECT d.group_id, d.state::text,
+		ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id),
+		ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id),
+		coalesce((SELECT emptied FROM counted), false), coalesce((SELECT group_state FROM counted), '')
+	FROM done d`
+
+func reportArgs(r queue.BuildReportArgs) []any {
+	return []any{r.JobID, r.Attempt, r.LeaseToken, r.Outcome, r.AsBuilt, r.ExitCode, r.Error, r.LogIncomplete}
+}
+
+// reported is what reportSQL returned: the transition, whether it emptied the job's shard, and
+// the dependents it made ready.
+type reported struct {
+	Result
+	emptied bool
+	ready   []readyJob
+}
+
+func scanReport(row pgx.Row, r queue.BuildReportArgs) (reported, error) {
 	var (
-		res     Result
-		emptied bool
+		rep     reported
 		readyID []int64
 		readyTg []string
 	)
-	err := tx.QueryRow(ctx, `
-		WITH done AS (
-			UPDATE job_graph SET
-				state = CASE
-					WHEN $4 = 'succeeded' THEN 'complete'
-					WHEN state = 'cancel_pending' OR $4 = 'cancelled' THEN 'cancel_complete'
-					ELSE 'job_failed' END::job_state,
-				as_built = nullif($5, ''), exit_code = $6, error = nullif($7, ''), log_incomplete = $8,
-				lease_token = NULL, lease_expires_at = NULL,
-				finished_at = clock_timestamp(), updated_at = clock_timestamp()
-			WHERE id = $1 AND attempt = $2 AND lease_token = $3 AND state IN ('running', 'cancel_pending')
-			RETURNING id, group_id, target, state, dependents
-		), `+releaseSQL+`, counted AS (`+countOffSQL+`)
-		SELECT d.group_id, d.state::text,
-			ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id),
-			ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id),
-			coalesce((SELECT emptied FROM counted), false), coalesce((SELECT group_state FROM counted), '')
-		FROM done d`,
-		r.JobID, r.Attempt, r.LeaseToken, r.Outcome, r.AsBuilt, r.ExitCode, r.Error, r.LogIncomplete,
-	).Scan(&res.GroupID, &res.State, &readyID, &readyTg, &emptied, &res.GroupState)
+	err := row.Scan(&rep.GroupID, &rep.State, &readyID, &readyTg, &rep.emptied, &rep.GroupState)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return res, nil
+		return rep, nil
 	}
 	if err != nil {
-		return res, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
+		return rep, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
-	res.Applied = true
+	rep.Applied = true
+	for i := range readyID {
+		rep.ready = append(rep.ready, readyJob{id: readyID[i], groupID: rep.GroupID, target: readyTg[i]})
+	}
+	return rep, nil
+}
+
+// ReportTx applies a worker's report on tx: reportSQL and then what it leaves to do, the
+// dependents of a failed job failed with it, dispatch tokens for the dependents it made ready and
+// the group settled when this was its last job. A report of an instant job that releases nothing
+// is one round trip.
+func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs) (Result, error) {
+	rep, err := scanReport(tx.QueryRow(ctx, reportSQL, reportArgs(r)...), r)
+	if err != nil || !rep.Applied {
+		return rep.Result, err
+	}
+	return g.afterReport(ctx, tx, r, rep)
+}
+
+// Report applies a worker's report as ReportTx does, in a transaction of its own on pool that
+// begins in the same round trip as reportSQL (pgx's Batch.BeginTx), and runs also in it before
+// it commits (the report job's completion, for a River worker). also may be nil.
+func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx) error) (Result, error) {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{})
+	b.Queue(reportSQL, reportArgs(r)...)
+	br := pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer func() { _ = tx.Rollback(ctx) }() // releases the connection; nothing to undo after Commit
+	_, err := br.Exec()
+	var rep reported
+	if err == nil {
+		rep, err = scanReport(br.QueryRow(), r)
+	}
+	if closeErr := br.Close(); err == nil && closeErr != nil {
+		err = fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, closeErr)
+	}
+	if err != nil {
+		return rep.Result, err
+	}
+	res := rep.Result
+	if rep.Applied {
+		if res, err = g.afterReport(ctx, tx, r, rep); err != nil {
+			return res, err
+		}
+	}
+	if also != nil {
+		if err := also(tx); err != nil {
+			return res, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("commit report of job %d attempt %d: %w", r.JobID, r.Attempt, err)
+	}
+	return res, nil
+}
+
+// afterReport does what an applied report's statement leaves to do.
+func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs, rep reported) (Result, error) {
+	res := rep.Result
 	var finished []int64
 	switch res.State {
 	case JobFailed:
@@ -70,15 +141,12 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 			return res, err
 		}
 	case Complete:
-		ready := make([]readyJob, len(readyID))
-		for i := range readyID {
-			ready[i] = readyJob{id: readyID[i], groupID: res.GroupID, target: readyTg[i]}
-		}
-		if err := g.dispatch(ctx, tx, ready); err != nil {
+		if err := g.dispatch(ctx, tx, rep.ready); err != nil {
 			return res, err
 		}
 	}
-	res.GroupState, err = settle(ctx, tx, res.GroupID, finished, emptied, res.GroupState)
+	var err error
+	res.GroupState, err = settle(ctx, tx, res.GroupID, finished, rep.emptied, res.GroupState)
 	return res, err
 }
 

@@ -23,11 +23,9 @@ type ReportWorker struct {
 
 // Work applies the report; a stale or repeated report completes without effect.
 func (w *ReportWorker) Work(ctx context.Context, job *river.Job[queue.BuildReportArgs]) error {
-	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		if _, err := w.Graph.ReportTx(ctx, tx, job.Args); err != nil {
-			return err
-		}
+	_, err := w.Graph.Report(ctx, w.Pool, job.Args, func(tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
+	return err
 }

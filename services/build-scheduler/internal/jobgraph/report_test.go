@@ -1,0 +1,82 @@
+package jobgraph
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/shared/testdb"
+)
+
+// Report begins its own transaction in the round trip of the report's statement: what it applies,
+// with what also writes, commits together or not at all.
+func TestReportInItsOwnTransaction(t *testing.T) {
+	t.Parallel()
+
+	// setup submits the chain a → b on a fresh database and claims a.
+	setup := func(t *testing.T) (*pgxpool.Pool, *Graph, int64, queue.BuildReportArgs) {
+		t.Helper()
+		ctx := context.Background()
+		pool := testdb.NewPool(t, "build_scheduler")
+		graph := newGraph(t)
+		plan, err := dag.Validate(dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, dag.DefaultLimits)
+		require.NoError(t, err)
+		var g int64
+		committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 2); return err })
+		c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+		return pool, graph, g, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+	}
+	states := func(t *testing.T, pool *pgxpool.Pool, g int64) map[string]int {
+		t.Helper()
+		group, err := GetGroup(context.Background(), pool, g)
+		require.NoError(t, err)
+		return group.Counts
+	}
+
+	t.Run("CommitsWithAlso", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		pool, graph, g, args := setup(t)
+		var sawTx bool
+		res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx) error {
+			_, err := tx.Exec(ctx, `SELECT 1`)
+			sawTx = err == nil
+			return err
+		})
+		require.NoError(t, err)
+		require.True(t, res.Applied)
+		require.True(t, sawTx)
+		require.Equal(t, map[string]int{Complete: 1, Ready: 1}, states(t, pool, g))
+		var tokens int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&tokens))
+		require.Equal(t, 2, tokens, "b's token committed with the report")
+
+		again, err := graph.Report(ctx, pool, args, nil)
+		require.NoError(t, err)
+		require.False(t, again.Applied, "a repeated report is a no-op")
+	})
+
+	t.Run("RolledBackWhenAlsoFails", func(t *testing.T) {
+		t.Parallel()
+		ctx := context.Background()
+		pool, graph, g, args := setup(t)
+		boom := errors.New("boom")
+		_, err := graph.Report(ctx, pool, args, func(pgx.Tx) error { return boom })
+		require.ErrorIs(t, err, boom)
+		require.Equal(t, map[string]int{Running: 1, Waiting: 1}, states(t, pool, g))
+		require.Equal(t, int32(0), pool.Stat().AcquiredConns(), "the connection went back to the pool")
+
+		res, err := graph.Report(ctx, pool, args, nil)
+		require.NoError(t, err)
+		require.True(t, res.Applied, "the report applies once also lets it")
+	})
+}
