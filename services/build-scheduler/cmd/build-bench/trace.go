@@ -6,6 +6,7 @@ import (
 	"io"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,11 +35,42 @@ type traceKey struct{}
 var spaces = regexp.MustCompile(`\s+`)
 
 func (s *statementTimes) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
-	sql := spaces.ReplaceAllString(data.SQL, " ")
-	return context.WithValue(ctx, traceKey{}, traceStart{sql: sql[:min(len(sql), 70)], start: time.Now()})
+	return s.start(ctx, data.SQL)
 }
 
 func (s *statementTimes) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	s.end(ctx)
+}
+
+// A batch counts as one round trip, named by its statements.
+func (s *statementTimes) TraceBatchStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
+	sqls := make([]string, len(data.Batch.QueuedQueries))
+	for i, q := range data.Batch.QueuedQueries {
+		sqls[i] = q.SQL
+	}
+	return s.start(ctx, "batch: "+strings.Join(sqls, "; "))
+}
+
+func (s *statementTimes) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (s *statementTimes) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEndData) {
+	s.end(ctx)
+}
+
+func (s *statementTimes) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceCopyFromStartData) context.Context {
+	return s.start(ctx, "copy into "+data.TableName.Sanitize())
+}
+
+func (s *statementTimes) TraceCopyFromEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceCopyFromEndData) {
+	s.end(ctx)
+}
+
+func (s *statementTimes) start(ctx context.Context, sql string) context.Context {
+	sql = spaces.ReplaceAllString(sql, " ")
+	return context.WithValue(ctx, traceKey{}, traceStart{sql: sql[:min(len(sql), 70)], start: time.Now()})
+}
+
+func (s *statementTimes) end(ctx context.Context) {
 	st, ok := ctx.Value(traceKey{}).(traceStart)
 	if !ok {
 		return
