@@ -97,12 +97,15 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, batchCfg) })
 }
 
-// checkSharding refuses settings under which shards could not meet: no slot to work one, or a
-// margin that a waiting shard's next poll could overrun.
+// checkSharding refuses settings under which shards could not meet: no slot to work one, a
+// margin that a waiting shard's next poll could overrun, or a job timeout that two waits for the
+// other shards (the stagger's start and the send instant) would use up.
 func checkSharding(cfg Config) error {
 	switch {
 	case cfg.ShardMiners < 0:
 		return fmt.Errorf("BATCH_RUNNER_SHARD_MINERS %d is negative", cfg.ShardMiners)
+	case cfg.ShardMiners > 0 && cfg.JobTimeout <= 2*cfg.ShardWait:
+		return fmt.Errorf("BATCH_RUNNER_JOB_TIMEOUT %s must exceed twice BATCH_RUNNER_SHARD_WAIT %s", cfg.JobTimeout, cfg.ShardWait)
 	case cfg.ShardWorkers < 1:
 		return fmt.Errorf("BATCH_RUNNER_SHARD_WORKERS %d: at least 1", cfg.ShardWorkers)
 	case cfg.ShardPoll <= 0 || cfg.SendMargin <= 2*cfg.ShardPoll:

@@ -58,3 +58,24 @@ func TestRunRefusesToStartWithoutHotkey(t *testing.T) {
 	err := run(context.Background(), cfg, nil, io.Discard)
 	require.ErrorContains(t, err, "BATCH_RUNNER_HOTKEY_URI")
 }
+
+func TestRunRefusesShardSettingsThatCannotMeet(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		change func(*Config)
+		want   string
+	}{
+		{"NoShardSlot", func(c *Config) { c.ShardWorkers = 0 }, "BATCH_RUNNER_SHARD_WORKERS"},
+		{"MarginWithinAPoll", func(c *Config) { c.SendMargin = c.ShardPoll }, "BATCH_RUNNER_SEND_MARGIN"},
+		{"TwoWaitsOutlastTheJob", func(c *Config) { c.ShardMiners, c.ShardWait = 50, c.JobTimeout/2 }, "BATCH_RUNNER_JOB_TIMEOUT"},
+		{"NegativeShard", func(c *Config) { c.ShardMiners = -1 }, "BATCH_RUNNER_SHARD_MINERS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("postgres://unused")
+			tc.change(&cfg)
+			require.ErrorContains(t, run(context.Background(), cfg, nil, io.Discard), tc.want)
+		})
+	}
+}
