@@ -22,14 +22,16 @@ type Started struct {
 
 // BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
 // the job. A running batch of another job older than staleAfter belonged to a process that died
-// and whose job River gave up on; it is marked failed so batches can go on. Another batch still
+// and whose job River gave up on; it is marked failed so batches can go on (a sharded batch only
+// once no River job of an unfinished shard is left). Another batch still
 // running gives ErrConflict; this job's batch already done gives ErrAlreadyDone, and so does a
 // sharded batch of this job: its coordinator's work ended when the shards were created, and the
 // shards, not a retried coordinator, run it.
 func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
 	if _, err := db.Exec(ctx, `
-		UPDATE batches SET state = 'failed', error = 'abandoned: still running after ' || $2::text, finished_at = clock_timestamp()
-		WHERE state = 'running' AND river_job_id <> $1 AND started_at < clock_timestamp() - $3::interval`,
+		UPDATE batches b SET state = 'failed', error = 'abandoned: still running after ' || $2::text, finished_at = clock_timestamp()
+		WHERE state = 'running' AND river_job_id <> $1 AND started_at < clock_timestamp() - $3::interval
+		  AND NOT EXISTS (`+liveShardJobs+`)`,
 		riverJobID, staleAfter.String(), staleAfter.String()); err != nil {
 		return Started{}, fmt.Errorf("fail stale batches: %w", err)
 	}
@@ -49,6 +51,14 @@ func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason 
 	}
 	return s, nil
 }
+
+// liveShardJobs finds an unfinished shard of batch b whose River job River may still run: such a
+// sharded batch is not abandoned, however long it has run (a shard's retry comes only after
+// RESCUE_AFTER). It reads River's own job table in this schema.
+const liveShardJobs = `
+	SELECT 1 FROM batch_shards s JOIN river_job j ON j.id = s.river_job_id
+	WHERE s.batch_id = b.id AND s.state IN ('pending', 'running')
+	  AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
 
 // BatchPlanned records what phase 1 decided.
 func BatchPlanned(ctx context.Context, db postgres.DBTX, s Started, miners, previousJobs, pregenerated int) error {

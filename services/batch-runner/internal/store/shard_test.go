@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/testdb"
@@ -43,7 +44,7 @@ func shardedBatch(t *testing.T, tx pgx.Tx, riverJobID int64) Started {
 	ctx := context.Background()
 	s, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour)
 	require.NoError(t, err)
-	require.NoError(t, ShardsCreate(ctx, tx, s, []int{1, 1}))
+	require.NoError(t, ShardsCreate(ctx, tx, s, []int{1, 1}, []int64{riverJobID*10 + 1, riverJobID*10 + 2}))
 	return s
 }
 
@@ -165,6 +166,43 @@ func TestShardedBatch(t *testing.T) {
 		require.Empty(t, waiting)
 		require.Equal(t, 4*time.Minute, offer.MaxSpin, "the batch's stagger covers its longest spin-up")
 		require.WithinDuration(t, time.Now().Add(100*time.Millisecond), offer.At, time.Second)
+	})
+
+	t.Run("AbandonedOnlyWithoutALiveShardJob", func(t *testing.T) {
+		t.Parallel()
+		pool := testdb.NewPool(t, "batch_runner")
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+		ins, err := queue.NewInserter(pool, queue.BatchRunner)
+		require.NoError(t, err)
+		old, err := BatchStart(ctx, tx, 701, "api", time.Hour)
+		require.NoError(t, err)
+		var jobIDs []int64
+		for shard := range 2 {
+			res, err := ins.InsertTx(ctx, tx, queue.RunBatchShardArgs{BatchID: old.ID, Shard: shard}, nil)
+			require.NoError(t, err)
+			jobIDs = append(jobIDs, res.Job.ID)
+		}
+		require.NoError(t, ShardsCreate(ctx, tx, old, []int{1, 1}, jobIDs))
+		_, err = tx.Exec(ctx, `UPDATE batches SET started_at = started_at - interval '1 hour' WHERE id = $1`, old.ID)
+		require.NoError(t, err)
+
+		// A shard's job may still run (River retries a killed shard after RESCUE_AFTER).
+		sp, err := tx.Begin(ctx)
+		require.NoError(t, err)
+		_, err = BatchStart(ctx, sp, 702, "api", time.Minute)
+		require.ErrorIs(t, err, ErrConflict, "the sharded batch still runs")
+		require.NoError(t, sp.Rollback(ctx))
+
+		// River gave up on both shard jobs: the batch is abandoned.
+		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = ANY($1)`, jobIDs)
+		require.NoError(t, err)
+		_, err = BatchStart(ctx, tx, 702, "api", time.Minute)
+		require.NoError(t, err)
+		got, err := BatchGet(ctx, tx, old.ID)
+		require.NoError(t, err)
+		require.Equal(t, "failed", got.State)
 	})
 
 	t.Run("EveryShardFailed", func(t *testing.T) {

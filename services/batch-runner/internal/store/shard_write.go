@@ -20,15 +20,16 @@ type ShardStarted struct {
 	Attempt int
 }
 
-// ShardsCreate records that batch s runs as shards of the given numbers of miners: one pending
-// row per shard, in tx, which also inserts the shards' jobs.
-func ShardsCreate(ctx context.Context, tx pgx.Tx, s Started, sizes []int) error {
+// ShardsCreate records that batch s runs as shards of the given numbers of miners, worked by
+// the given River jobs: one pending row per shard, in tx, which also inserts the shards' jobs.
+func ShardsCreate(ctx context.Context, tx pgx.Tx, s Started, sizes []int, riverJobIDs []int64) error {
 	if _, err := tx.Exec(ctx, `UPDATE batches SET shards = $2 WHERE id = $1`, s.ID, len(sizes)); err != nil {
 		return fmt.Errorf("mark batch %d sharded: %w", s.ID, err)
 	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO batch_shards (batch_id, shard, miners)
-		SELECT $1, n - 1, size FROM unnest($2::int[]) WITH ORDINALITY AS t (size, n)`, s.ID, sizes)
+		INSERT INTO batch_shards (batch_id, shard, miners, river_job_id)
+		SELECT $1, n - 1, size, job FROM unnest($2::int[], $3::bigint[]) WITH ORDINALITY AS t (size, job, n)`,
+		s.ID, sizes, riverJobIDs)
 	if err != nil {
 		return fmt.Errorf("create %d shards of batch %d: %w", len(sizes), s.ID, err)
 	}

@@ -33,7 +33,7 @@ func TestAgree(t *testing.T) {
 			if b, err = store.BatchStart(ctx, tx, 1, "api", time.Hour); err != nil {
 				return err
 			}
-			return store.ShardsCreate(ctx, tx, b, []int{1, 1})
+			return store.ShardsCreate(ctx, tx, b, []int{1, 1}, []int64{10, 11})
 		}))
 		bundle := &testBundle{pool: pool}
 		for i := range 2 {

@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -70,11 +71,21 @@ func (w *RunBatchWorker) createShards(ctx context.Context, tx pgx.Tx, job *river
 		}
 		params[i] = river.InsertManyParams{Args: args}
 	}
-	if err := store.ShardsCreate(ctx, tx, started, sizes); err != nil {
-		return started, err
-	}
-	if _, err := w.Inserters[queue.BatchRunner].InsertManyTx(ctx, tx, params); err != nil {
+	inserted, err := w.Inserters[queue.BatchRunner].InsertManyTx(ctx, tx, params)
+	if err != nil {
 		return started, fmt.Errorf("enqueue %d shards of batch %d: %w", len(params), started.ID, err)
 	}
-	return started, nil
+	// Each job says which shard it is: the order of River's results is not a promise.
+	jobIDs := make([]int64, len(inserted))
+	for _, res := range inserted {
+		var args queue.RunBatchShardArgs
+		if err := json.Unmarshal(res.Job.EncodedArgs, &args); err != nil {
+			return started, fmt.Errorf("args of shard job %d of batch %d: %w", res.Job.ID, started.ID, err)
+		}
+		if args.Shard < 0 || args.Shard >= len(jobIDs) {
+			return started, fmt.Errorf("shard job %d of batch %d: no shard %d", res.Job.ID, started.ID, args.Shard)
+		}
+		jobIDs[args.Shard] = res.Job.ID
+	}
+	return started, store.ShardsCreate(ctx, tx, started, sizes, jobIDs)
 }
