@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/batch"
@@ -75,17 +76,26 @@ func (w *RunBatchWorker) createShards(ctx context.Context, tx pgx.Tx, job *river
 	if err != nil {
 		return started, fmt.Errorf("enqueue %d shards of batch %d: %w", len(params), started.ID, err)
 	}
-	// Each job says which shard it is: the order of River's results is not a promise.
-	jobIDs := make([]int64, len(inserted))
+	jobIDs, err := shardJobIDs(started.ID, inserted)
+	if err != nil {
+		return started, err
+	}
+	return started, store.ShardsCreate(ctx, tx, started, sizes, jobIDs)
+}
+
+// shardJobIDs returns the River job id of each shard, in shard order. Each job says which shard
+// it is: the order of River's results is not a promise.
+func shardJobIDs(batchID int64, inserted []*rivertype.JobInsertResult) ([]int64, error) {
+	ids := make([]int64, len(inserted))
 	for _, res := range inserted {
 		var args queue.RunBatchShardArgs
 		if err := json.Unmarshal(res.Job.EncodedArgs, &args); err != nil {
-			return started, fmt.Errorf("args of shard job %d of batch %d: %w", res.Job.ID, started.ID, err)
+			return nil, fmt.Errorf("args of shard job %d of batch %d: %w", res.Job.ID, batchID, err)
 		}
-		if args.Shard < 0 || args.Shard >= len(jobIDs) {
-			return started, fmt.Errorf("shard job %d of batch %d: no shard %d", res.Job.ID, started.ID, args.Shard)
+		if args.Shard < 0 || args.Shard >= len(ids) {
+			return nil, fmt.Errorf("shard job %d of batch %d: no shard %d", res.Job.ID, batchID, args.Shard)
 		}
-		jobIDs[args.Shard] = res.Job.ID
+		ids[args.Shard] = res.Job.ID
 	}
-	return started, store.ShardsCreate(ctx, tx, started, sizes, jobIDs)
+	return ids, nil
 }

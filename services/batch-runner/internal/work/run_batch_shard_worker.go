@@ -72,31 +72,21 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 	return nil
 }
 
-// prepare is the shard's phase 1.
+// prepare is the shard's phase 1: it takes the shard over and plans its phase 2.
 func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) (store.ShardStarted, batch.Plan, error) {
 	shard, err := store.ShardStart(ctx, w.Pool, job.Args.BatchID, job.Args.Shard, job.ID)
 	if err != nil {
 		return shard, batch.Plan{}, err
 	}
+	miners := make([]batch.Miner, len(job.Args.Miners))
+	for i, m := range job.Args.Miners {
+		miners[i] = batch.Miner{Hotkey: m.Hotkey, IP: m.IP, Port: m.Port}
+	}
 	_, validators, err := store.MinerList(ctx, w.Pool)
 	if err != nil {
 		return shard, batch.Plan{}, err
 	}
-	previous, _, err := store.PreviousJobCounts(ctx, w.Pool)
-	if err != nil {
-		return shard, batch.Plan{}, err
-	}
-	miners := make([]batch.Miner, len(job.Args.Miners))
-	ours := map[string]bool{}
-	for i, m := range job.Args.Miners {
-		miners[i], ours[m.Hotkey] = batch.Miner{Hotkey: m.Hotkey, IP: m.IP, Port: m.Port}, true
-	}
-	for pair := range previous {
-		if !ours[pair.Miner] {
-			delete(previous, pair)
-		}
-	}
-	pool, err := batch.Pregenerate(w.Batch.Generators, previous, w.Headroom, w.Batch.WithDefaults().Rand)
+	pool, err := w.pregenerate(ctx, miners)
 	if err != nil {
 		return shard, batch.Plan{}, err
 	}
@@ -106,6 +96,25 @@ func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.
 		BatchID: shard.BatchID, Miners: miners, Validators: validators, Pool: pool, Events: events,
 		AgreeOffer: agreement.agreeOffer, Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
 	}, nil
+}
+
+// pregenerate makes the shard's share of the jobs in advance: the previous batch's counts for
+// its own miners only, with the headroom.
+func (w *RunBatchShardWorker) pregenerate(ctx context.Context, miners []batch.Miner) (*batch.Pool, error) {
+	previous, _, err := store.PreviousJobCounts(ctx, w.Pool)
+	if err != nil {
+		return nil, err
+	}
+	ours := map[string]bool{}
+	for _, m := range miners {
+		ours[m.Hotkey] = true
+	}
+	for pair := range previous {
+		if !ours[pair.Miner] {
+			delete(previous, pair)
+		}
+	}
+	return batch.Pregenerate(w.Batch.Generators, previous, w.Headroom, w.Batch.WithDefaults().Rand)
 }
 
 // finish is the shard's phase 3: its results, the batch's end and score_batch when it is the
