@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -137,10 +138,25 @@ func (r *run) releaseAll(ctx context.Context, byMiner map[*miner]*minerFrames, s
 		})
 	}
 	waitTimeout(&armed, r.cfg.WriteTimeout)
-	sleepUntil(ctx, sendAt)
+	sleepSharp(ctx, sendAt)
 	release := gate.Open()
 	sent.Wait()
 	return release
+}
+
+// sharpness is how long before an agreed instant sleepSharp stops sleeping and polls the clock.
+const sharpness = time.Millisecond
+
+// sleepSharp sleeps until t more sharply than a timer: a timer's wake-up comes late by a
+// scheduling delay that differs between shards, so it sleeps until just before t and polls the
+// clock, yielding, for the rest. The zero time returns at once.
+func sleepSharp(ctx context.Context, t time.Time) {
+	if t.IsZero() || !sleepUntil(ctx, t.Add(-sharpness)) {
+		return
+	}
+	for time.Now().Before(t) && ctx.Err() == nil {
+		runtime.Gosched()
+	}
 }
 
 func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
