@@ -2,6 +2,7 @@ package minerconn
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -153,7 +154,37 @@ func TestConn(t *testing.T) {
 		c, err := Dial(context.Background(), url, bundle.rec, Options{ReadTimeout: 30 * time.Millisecond})
 		require.NoError(t, err)
 		defer c.Close()
-		require.ErrorContains(t, <-bundle.rec.closed, "timeout")
+		err = <-bundle.rec.closed
+		var ne net.Error // gorilla keeps a timeout's message and Timeout(), not its chain
+		require.ErrorAs(t, err, &ne)
+		require.True(t, ne.Timeout())
+		require.ErrorContains(t, err, "read tcp ")
+	})
+
+	t.Run("CloseEndsTheReaderWithErrClosed", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		release := make(chan struct{})
+		url := peer(t, func(*websocket.Conn) { <-release }) // never answers the close frame
+		defer close(release)
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		c.Close()
+		err = <-bundle.rec.closed
+		require.ErrorIs(t, err, net.ErrClosed, "the batch records no connection error for its own close")
+		require.ErrorContains(t, err, "read tcp ")
+	})
+
+	t.Run("MinerDroppingTheSocketIsAnAbnormalClose", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		url := peer(t, func(*websocket.Conn) {}) // closes the socket without a close frame
+		c, err := Dial(context.Background(), url, bundle.rec, Options{})
+		require.NoError(t, err)
+		defer c.Close()
+		var ce *websocket.CloseError
+		require.ErrorAs(t, <-bundle.rec.closed, &ce)
+		require.Equal(t, websocket.CloseAbnormalClosure, ce.Code)
 	})
 
 	t.Run("PeerNotReadingIsCutOffByWriteDeadline", func(t *testing.T) {
