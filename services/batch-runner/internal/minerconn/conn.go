@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"time"
 
@@ -26,8 +25,10 @@ import (
 var ErrClosed = errors.New("connection closed")
 
 // Handler receives what the reader goroutine reads. Calls for one connection come from one
-// goroutine, in the order the frames arrived; at is taken right after the frame was read, before
-// decoding, so it is the fairest receive time the validator can give.
+// goroutine, in the order the frames arrived; at is when the frame's last byte reached this
+// machine (on Linux the kernel's receive timestamp, elsewhere the return of the socket read that
+// brought it), taken before decoding, so it is the fairest receive time the validator can give.
+// It carries a monotonic reading, so durations against time.Now() instants are monotonic.
 type Handler interface {
 	// Message is a decoded frame.
 	Message(at time.Time, m protocol.Message)
@@ -118,7 +119,7 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 			if err != nil {
 				return nil, err
 			}
-			stamp = &stampConn{Conn: nc}
+			stamp = newStampConn(nc)
 			return stamp, nil
 		},
 		HandshakeTimeout: opts.HandshakeTimeout,
@@ -154,31 +155,6 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 }
 
 var writeBuffers = &sync.Pool{}
-
-// stampConn notes when each read from the socket returned data. A frame's receive instant is
-// then when its last byte came off the socket, not when the reader got round to parsing it:
-// frames that arrive together in one read share that read's instant, whatever decoding and
-// handling the frames before them cost. Only the reader goroutine (and, before it starts, the
-// handshake) reads, so lastRead needs no lock.
-type stampConn struct {
-	net.Conn
-	lastRead time.Time
-}
-
-// Read reads, stamps, and then yields the processor before the frames are parsed. When a
-// hundred miners answer in the same millisecond, the runtime wakes their readers together; each
-// used to read, then decode all its frames (~10 µs each) before the next reader got a core, so
-// the last connection's stamp carried the decoding of every connection run before it. Yielding
-// lets every reader already woken take its socket read, and its stamp, before any of them
-// decodes. The stamp is still the instant our read returned; only the decoding moves later.
-func (c *stampConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if n > 0 {
-		c.lastRead = time.Now()
-		runtime.Gosched()
-	}
-	return n, err
-}
 
 // Send queues payload (one JSON message) and returns at once; done, if not nil, is called from
 // the writer goroutine when the write ends.

@@ -106,10 +106,10 @@ func (c *Conn) write(w write) SendResult {
 	}
 }
 
-// readLoop reads until the connection ends. The receive instant is that of the socket read
-// that brought the frame's last byte (gorilla never reads past a message it returns without
-// needing to), taken before any decoding, so that decoding and handling, of this frame or of
-// the ones read with it, never count against the miner.
+// readLoop reads until the connection ends. The receive instant is the stamp (see stampConn) of
+// the socket read that brought the frame's last byte (gorilla never reads past a message it
+// returns without needing to), taken before any decoding, so that decoding and handling, of this
+// frame or of the ones read with it, never count against the miner.
 func (c *Conn) readLoop() {
 	defer c.wg.Done()
 	for {
