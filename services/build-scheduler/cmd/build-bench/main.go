@@ -42,7 +42,7 @@ import (
 func main() {
 	db := flag.String("db", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "Postgres server (a scratch database is created and dropped)")
 	slots := flag.Int("slots", 8, "concurrent worker slots")
-	rounds := flag.Int("rounds", 3, "how many times the floor and the scheduler each run, taking turns")
+	rounds := flag.Int("rounds", 5, "how many times the floor and the scheduler each run, taking turns")
 	option1For := flag.Duration("option1-for", 20*time.Second, "how long to run Option 1")
 	profile := flag.Bool("profile", false, "print the time spent in each statement after each measurement")
 	flag.Parse()

@@ -16,7 +16,7 @@ func BenchmarkScheduler(b *testing.B) {
 		b.Skip("DATABASE_URL is not set")
 	}
 	for b.Loop() {
-		if err := run(context.Background(), server, 8, 3, 5*time.Second, nil, os.Stdout); err != nil {
+		if err := run(context.Background(), server, 8, 5, 5*time.Second, nil, os.Stdout); err != nil {
 			b.Fatal(err)
 		}
 	}
