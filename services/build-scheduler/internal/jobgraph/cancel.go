@@ -53,8 +53,11 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 			finished_at = CASE WHEN $2 = 0 THEN clock_timestamp() END
 		WHERE id = $1 AND state IN ('queued', 'dispatching')
 		RETURNING state::text`, groupID, running).Scan(&state)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return groupState(ctx, tx, groupID)
+	if errors.Is(err, pgx.ErrNoRows) { // the group settled while we waited for its jobs' locks
+		if state, err = groupState(ctx, tx, groupID); err != nil || state == GroupCanceled {
+			return state, err
+		}
+		return state, fmt.Errorf("cancel group %d: it became %s meanwhile: %w", groupID, state, problem.ErrConflict)
 	}
 	if err != nil {
 		return "", fmt.Errorf("cancel group %d: %w", groupID, err)

@@ -1,12 +1,16 @@
 package jobgraph
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/shared/testdb"
 	"drover.dev/shared/problem"
 )
 
@@ -74,6 +78,50 @@ func TestCancelInEveryState(t *testing.T) {
 		_, err = b.graph.CancelTx(ctx, b.tx, 1<<60, "test")
 		require.ErrorIs(t, err, problem.ErrNotFound)
 	})
+}
+
+// TestCancelRacingTheLastReport cancels a group whose last running job is being reported in
+// another transaction: the cancel waits for that job's lock, finds the group settled, and fails
+// with a conflict, so its transaction writes nothing.
+func TestCancelRacingTheLastReport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "build_scheduler")
+	graph := newGraph(t)
+	plan, err := dag.Validate(dag.Submission{Name: "race", Jobs: []dag.JobSpec{spec("a", "linux")}}, dag.DefaultLimits)
+	require.NoError(t, err)
+	var g int64
+	committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+	c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	report, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = report.Rollback(ctx) }()
+	res, err := graph.ReportTx(ctx, report, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildFailed})
+	require.NoError(t, err)
+	require.Equal(t, GroupFailed, res.GroupState)
+
+	cancelled := make(chan error, 1)
+	go func() {
+		cancelled <- inTx(ctx, pool, func(tx pgx.Tx) error { _, err := graph.CancelTx(ctx, tx, g, "test"); return err })
+	}()
+	require.Eventually(t, func() bool { // the cancel waits for the reported job's row lock
+		var waiting bool
+		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 5*time.Millisecond)
+	require.NoError(t, report.Commit(ctx))
+
+	require.ErrorIs(t, <-cancelled, problem.ErrConflict)
+	var state string
+	var events int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, (SELECT count(*) FROM system_events
+		WHERE group_id = $1 AND kind = $2) FROM groups WHERE id = $1`, g, EventCanceled).Scan(&state, &events))
+	require.Equal(t, GroupFailed, state)
+	require.Zero(t, events, "the failed cancel left no event behind")
 }
 
 func TestRetryRerunsOnlyWhatFailed(t *testing.T) {
