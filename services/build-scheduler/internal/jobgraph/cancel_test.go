@@ -10,8 +10,8 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/dag"
-	"drover.dev/shared/testdb"
 	"drover.dev/shared/problem"
+	"drover.dev/shared/testdb"
 )
 
 func TestCancelInEveryState(t *testing.T) {
