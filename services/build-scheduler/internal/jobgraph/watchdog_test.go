@@ -88,13 +88,17 @@ func TestRecountRepairsDrift(t *testing.T) {
 	g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"), spec("c", "linux", "b"))
 	a := b.take(t, "linux")
 	b.report(t, a, queue.BuildSucceeded)
-	_, err := b.tx.Exec(ctx, `UPDATE job_graph SET state = 'waiting_on_dependency', waiting_on_count = 3 WHERE group_id = $1 AND name = 'b'`, g)
+	// Job ids come from a sequence that tests running beside this one draw from too, so b's id
+	// is looked up, not assumed to follow a's.
+	var bID int64
+	err := b.tx.QueryRow(ctx, `UPDATE job_graph SET state = 'waiting_on_dependency', waiting_on_count = 3
+		WHERE group_id = $1 AND name = 'b' RETURNING id`, g).Scan(&bID)
 	require.NoError(t, err)
 
 	rep, err := b.graph.RecountTx(ctx, b.tx)
 	require.NoError(t, err)
-	require.Equal(t, []int64{a.JobID + 1}, rep.CountersFixed)
-	require.Equal(t, []int64{a.JobID + 1}, rep.MadeReady)
+	require.Equal(t, []int64{bID}, rep.CountersFixed)
+	require.Equal(t, []int64{bID}, rep.MadeReady)
 	require.Equal(t, Ready, b.state(t, g, "b"))
 	drift, err := Drift(ctx, b.tx)
 	require.NoError(t, err)
