@@ -88,10 +88,7 @@ func TestCancelRacingTheLastReport(t *testing.T) {
 	ctx := context.Background()
 	pool := testdb.NewPool(t, "build_scheduler")
 	graph := newGraph(t)
-	plan, err := dag.Validate(dag.Submission{Name: "race", Jobs: []dag.JobSpec{spec("a", "linux")}}, dag.DefaultLimits)
-	require.NoError(t, err)
-	var g int64
-	committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+	g := submitCommitted(t, pool, graph, dag.Submission{Name: "race", Jobs: []dag.JobSpec{spec("a", "linux")}}, 3)
 	c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -24,6 +24,19 @@ func committed(t *testing.T, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) {
 	require.NoError(t, pgx.BeginFunc(context.Background(), pool, fn))
 }
 
+// submitCommitted validates sub and submits it on pool in a committed transaction of its own.
+func submitCommitted(t *testing.T, pool *pgxpool.Pool, graph *Graph, sub dag.Submission, maxAttempts int) int64 {
+	t.Helper()
+	plan, err := dag.Validate(sub, dag.DefaultLimits)
+	require.NoError(t, err)
+	var g int64
+	committed(t, pool, func(tx pgx.Tx) (err error) {
+		g, err = graph.SubmitTx(context.Background(), tx, plan, maxAttempts)
+		return err
+	})
+	return g
+}
+
 // inTx runs fn in its own transaction; it is safe from any goroutine (no t.FailNow). Nothing is
 // retried: with the package's lock order no transaction is ever aborted as deadlocked, and a
 // deadlock fails the test.
@@ -45,13 +58,10 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 	graph := newGraph(t)
 
 	for round := range 10 {
-		var g int64
 		target := fmt.Sprint("fanin", round)
-		plan, err := dag.Validate(dag.Submission{Name: "fan-in", Jobs: []dag.JobSpec{
+		g := submitCommitted(t, pool, graph, dag.Submission{Name: "fan-in", Jobs: []dag.JobSpec{
 			spec("a", target), spec("b", target), spec("c", target, "a", "b"),
-		}}, dag.DefaultLimits)
-		require.NoError(t, err)
-		committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+		}}, 3)
 		var claims [2]Claim
 		for i := range claims {
 			committed(t, pool, func(tx pgx.Tx) (err error) {
@@ -144,10 +154,7 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 			pool := testdb.NewPool(t, "build_scheduler")
 			graph := newGraph(t)
 			sub, fails := randomGraph(rand.New(rand.NewPCG(seed, 7)), 80)
-			plan, err := dag.Validate(sub, dag.DefaultLimits)
-			require.NoError(t, err)
-			var g int64
-			committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+			g := submitCommitted(t, pool, graph, sub, 3)
 
 			// Bounded: a worker that fails stops the others, and a group that never becomes
 			// final fails the test instead of hanging it.
@@ -230,10 +237,7 @@ func TestCancelAndWatchdogUnderLoad(t *testing.T) {
 			// A job for a target no worker here works keeps the group open until the cancel,
 			// however fast the workers finish or fail the rest.
 			sub.Jobs = append(sub.Jobs, spec("held", "unworked"))
-			plan, err := dag.Validate(sub, dag.DefaultLimits)
-			require.NoError(t, err)
-			var g int64
-			committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
+			g := submitCommitted(t, pool, graph, sub, 3)
 
 			workCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()

@@ -26,10 +26,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		ctx := context.Background()
 		pool := testdb.NewPool(t, "build_scheduler")
 		graph := newGraph(t)
-		plan, err := dag.Validate(dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, dag.DefaultLimits)
-		require.NoError(t, err)
-		var g int64
-		committed(t, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 2); return err })
+		g := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, 2)
 		c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
