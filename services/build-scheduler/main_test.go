@@ -136,6 +136,43 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	require.Equal(t, "=== attempt 1 ===\ntop\n", string(body))
 }
 
+func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	base := startScheduler(t, testConfig(dbURL))
+	startWorker(t, dbURL, "x86_64-linux")
+
+	sub := dag.Submission{Name: "truth", Jobs: []dag.JobSpec{sh("ok", "true"), sh("broken", "echo oops >&2; exit 3")}}
+	var created jobgraph.Group
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", sub, &created))
+	require.Equal(t, jobgraph.GroupFailed, waitGroup(t, base, created.ID).State)
+
+	var jobs struct{ Items []jobgraph.Job }
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, created.ID), nil, &jobs))
+	states := map[string]string{}
+	for _, j := range jobs.Items {
+		states[j.Name] = string(j.State)
+	}
+	require.Equal(t, map[string]string{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
+
+	// River shows each build_run token as the build it carried ended, naming the job.
+	rows, err := testdb.NewPoolFor(t, dbURL).Query(context.Background(), `
+		SELECT metadata->'build'->>'name', state::text, coalesce(errors[1]->>'error', '')
+		FROM build_scheduler.river_job WHERE kind = 'build_run' ORDER BY id`)
+	require.NoError(t, err)
+	river := map[string][2]string{}
+	for rows.Next() {
+		var name, state, msg string
+		require.NoError(t, rows.Scan(&name, &state, &msg))
+		river[name] = [2]string{state, msg}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, [2]string{"completed", ""}, river["ok"])
+	require.Equal(t, "discarded", river["broken"][0])
+	require.Contains(t, river["broken"][1], "build broken")
+	require.Contains(t, river["broken"][1], "exit 3")
+}
+
 func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)

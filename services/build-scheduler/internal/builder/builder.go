@@ -2,7 +2,7 @@
 // dispatch token from a target's queue, claims the best ready job of that target under a lease,
 // runs its command in a fresh temporary directory, streams the output to the log store, and
 // reports the outcome through a job in the scheduler's queue, enqueued in the same transaction
-// that completes its own token.
+// that ends its own token as the build ended (completed, discarded with the error, or cancelled).
 //
 // While the command runs, a heartbeat extends the lease every third of it. The heartbeat is also
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
@@ -56,14 +56,19 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 	return w.report(ctx, job, claim, out)
 }
 
-// report enqueues the outcome for the scheduler and completes the token in one transaction. An
-// attempt that lost its lease only completes the token.
+// report enqueues the outcome for the scheduler and ends the token in one transaction: completed
+// when the build succeeded, discarded with the error when it failed, cancelled when it was
+// cancelled, so River UI shows each build_run job as the build it carried ended. The token's
+// metadata names the job it claimed, which may not be the one its args name. An attempt that
+// lost its lease reports nothing and completes the token.
 func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
 	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		end := tokenEnd(c, out)
 		err := jobgraph.MarkReportedTx(ctx, tx, c.JobID, c.LeaseToken)
 		switch {
 		case errors.Is(err, jobgraph.ErrLeaseLost):
 			w.Logger.Warn("attempt lost its lease; not reporting", "job", c.JobID, "attempt", c.Attempt)
+			end = queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: end.Metadata}
 		case err != nil:
 			return err
 		default:
@@ -75,7 +80,23 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 				return fmt.Errorf("enqueue report of job %d: %w", c.JobID, err)
 			}
 		}
-		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		return queue.JobEndTx(ctx, tx, job, end)
 	})
+}
+
+// tokenEnd is how a token ends for the attempt it carried.
+func tokenEnd(c jobgraph.Claim, out outcome) queue.JobEnd {
+	end := queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: map[string]any{"build": map[string]any{
+		"job_id": c.JobID, "group_id": c.GroupID, "name": c.Name, "attempt": c.Attempt, "outcome": out.result,
+	}}}
+	switch out.result {
+	case queue.BuildFailed:
+		end.State = rivertype.JobStateDiscarded
+		end.Err = fmt.Errorf("build %s (job %d, group %d) failed on attempt %d: exit %d: %s",
+			c.Name, c.JobID, c.GroupID, c.Attempt, out.exitCode, out.err)
+	case queue.BuildCancelled:
+		end.State = rivertype.JobStateCancelled
+		end.Err = fmt.Errorf("build %s (job %d, group %d) cancelled on attempt %d", c.Name, c.JobID, c.GroupID, c.Attempt)
+	}
+	return end
 }

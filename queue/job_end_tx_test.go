@@ -1,0 +1,198 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+)
+
+// endArgs is a job whose worker ends it as its Args say.
+type endArgs struct {
+	State string `json:"state"`
+}
+
+func (endArgs) Kind() string { return "end_test" }
+
+// endWorker ends its job with JobEndTx in a transaction that also writes a row of its own, and
+// then returns nil as a worker does after JobCompleteTx.
+type endWorker struct {
+	river.WorkerDefaults[endArgs]
+	tx pgx.Tx
+}
+
+func (w *endWorker) Work(ctx context.Context, job *river.Job[endArgs]) error {
+	if _, err := w.tx.Exec(ctx, `INSERT INTO outcome VALUES ($1)`, job.Args.State); err != nil {
+		return err
+	}
+	return JobEndTx(ctx, w.tx, job, JobEnd{
+		State: rivertype.JobState(job.Args.State), Err: errors.New("exit status 1"),
+		Metadata: map[string]any{"stands_for": "build 42"},
+	})
+}
+
+// riverDB is a database holding River's tables in its public schema, shared by this package's
+// tests, which each work in a transaction rolled back at the end.
+const riverDB = "drover_queue_test"
+
+var (
+	riverOnce sync.Once
+	riverURL  string
+	riverErr  error
+)
+
+// prepareRiverDB creates riverDB when missing and migrates River into it, once per test binary;
+// an advisory lock keeps test binaries running at once from migrating together.
+func prepareRiverDB(ctx context.Context) (string, error) {
+	server := os.Getenv("DATABASE_URL")
+	if server == "" {
+		server = "postgres://postgres@127.0.0.1:5432/postgres"
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, `SELECT pg_advisory_lock(hashtext('drover_queue_test'))`); err != nil {
+		return "", err
+	}
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)`, riverDB).Scan(&exists); err != nil {
+		return "", err
+	}
+	if !exists {
+		if _, err := admin.Exec(ctx, "CREATE DATABASE "+riverDB); err != nil {
+			return "", err
+		}
+	}
+	u.Path = "/" + riverDB
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		return "", err
+	}
+	defer pool.Close()
+	migrator, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return "", err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return "", err
+	}
+	_, err = admin.Exec(ctx, `SELECT pg_advisory_unlock(hashtext('drover_queue_test'))`)
+	return u.String(), err
+}
+
+// riverTx opens a transaction on riverDB with an outcome table of its own, rolled back when the
+// test ends.
+func riverTx(t *testing.T) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	riverOnce.Do(func() { riverURL, riverErr = prepareRiverDB(ctx) })
+	require.NoError(t, riverErr)
+	conn, err := pgx.Connect(ctx, riverURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	_, err = tx.Exec(ctx, "CREATE TEMP TABLE outcome (state text) ON COMMIT DROP")
+	require.NoError(t, err)
+	return tx
+}
+
+func TestJobEndTx(t *testing.T) {
+	t.Parallel()
+
+	tests := map[string]struct {
+		state     rivertype.JobState
+		hasErrors bool
+	}{
+		"Discarded": {rivertype.JobStateDiscarded, true},
+		"Cancelled": {rivertype.JobStateCancelled, true},
+		"Completed": {rivertype.JobStateCompleted, false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tx := riverTx(t)
+
+			w := &endWorker{tx: tx}
+			tw := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w)
+			res, err := tw.Work(ctx, t, tx, endArgs{State: string(tt.state)}, nil)
+			require.NoError(t, err)
+
+			var got string
+			require.NoError(t, tx.QueryRow(ctx, `SELECT state FROM outcome`).Scan(&got))
+			require.Equal(t, string(tt.state), got)
+			require.Equal(t, tt.state, res.Job.State, "River's completer leaves the state JobEndTx set")
+			require.NotNil(t, res.Job.FinalizedAt)
+			require.JSONEq(t, `{"stands_for": "build 42"}`, string(res.Job.Metadata))
+			if !tt.hasErrors {
+				require.Empty(t, res.Job.Errors)
+				return
+			}
+			require.Len(t, res.Job.Errors, 1)
+			require.Equal(t, "exit status 1", res.Job.Errors[0].Error)
+			require.Equal(t, 1, res.Job.Errors[0].Attempt)
+		})
+	}
+}
+
+func TestJobFailTxAndJobCancelTx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	for name, tt := range map[string]struct {
+		end   func(context.Context, pgx.Tx, *river.Job[failArgs], error) error
+		state rivertype.JobState
+	}{
+		"Fail":   {JobFailTx[failArgs], rivertype.JobStateDiscarded},
+		"Cancel": {JobCancelTx[failArgs], rivertype.JobStateCancelled},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tx := riverTx(t)
+			w := river.WorkFunc(func(ctx context.Context, job *river.Job[failArgs]) error {
+				return tt.end(ctx, tx, job, errors.New("make raised ValueError"))
+			})
+			res, err := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).Work(ctx, t, tx, failArgs{}, nil)
+			require.NoError(t, err)
+			require.Equal(t, tt.state, res.Job.State)
+			require.Equal(t, "make raised ValueError", res.Job.Errors[0].Error)
+		})
+	}
+}
+
+type failArgs struct{}
+
+func (failArgs) Kind() string { return "fail_test" }
+
+func TestJobEndTxRefusesAJobNotRunning(t *testing.T) {
+	t.Parallel()
+	job := &river.Job[failArgs]{JobRow: &rivertype.JobRow{ID: 1, Kind: "fail_test", State: rivertype.JobStateCompleted}}
+	err := JobFailTx(context.Background(), nil, job, errors.New("late"))
+	require.ErrorIs(t, err, ErrJobNotRunning)
+}
+
+func TestJobEndTxRefusesAStateThatIsNotFinal(t *testing.T) {
+	t.Parallel()
+	_, err := endParams(&rivertype.JobRow{ID: 1}, JobEnd{State: rivertype.JobStateAvailable}, time.Now())
+	require.ErrorContains(t, err, `cannot end as "available"`)
+}
