@@ -38,7 +38,7 @@ func (r *run) assignJobs(context.Context) error {
 }
 
 func (r *run) addJobs(m *miner, class string, n int) error {
-	specs, err := r.plan.Pool.Take(r.cfg.Generators, Pair{m.Hotkey, class}, n, r.cfg.Rand)
+	specs, err := r.plan.Jobs.Take(r.cfg.Generators, Pair{m.Hotkey, class}, n, r.cfg.Rand)
 	if err != nil {
 		return err
 	}

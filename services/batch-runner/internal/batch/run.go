@@ -20,7 +20,7 @@ type Plan struct {
 	BatchID    int64
 	Miners     []Miner
 	Validators map[string]receipts.Validator
-	Pool       *Pool
+	Jobs       *JobPool
 	// Events is where the batch's system events go; the caller drains it on every exit path.
 	Events *sysevent.Recorder
 	// Progress is the live record Run keeps up to date; nil when nobody watches.
@@ -60,8 +60,8 @@ func Run(ctx context.Context, cfg Config, plan Plan) (*Result, error) {
 	if r.events == nil {
 		r.events = sysevent.New(nil)
 	}
-	if r.plan.Pool == nil {
-		r.plan.Pool = &Pool{}
+	if r.plan.Jobs == nil {
+		r.plan.Jobs = &JobPool{}
 	}
 	r.prog = plan.Progress
 	if r.prog == nil {
@@ -75,8 +75,8 @@ func Run(ctx context.Context, cfg Config, plan Plan) (*Result, error) {
 	if err == nil {
 		err = r.stage("receipts", func() error { return r.sendFinishedReceipts(ctx) })
 	}
-	r.res.Pregenerated = r.plan.Pool.Pregenerated
-	r.res.PregeneratedUsed, r.res.ExtraGenerated = r.plan.Pool.Used, r.plan.Pool.Extra
+	r.res.Pregenerated = r.plan.Jobs.Pregenerated
+	r.res.PregeneratedUsed, r.res.ExtraGenerated = r.plan.Jobs.Used, r.plan.Jobs.Extra
 	r.telemetry(err)
 	return r.res, err
 }

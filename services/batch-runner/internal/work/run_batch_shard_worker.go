@@ -93,14 +93,14 @@ func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.
 	events := sysevent.New(nil)
 	agreement := &shardAgreement{Agreement: w.Agreement, pool: w.Pool, shard: shard, events: events}
 	return shard, batch.Plan{
-		BatchID: shard.BatchID, Miners: miners, Validators: validators, Pool: pool, Events: events,
+		BatchID: shard.BatchID, Miners: miners, Validators: validators, Jobs: pool, Events: events,
 		AgreeOffer: agreement.agreeOffer, Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
 	}, nil
 }
 
 // pregenerate makes the shard's share of the jobs in advance: the previous batch's counts for
 // its own miners only, with the headroom.
-func (w *RunBatchShardWorker) pregenerate(ctx context.Context, miners []batch.Miner) (*batch.Pool, error) {
+func (w *RunBatchShardWorker) pregenerate(ctx context.Context, miners []batch.Miner) (*batch.JobPool, error) {
 	previous, _, err := store.PreviousJobCounts(ctx, w.Pool)
 	if err != nil {
 		return nil, err

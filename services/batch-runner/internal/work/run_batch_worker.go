@@ -120,7 +120,7 @@ func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBa
 	if err != nil {
 		return started, plan, err
 	}
-	plan.Miners, plan.Validators, plan.Pool = miners, validators, pool
+	plan.Miners, plan.Validators, plan.Jobs = miners, validators, pool
 	if err := store.BatchPlanned(ctx, w.Pool, started, len(miners), total, pool.Pregenerated); err != nil {
 		return started, plan, err
 	}

@@ -11,10 +11,10 @@ import (
 // Pair is one miner's executor class.
 type Pair struct{ Miner, Class string }
 
-// Pool holds jobs generated before the batch knows its final size, keyed by the miner and class
+// JobPool holds jobs generated before the batch knows its final size, keyed by the miner and class
 // they were made for (a hashcat job embeds the miner's hotkey, so jobs are not interchangeable
 // between miners).
-type Pool struct {
+type JobPool struct {
 	jobs map[Pair][]synthetic.Job
 	// Pregenerated counts every job generated in advance; Used and Extra are filled by Take.
 	Pregenerated, Used, Extra int
@@ -23,8 +23,8 @@ type Pool struct {
 // Pregenerate makes ceil(headroom × n) jobs for each pair of previous, the job counts of the
 // previous batch: the seed's 120 % headroom, so that a normal batch needs no generation once
 // manifests are in.
-func Pregenerate(gens Generators, previous map[Pair]int, headroom float64, rnd io.Reader) (*Pool, error) {
-	p := &Pool{jobs: map[Pair][]synthetic.Job{}}
+func Pregenerate(gens Generators, previous map[Pair]int, headroom float64, rnd io.Reader) (*JobPool, error) {
+	p := &JobPool{jobs: map[Pair][]synthetic.Job{}}
 	for pair, n := range previous {
 		want := int(math.Ceil(float64(n) * headroom))
 		for range want {
@@ -40,7 +40,7 @@ func Pregenerate(gens Generators, previous map[Pair]int, headroom float64, rnd i
 }
 
 // Take returns n jobs for the pair: pregenerated ones first, the rest generated now.
-func (p *Pool) Take(gens Generators, pair Pair, n int, rnd io.Reader) ([]synthetic.Job, error) {
+func (p *JobPool) Take(gens Generators, pair Pair, n int, rnd io.Reader) ([]synthetic.Job, error) {
 	if p.jobs == nil {
 		p.jobs = map[Pair][]synthetic.Job{}
 	}
