@@ -12,7 +12,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/api"
-	"drover.dev/services/build-scheduler/internal/builder"
+	"drover.dev/services/build-scheduler/internal/buildworker"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
@@ -69,10 +69,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		// The scheduler works no build queue; it registers the build worker only so that its
 		// River leader knows the kind (see package work).
-		build := &builder.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
-		d.PeriodicJobs = append(d.PeriodicJobs, work.Register(d.Workers, d.Pool, graph, build, work.Settings{
-			WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter,
-		})...)
+		build := &buildworker.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
+		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter}
+		d.PeriodicJobs = append(d.PeriodicJobs, settings.Register(d.Workers, d.Pool, graph, build)...)
 		a := &api.API{Pool: d.Pool, Graph: graph, Logs: logs, Limits: dag.Limits{
 			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
 			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,

@@ -15,11 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"drover.dev/services/build-scheduler/internal/builder"
+	"drover.dev/services/build-scheduler/internal/buildworker"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/fakes3"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/services/build-scheduler/internal/work"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -45,8 +46,8 @@ func startScheduler(t *testing.T, cfg Config) string {
 }
 
 // workerConfig is a build-worker configuration with a lease short enough for tests.
-func workerConfig(dbURL string, targets ...string) builder.Config {
-	return builder.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
+func workerConfig(dbURL string, targets ...string) buildworker.Config {
+	return buildworker.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
 }
 
 func startWorker(t *testing.T, dbURL string, targets ...string) {
@@ -54,10 +55,15 @@ func startWorker(t *testing.T, dbURL string, targets ...string) {
 	startWorkerWith(t, workerConfig(dbURL, targets...))
 }
 
-func startWorkerWith(t *testing.T, cfg builder.Config) {
+// runWorker runs a build-worker with the kinds its command registers.
+func runWorker(ctx context.Context, cfg buildworker.Config, ln net.Listener, stdout io.Writer) error {
+	return buildworker.Run(ctx, cfg, work.Settings{WatchdogInterval: cfg.WatchdogInterval}.Register, ln, stdout)
+}
+
+func startWorkerWith(t *testing.T, cfg buildworker.Config) {
 	t.Helper()
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return builder.Run(ctx, cfg, ln, stdout)
+		return runWorker(ctx, cfg, ln, stdout)
 	})
 }
 
@@ -225,9 +231,9 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := builder.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour}
+	cfg := buildworker.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour}
 	cfg.SoftStopTimeout = 100 * time.Millisecond
-	go func() { done <- builder.Run(ctx, cfg, ln, io.Discard) }()
+	go func() { done <- runWorker(ctx, cfg, ln, io.Discard) }()
 
 	job := dag.JobSpec{Name: "slow", Target: "lost", Command: []string{"sh", "-c", `[ "$DROVER_ATTEMPT" -ge 2 ] || sleep 30`}}
 	var g jobgraph.Group

@@ -18,7 +18,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"drover.dev/services/build-scheduler/internal/builder"
+	"drover.dev/services/build-scheduler/internal/buildworker"
+	"drover.dev/services/build-scheduler/internal/work"
 	"drover.dev/shared/config"
 )
 
@@ -28,13 +29,14 @@ const envPrefix = "BUILD_WORKER"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var cfg builder.Config
+	var cfg buildworker.Config
 	err := config.Load(envPrefix, &cfg, os.Args[1:], os.Stdout)
 	if errors.Is(err, config.ErrHelp) {
 		return
 	}
 	if err == nil {
-		err = builder.Run(ctx, cfg, nil, os.Stdout)
+		kinds := work.Settings{WatchdogInterval: cfg.WatchdogInterval}.Register
+		err = buildworker.Run(ctx, cfg, kinds, nil, os.Stdout)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build-worker: %v\n", err)

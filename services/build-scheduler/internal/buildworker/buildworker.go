@@ -1,4 +1,4 @@
-// Package builder is the build-worker's side of the scheduler: a River worker that takes a
+// Package buildworker is the build-worker's side of the scheduler: a River worker that takes a
 // dispatch token from a target's queue, claims the best ready job of that target under a lease,
 // runs its command in a fresh temporary directory, streams the output to the log store, and
 // reports the outcome through a job in the scheduler's queue, enqueued in the same transaction
@@ -8,7 +8,7 @@
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
 // report cancelled) and of having lost the job (the lease expired and the reaper gave the job to
 // another attempt: kill the process and report nothing, because that report would be ignored).
-package builder
+package buildworker
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package builder
+package buildworker
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
-	"drover.dev/services/build-scheduler/internal/work"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
@@ -31,9 +33,15 @@ type Config struct {
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
 }
 
+// Kinds adds to a River client of the build_scheduler schema the kinds and periodic jobs every
+// client there registers (so that whichever client River elects leader rescues and enqueues
+// correctly), given this worker's build_run worker. The command passes the scheduler's
+// registration; this package does not know the scheduler's workers.
+type Kinds func(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob
+
 // Run works the configured targets until ctx ends; the build-worker command is this function.
 // It listens on ln, or on cfg.HTTPAddr when ln is nil.
-func Run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout io.Writer) error {
 	if len(cfg.Targets) == 0 || cfg.Slots < 1 || cfg.Lease < 300*time.Millisecond {
 		return errors.New("need at least one target, one slot and a lease of 300ms or more")
 	}
@@ -60,8 +68,7 @@ func Run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger,
 		}
-		d.PeriodicJobs = append(d.PeriodicJobs, work.Register(d.Workers, d.Pool, graph, build,
-			work.Settings{WatchdogInterval: cfg.WatchdogInterval})...)
+		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)
 		d.Go(func(ctx context.Context) error { return announce(ctx, d, id, cfg) })
 		return nil
 	})

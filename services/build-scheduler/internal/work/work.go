@@ -29,8 +29,9 @@ type Settings struct {
 
 // Register adds the scheduler's workers and periodic jobs. build is the build_run worker: the
 // scheduler registers it without working any build queue, so that its River leader knows the
-// kind.
-func Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs], s Settings) []*river.PeriodicJob {
+// kind. Its shape is buildworker.Kinds: the build-worker command passes it to the build worker's
+// River client, which so registers every kind without the worker importing this package.
+func (s Settings) Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
 	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph})
 	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter})
 	river.AddWorker(workers, build)
