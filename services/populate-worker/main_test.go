@@ -205,3 +205,41 @@ func TestRiverWorkersFollowUpstreamEvents(t *testing.T) {
 		return s.Total == 0 && s.Jobs["error"] == 0 && s.Jobs["success"] == 0
 	}, 20*time.Second, 50*time.Millisecond)
 }
+
+func TestErroredMakeIsAFailedRiverJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond})
+	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 3, "empty": 1}, nil))
+	require.Eventually(t, func() bool {
+		var p progress
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables/example_signal_stats/progress", nil, &p))
+		return p.Jobs["error"] == 1 && p.Total == 3 && p.Remaining == 1
+	}, 20*time.Second, 50*time.Millisecond)
+
+	var page struct {
+		Jobs []struct {
+			KeyHash      string `json:"key_hash"`
+			ErrorMessage string `json:"error_message"`
+		}
+	}
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/jobs?table=example_signal_stats&status=error", nil, &page))
+	require.Len(t, page.Jobs, 1)
+
+	// River shows the make that raised as discarded with the same error, and the others completed.
+	rows, err := testdb.NewPoolFor(t, b.dbURL).Query(context.Background(), `
+		SELECT args->>'key_hash', state::text, coalesce(errors[1]->>'error', '') FROM populate_worker.river_job
+		WHERE kind = 'populate_make' AND args->>'table' = 'example_signal_stats'`)
+	require.NoError(t, err)
+	states := map[string]int{}
+	for rows.Next() {
+		var hash, state, msg string
+		require.NoError(t, rows.Scan(&hash, &state, &msg))
+		states[state]++
+		if state == "discarded" {
+			require.Equal(t, page.Jobs[0].KeyHash, hash)
+			require.Contains(t, msg, page.Jobs[0].ErrorMessage)
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]int{"completed": 2, "discarded": 1}, states)
+}

@@ -13,9 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CompleteFunc runs inside the transaction that finishes a job, success or error: the River
-// worker completes its River job there, so the job's outcome and River's commit together.
-type CompleteFunc func(ctx context.Context, tx pgx.Tx) error
+// CompleteFunc runs inside the transaction that finishes a job, success or error, with make's
+// error (nil on success): the River worker ends its River job there as completed or failed, so
+// the job's outcome and River's commit together and agree.
+type CompleteFunc func(ctx context.Context, tx pgx.Tx, makeErr error) error
 
 // querier is what targetHas needs of a connection or a transaction.
 type querier interface {
@@ -50,7 +51,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		if err := finishError(recordCtx, tx, r, makeErr); err != nil {
 			return err
 		}
-		return callComplete(recordCtx, tx, complete)
+		return callComplete(recordCtx, tx, complete, makeErr)
 	})
 	return makeErr, err
 }
@@ -64,11 +65,11 @@ func (e *Engine) interruption(ctx context.Context, cause error) error {
 	return &MakeError{Class: "KeyboardInterrupt", Message: "make interrupted: " + context.Cause(ctx).Error(), Stack: errorChain(cause)}
 }
 
-func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc) error {
+func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, makeErr error) error {
 	if complete == nil {
 		return nil
 	}
-	return complete(ctx, tx)
+	return complete(ctx, tx, makeErr)
 }
 
 // makeAndCommit runs the three parts of make: fetch and compute outside any transaction, then
@@ -143,7 +144,7 @@ func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, comple
 	if err := e.finishSuccess(ctx, tx, r); err != nil {
 		return err
 	}
-	return callComplete(ctx, tx, complete)
+	return callComplete(ctx, tx, complete, nil)
 }
 
 func recoverPanic(err *error) {

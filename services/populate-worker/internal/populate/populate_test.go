@@ -135,7 +135,7 @@ func TestPopulate(t *testing.T) {
 			require.Equal(t, 1, res.SuccessCount, "the made key only; the stale ones spend no max_calls")
 			require.Empty(t, res.ErrorList)
 			completed := false
-			makeErr, err := b.engine.MakeKey(b.ctx, "pair", stale[1], func(context.Context, pgx.Tx) error {
+			makeErr, err := b.engine.MakeKey(b.ctx, "pair", stale[1], func(context.Context, pgx.Tx, error) error {
 				completed = true
 				return nil
 			})

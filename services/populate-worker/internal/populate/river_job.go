@@ -21,7 +21,7 @@ import (
 // from waiting on a River producer that is fetching the job at this instant; such a job then
 // runs as a no-op, as a duplicate delivery would.
 func (e *Engine) settleRiverJobs(r *reservation) CompleteFunc {
-	return func(ctx context.Context, tx pgx.Tx) error {
+	return func(ctx context.Context, tx pgx.Tx, _ error) error {
 		ids, err := riverJobsOfKey(ctx, tx, r.table.Name, r.hash)
 		if err != nil {
 			return err

@@ -27,7 +27,7 @@ func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete Compl
 		return nil, err
 	}
 	if r == nil {
-		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
+		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, nil) })
 	}
 	makeErr, err = e.run(ctx, r, complete)
 	if errors.Is(err, errAlreadyMade) {
@@ -35,7 +35,7 @@ func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete Compl
 	}
 	if errors.Is(err, ErrNotReserved) {
 		// Reclaimed while we made it; the reclaim enqueued a new make job, so this one is done.
-		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete) })
+		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, nil) })
 	}
 	return makeErr, err
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // MakeWorker works populate_make jobs: it reserves the key, runs make and finishes the key's job
-// and the River job in one transaction. make's own failures are recorded in the jobs table (the
-// River job completes); only failures to record anything are returned, for River to retry.
+// and the River job in one transaction. make's own failures are recorded in the jobs table and
+// end the River job as discarded with the same error, so River UI shows an errored make as
+// failed; only failures to record anything are returned, for River to retry.
 type MakeWorker struct {
 	river.WorkerDefaults[queue.PopulateMakeArgs]
 	Engine *populate.Engine
@@ -30,7 +31,10 @@ func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration {
 
 // Work makes one key.
 func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
-	complete := func(ctx context.Context, tx pgx.Tx) error {
+	complete := func(ctx context.Context, tx pgx.Tx, makeErr error) error {
+		if makeErr != nil {
+			return queue.JobFailTx(ctx, tx, job, fmt.Errorf("make %s/%s: %w", job.Args.Table, job.Args.KeyHash, makeErr))
+		}
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	}
