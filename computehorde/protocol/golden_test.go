@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// goldenFrames returns the frames under testdata: reference/ holds the reference's examples
-// verbatim (the decline's elided receipt payload filled in), constructed/ one frame per
-// remaining message type and volume or upload variant, built from the reference's field lists.
+// goldenFrames returns the frames under testdata: reference/ holds upstream ComputeHorde's documented
+// examples verbatim (the decline's elided receipt payload filled in), constructed/ one frame per
+// remaining message type and volume or upload variant, built from upstream's field lists.
 func goldenFrames(t testing.TB) map[string][]byte {
 	t.Helper()
 

@@ -18,7 +18,7 @@ var (
 )
 
 // payloadCases pair payloads with the bytes json.dumps(payload, sort_keys=True) gives and with
-// their compact wire form. The first is the reference's example blob.
+// their compact wire form. The first is upstream ComputeHorde's example blob.
 var payloadCases = []struct {
 	name    string
 	payload Payload

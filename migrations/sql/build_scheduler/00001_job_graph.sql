@@ -1,6 +1,6 @@
 -- The build scheduler's job graph: groups of build jobs whose dependencies form a DAG. Each job keeps
 -- the immutable array of the job ids it depends on plus a counter of dependencies not yet complete
--- (the seed's Option 3); the array also answers the seed's Option 1 query for checks and recovery.
+-- (the dependency counter); the array also answers the readiness query for checks and recovery.
 
 -- +goose Up
 CREATE TYPE job_state AS ENUM (

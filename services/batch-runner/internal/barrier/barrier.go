@@ -57,7 +57,7 @@ func (g *Gate) Wait(ctx context.Context) error {
 	}
 }
 
-// Rendezvous opens its gate when a fixed number of parties have arrived: the seed's "sync
+// Rendezvous opens its gate when a fixed number of parties have arrived: the "sync
 // barrier" before the initial requests, where the release must wait for every task to be ready
 // (signed, serialised) rather than for a coordinator's decision.
 //

@@ -1,9 +1,9 @@
 // Package batch runs phase 2 of a synthetic batch: everything between creating the batch row and
 // writing its results. It talks to miners and nothing else; it has no database handle in scope,
-// so the seed's rule "no database access while talking to miners" holds by construction (a test
+// so the rule "no database access while talking to miners" holds by construction (a test
 // checks the package's imports).
 //
-// Stages, as the seed lays them out: manifests from every miner concurrently; the final job
+// Stages, in order: manifests from every miner concurrently; the final job
 // count and any extra generation; the availability check, staggered by executor class spin-up
 // between two rendezvous; the hot phase, where every V0JobRequest frame is built in advance and
 // one gate releases every connection's writer at once; verdicts; JobFinished receipts.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestNoDatabaseInPhaseTwo holds the seed's rule by construction: the package that talks to
+// TestNoDatabaseInPhaseTwo holds phase 2's rule by construction: the package that talks to
 // miners cannot reach Postgres, because it imports nothing that could.
 func TestNoDatabaseInPhaseTwo(t *testing.T) {
 	t.Parallel()

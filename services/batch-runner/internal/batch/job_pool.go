@@ -21,7 +21,7 @@ type JobPool struct {
 }
 
 // Pregenerate makes ceil(headroom × n) jobs for each pair of previous, the job counts of the
-// previous batch: the seed's 120 % headroom, so that a normal batch needs no generation once
+// previous batch: 120 % headroom, so that a normal batch needs no generation once
 // manifests are in.
 func Pregenerate(gens Generators, previous map[Pair]int, headroom float64, rnd io.Reader) (*JobPool, error) {
 	p := &JobPool{jobs: map[Pair][]synthetic.Job{}}

@@ -1,8 +1,8 @@
 // Command build-bench measures the scheduler's own cost per job on a 10,000-job graph (a wide
 // fan-out, diamonds and 20-deep chains) with instant jobs and 8 worker slots, against a floor
 // measured in the same run: a bare loop of single-row UPDATE+COMMIT on the same Postgres. Only
-// the ratio is comparable between machines. It also runs the seed's Option 1 (readiness
-// recomputed by query after each completion) on the same graph, for a bounded time, to show the
+// the ratio is comparable between machines. It also runs the readiness query (readiness
+// recomputed by a query after each completion, with no counter) on the same graph, for a bounded time, to show the
 // gap the counter closes.
 //
 // Each slot claims with ClaimNext and applies its report with Report, in two transactions as a
@@ -43,14 +43,14 @@ func main() {
 	db := flag.String("db", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "Postgres server (a scratch database is created and dropped)")
 	slots := flag.Int("slots", 8, "concurrent worker slots")
 	rounds := flag.Int("rounds", 5, "how many times the floor and the scheduler each run, taking turns")
-	option1For := flag.Duration("option1-for", 20*time.Second, "how long to run Option 1")
+	queryFor := flag.Duration("query-for", 20*time.Second, "how long to run the readiness query instead of the counter")
 	profile := flag.Bool("profile", false, "print the time spent in each statement after each measurement")
 	flag.Parse()
 	var trace *statementTimes
 	if *profile {
 		trace = &statementTimes{}
 	}
-	if err := run(context.Background(), *db, *slots, max(*rounds, 1), *option1For, trace, os.Stdout); err != nil {
+	if err := run(context.Background(), *db, *slots, max(*rounds, 1), *queryFor, trace, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "build-bench:", err)
 		os.Exit(1)
 	}
@@ -63,7 +63,7 @@ func envOr(k, def string) string {
 	return def
 }
 
-func run(ctx context.Context, server string, slots, rounds int, option1For time.Duration, trace *statementTimes, out io.Writer) error {
+func run(ctx context.Context, server string, slots, rounds int, queryFor time.Duration, trace *statementTimes, out io.Writer) error {
 	pool, drop, err := scratch(ctx, server, trace)
 	if err != nil {
 		return err
@@ -107,7 +107,7 @@ func run(ctx context.Context, server string, slots, rounds int, option1For time.
 			return err
 		}
 		ratios[r] = rate(done, took) / rate(n, floor)
-		fmt.Fprintf(out, "round %d scheduler (Option 3 counter): %d jobs, %d slots, %s = %.0f jobs/s, overhead %.3f ms/job; ratio to floor %.0f%%\n",
+		fmt.Fprintf(out, "round %d scheduler (dependency counter): %d jobs, %d slots, %s = %.0f jobs/s, overhead %.3f ms/job; ratio to floor %.0f%%\n",
 			r+1, done, slots, took.Round(time.Millisecond), rate(done, took), ms(took, done), 100*ratios[r])
 		if trace != nil {
 			trace.print(out)
@@ -115,12 +115,12 @@ func run(ctx context.Context, server string, slots, rounds int, option1For time.
 	}
 	slices.Sort(ratios)
 	fmt.Fprintf(out, "scheduler/floor, median of %d rounds: %.0f%% (target >= 50%%)\n", rounds, 100*ratios[rounds/2])
-	took, done, err := drive(ctx, pool, graph, plan, slots, option1For, true)
+	took, done, err := drive(ctx, pool, graph, plan, slots, queryFor, true)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "seed Option 1 (query per completion): %d of %d jobs in %s = %.0f jobs/s, %.3f ms/job; %d deadlocks retried\n",
-		done, n, took.Round(time.Millisecond), rate(done, took), ms(took, done), option1Deadlocks.Load())
+	fmt.Fprintf(out, "readiness query (one per completion, no counter): %d of %d jobs in %s = %.0f jobs/s, %.3f ms/job; %d deadlocks retried\n",
+		done, n, took.Round(time.Millisecond), rate(done, took), ms(took, done), queryDeadlocks.Load())
 	return nil
 }
 
@@ -172,9 +172,9 @@ func measureFloor(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration
 }
 
 // drive submits plan as a new group and has slots goroutines claim and complete its jobs until
-// the group is final or limit passes. With option1, completion flips dependents to ready with the
-// seed's Option 1 query instead of the counter.
-func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan dag.Plan, slots int, limit time.Duration, option1 bool) (time.Duration, int, error) {
+// the group is final or limit passes. With byQuery, completion flips dependents to ready with the
+// readiness query instead of the counter.
+func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan dag.Plan, slots int, limit time.Duration, byQuery bool) (time.Duration, int, error) {
 	var g int64
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
 	if err != nil {
@@ -190,7 +190,7 @@ func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan 
 	for range slots {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				ok, err := step(ctx, pool, graph, g, option1)
+				ok, err := step(ctx, pool, graph, g, byQuery)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
@@ -220,37 +220,37 @@ func finished(ctx context.Context, pool *pgxpool.Pool, g int64) bool {
 }
 
 // step claims one job and completes it, in two transactions.
-func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int64, option1 bool) (bool, error) {
+func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int64, byQuery bool) (bool, error) {
 	c, ok, err := jobgraph.ClaimNext(ctx, pool, "bench", "bench", time.Minute)
 	if err != nil || !ok {
 		return false, err
 	}
-	if option1 {
-		return true, completeOption1Retrying(ctx, pool, c.JobID, g)
+	if byQuery {
+		return true, completeByQueryRetrying(ctx, pool, c.JobID, g)
 	}
 	_, err = graph.Report(ctx, pool, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}, nil)
 	return true, err
 }
 
-// option1Deadlocks counts the Option 1 transactions Postgres aborted as deadlocked: its
+// queryDeadlocks counts the readiness-query transactions Postgres aborted as deadlocked: its
 // group-wide UPDATE takes row locks in no fixed order, so concurrent completions in one group
-// deadlock, and a real Option 1 scheduler has to retry them, as this one does.
-var option1Deadlocks atomic.Int64
+// deadlock, and a real scheduler built on that query has to retry them, as this one does.
+var queryDeadlocks atomic.Int64
 
-func completeOption1Retrying(ctx context.Context, pool *pgxpool.Pool, jobID, g int64) error {
+func completeByQueryRetrying(ctx context.Context, pool *pgxpool.Pool, jobID, g int64) error {
 	for {
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return completeOption1(ctx, tx, jobID, g) })
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return completeByQuery(ctx, tx, jobID, g) })
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "40P01" {
 			return err
 		}
-		option1Deadlocks.Add(1)
+		queryDeadlocks.Add(1)
 	}
 }
 
-// completeOption1 is the seed's Option 1: mark the job complete, then find every waiting job of
+// completeByQuery is the readiness query: mark the job complete, then find every waiting job of
 // the group whose dependencies are all complete.
-func completeOption1(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
+func completeByQuery(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
 	if _, err := tx.Exec(ctx, `UPDATE job_graph SET state = 'complete' WHERE id = $1 AND state = 'running'`, jobID); err != nil {
 		return fmt.Errorf("complete job %d: %w", jobID, err)
 	}
@@ -258,7 +258,7 @@ func completeOption1(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
 		UPDATE job_graph j SET state = 'ready' WHERE j.group_id = $1 AND j.state = 'waiting_on_dependency'
 			AND NOT EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete')`, g)
 	if err != nil {
-		return fmt.Errorf("option 1 readiness for group %d: %w", g, err)
+		return fmt.Errorf("readiness query for group %d: %w", g, err)
 	}
 	return nil
 }

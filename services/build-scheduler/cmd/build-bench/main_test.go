@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkScheduler runs the same measurement as the command, once, so `make bench` (go test
-// -bench . -benchtime 1x work, with DATABASE_URL set) prints the floor, the scheduler and Option 1
+// -bench . -benchtime 1x work, with DATABASE_URL set) prints the floor, the scheduler and readiness-query
 // figures and the ratio. It is skipped without DATABASE_URL.
 func BenchmarkScheduler(b *testing.B) {
 	server := os.Getenv("DATABASE_URL")

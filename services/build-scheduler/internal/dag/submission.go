@@ -1,6 +1,6 @@
 // Package dag validates a submitted group of build jobs before anything is written: names,
 // targets, limits and above all the dependency graph, which must be acyclic when it reaches the
-// scheduler (the reference implementation unrolled cycles at runtime; we name them and refuse).
+// scheduler (Habitat Builder's job server unrolled cycles at runtime; we name them and refuse).
 // It does no I/O, so every rule is tested table-driven.
 package dag
 

@@ -66,7 +66,7 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 }
 
 // RetryTx re-runs the failed, dependency-failed and cancelled jobs of a finished group; complete
-// jobs are kept. Each re-run job's counter is recomputed from its dependency array (Option 1),
+// jobs are kept. Each re-run job's counter is recomputed from its dependency array (the readiness query),
 // and those with nothing left to wait for are dispatched.
 //
 // The job rows are reset before the group row is touched, in the lock order of the package

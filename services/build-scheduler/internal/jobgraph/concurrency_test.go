@@ -125,7 +125,7 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// expectedStates is what Option 1 says the final states must be: a job runs only when all its
+// expectedStates is what the readiness rule says the final states must be: a job runs only when all its
 // dependencies completed; otherwise it is dependency_failed.
 func expectedStates(sub dag.Submission, fails map[string]bool) map[string]string {
 	out := map[string]string{}

@@ -3,12 +3,12 @@
 // graph tables.
 //
 // Each job row keeps its dependencies as an immutable array of job ids plus waiting_on_count, the
-// number of them not yet complete (the seed's Option 3). Every transition is an UPDATE guarded by
+// number of them not yet complete (the dependency counter). Every transition is an UPDATE guarded by
 // the state it leaves (and, for reports, by the attempt number and lease token), so a repeated or
 // late message matches no row and changes nothing. A transition runs in the caller's transaction
 // together with all its consequences: dependents' counters in the same group, dependents becoming
 // ready, one dispatch token per newly ready job in the target's River queue, and the group's
-// unfinished-jobs count, split over shard rows, whose last decrement settles the group. The seed's Option 1 query
+// unfinished-jobs count, split over shard rows, whose last decrement settles the group. The readiness query
 // (a job is ready when all its dependencies are complete) is kept as the check the watchdog runs
 // and the recovery path behind POST /v1/admin/recount.
 //
@@ -34,7 +34,7 @@ import (
 	"drover.dev/queue"
 )
 
-// Job states, from the reference implementation's enum.
+// Job states, as Habitat Builder's job server named them.
 const (
 	Pending          = "pending"
 	Waiting          = "waiting_on_dependency"

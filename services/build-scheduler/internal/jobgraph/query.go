@@ -11,7 +11,7 @@ import (
 	"drover.dev/shared/problem"
 )
 
-// groupSelect reads a group with its counts by state in one query (the reference implementation
+// groupSelect reads a group with its counts by state in one query (Habitat Builder's job server
 // ran nine COUNT(*) queries).
 const groupSelect = `
 	SELECT g.id, g.name, g.state::text, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,

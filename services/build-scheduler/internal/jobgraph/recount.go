@@ -18,7 +18,7 @@ type Recount struct {
 	GroupsSettled    []int64 `json:"groups_settled"`
 }
 
-// unfinishedDeps is the seed's Option 1: how many of a job's dependencies are not complete,
+// unfinishedDeps is the readiness query: how many of a job's dependencies are not complete,
 // computed from the immutable array alone.
 const unfinishedDeps = `(SELECT count(*) FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete')`
 
@@ -128,7 +128,7 @@ func resettleGroup(ctx context.Context, tx pgx.Tx, groupID int64) (bool, error) 
 	return state != GroupQueued && state != GroupDispatching, nil
 }
 
-// Drift lists the waiting jobs of active groups whose counter disagrees with Option 1, as
+// Drift lists the waiting jobs of active groups whose counter disagrees with the readiness query, as
 // "job id: counter n, unfinished dependencies m", without changing anything.
 func Drift(ctx context.Context, db postgres.DBTX) (map[int64][]string, error) {
 	rows, err := db.Query(ctx, `

@@ -9,7 +9,7 @@ import (
 	"drover.dev/queue"
 )
 
-// The reference implementation's scenarios, on the real schema.
+// The scenarios Habitat Builder's job server tested, on the real schema.
 func TestReferenceScenarios(t *testing.T) {
 	t.Parallel()
 

@@ -11,7 +11,7 @@
 // leaves ~29,000 small objects. Merging a finished attempt's chunks into one object would cut that, at the cost of a
 // second layout for readers to know; expire old logs with a bucket lifecycle rule on the prefix.
 //
-// Per the seed, a job never fails because its log could not be kept: a worker that cannot
+// By design, a job never fails because its log could not be kept: a worker that cannot
 // append a chunk carries on and reports the log incomplete.
 package logstore
 
