@@ -34,7 +34,8 @@ bench: ## run the benchmarks; each prints our figure, its floor and the ratio (s
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint ## gofmt and golangci-lint, module by module
+lint: $(TOOLS)/golangci-lint ## docs stand alone, gofmt, golangci-lint module by module
+	@scripts/check-docs.sh
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); echo "gofmt: the files above need formatting"; exit 1; }
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
 
