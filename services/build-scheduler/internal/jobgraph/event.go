@@ -47,5 +47,3 @@ func Events(ctx context.Context, db postgres.DBTX, groupID int64, limit int) ([]
 	}
 	return out, rows.Err()
 }
-
-func ptr[T any](v T) *T { return &v }

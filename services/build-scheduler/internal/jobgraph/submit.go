@@ -3,6 +3,7 @@ package jobgraph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -114,12 +115,12 @@ func jobColumns(plan dag.Plan, ids []int64) (columns, error) {
 		cmd, err1 := json.Marshal(j.Command)
 		env, err2 := json.Marshal(orEmpty(j.Env))
 		dj, err3 := json.Marshal(deps)
-		if err := firstErr(err1, err2, err3); err != nil {
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return c, fmt.Errorf("encode job %q: %w", j.Name, err)
 		}
 		var payload *string
 		if len(j.Payload) > 0 {
-			payload = ptr(string(j.Payload))
+			payload = new(string(j.Payload))
 		}
 		c.ids = append(c.ids, ids[i])
 		c.names, c.targets = append(c.names, j.Name), append(c.targets, j.Target)
@@ -143,13 +144,4 @@ func orEmptyIDs(ids []int64) []int64 {
 		return []int64{}
 	}
 	return ids
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

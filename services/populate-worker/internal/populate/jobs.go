@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -128,7 +129,7 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 		if err != nil {
 			return err
 		}
-		if !containsStatus(from, cur.Status) {
+		if !slices.Contains(from, cur.Status) {
 			return problem.Conflictf("job %s/%s is %s; only %v jobs can become %s", table, keyHash, cur.Status, from, to)
 		}
 		_, err = tx.Exec(ctx, `UPDATE jobs SET status = $3, error_message = NULL, error_stack = NULL,
@@ -146,15 +147,6 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 		return err
 	})
 	return job, err
-}
-
-func containsStatus(list []Status, s Status) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // enqueueMakes inserts a populate_make River job per key hash on tx, in batches, with COPY.

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -211,7 +212,7 @@ func insertRows(ctx context.Context, tx pgx.Tx, t *Table, key Key, rows []Row) e
 		list = append(list, pgx.Identifier{c}.Sanitize())
 	}
 	slices.Sort(list)
-	names := joinComma(list)
+	names := strings.Join(list, ", ")
 	_, err := tx.Exec(ctx, `INSERT INTO `+t.target()+` (`+names+`) SELECT `+names+
 		` FROM jsonb_populate_recordset(NULL::`+t.target()+`, $1::jsonb)`, rows)
 	if err != nil {
@@ -234,15 +235,4 @@ func fillKey(t *Table, key Key, row Row) error {
 		}
 	}
 	return nil
-}
-
-func joinComma(list []string) string {
-	out := ""
-	for i, s := range list {
-		if i > 0 {
-			out += ", "
-		}
-		out += s
-	}
-	return out
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 
 	"drover.dev/shared/postgres"
@@ -55,18 +56,8 @@ func (r *Registry) All() []*Table {
 	for _, t := range r.tables {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b *Table) int { return compareStrings(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *Table) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // LoadFile registers the tables listed in a JSON file: an array of objects with name, target,
