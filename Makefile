@@ -9,8 +9,11 @@ SHELL := bash
 BIN := .data/bin
 TOOLS := .data/tools
 GOLANGCI_LINT_VERSION := v2.15.0
+SQLC_VERSION := v1.31.1
 # Every module of the workspace, from go.work.
 MODULES := $(shell go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
+# Every store package whose queries sqlc compiles: the folders holding a sqlc.yaml.
+SQLC_DIRS = $(shell find $(MODULES) -name sqlc.yaml -exec dirname {} \; | sort)
 
 .PHONY: help
 help: ## list the targets
@@ -33,15 +36,24 @@ test: ## run every module's tests with the race detector against a real Postgres
 bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh)
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
+.PHONY: generate
+generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its query.sql (sqlc)
+	@for d in $(SQLC_DIRS); do echo "sqlc $$d"; (cd $$d && $(abspath $(TOOLS))/sqlc generate) || exit 1; done
+
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint ## docs stand alone, gofmt, golangci-lint module by module
+lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## docs stand alone, gofmt, sqlc code current (sqlc diff), golangci-lint module by module
 	@scripts/check-docs.sh
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); echo "gofmt: the files above need formatting"; exit 1; }
+	@for d in $(SQLC_DIRS); do (cd $$d && $(abspath $(TOOLS))/sqlc diff) || { echo "sqlc: $$d/dbsqlc is stale, run make generate"; exit 1; }; done
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
 
 $(TOOLS)/golangci-lint:
 	@mkdir -p $(TOOLS)
 	GOBIN=$(abspath $(TOOLS)) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+$(TOOLS)/sqlc:
+	@mkdir -p $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) go install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 
 .PHONY: migrate
 migrate: build ## apply migrations to the database make run uses

@@ -18,8 +18,12 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/shared/postgres"
+	"drover.dev/shared/probe/dbsqlc"
 	"drover.dev/shared/problem"
 )
+
+// queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
+var queries = dbsqlc.New()
 
 // Probe is one probe as its origin sees it.
 type Probe struct {
@@ -39,10 +43,11 @@ type Probe struct {
 // or roll back together.
 func Send(ctx context.Context, tx pgx.Tx, ins queue.Inserters, origin, target queue.Service) (Probe, error) {
 	p := Probe{Origin: origin, Target: target, State: "sent"}
-	err := tx.QueryRow(ctx, `INSERT INTO probes (target) VALUES ($1) RETURNING id, sent_at`, target).Scan(&p.ID, &p.SentAt)
+	row, err := queries.ProbeInsert(ctx, tx, string(target))
 	if err != nil {
 		return p, fmt.Errorf("insert probe to %s: %w", target, err)
 	}
+	p.ID, p.SentAt = row.ID, row.SentAt
 	args := queue.ProbeArgs{ProbeID: p.ID, Origin: origin, SentAt: p.SentAt}
 	if _, err := ins[target].InsertTx(ctx, tx, args, nil); err != nil {
 		return p, fmt.Errorf("enqueue probe %d for %s: %w", p.ID, target, err)
@@ -52,16 +57,15 @@ func Send(ctx context.Context, tx pgx.Tx, ins queue.Inserters, origin, target qu
 
 // Get returns the probe with the given id.
 func Get(ctx context.Context, db postgres.DBTX, origin queue.Service, id int64) (Probe, error) {
-	p := Probe{ID: id, Origin: origin}
-	err := db.QueryRow(ctx, `SELECT target, sent_at, arrived_at, acked_at FROM probes WHERE id = $1`, id).
-		Scan(&p.Target, &p.SentAt, &p.ArrivedAt, &p.AckedAt)
+	row, err := queries.ProbeGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return p, fmt.Errorf("probe %d: %w", id, problem.ErrNotFound)
+		return Probe{ID: id, Origin: origin}, fmt.Errorf("probe %d: %w", id, problem.ErrNotFound)
 	}
 	if err != nil {
-		return p, fmt.Errorf("get probe %d: %w", id, err)
+		return Probe{ID: id, Origin: origin}, fmt.Errorf("get probe %d: %w", id, err)
 	}
-	p.State = "sent"
+	p := Probe{ID: id, Origin: origin, Target: queue.Service(row.Target), State: "sent",
+		SentAt: row.SentAt, ArrivedAt: row.ArrivedAt, AckedAt: row.AckedAt}
 	if p.ArrivedAt != nil {
 		p.LatencyMS = millis(p.ArrivedAt.Sub(p.SentAt))
 	}
@@ -78,17 +82,9 @@ func millis(d time.Duration) *float64 {
 
 // recordArrival stores a probe's arrival, once: a redelivered probe keeps its first arrival time.
 func recordArrival(ctx context.Context, tx pgx.Tx, args queue.ProbeArgs) (time.Time, error) {
-	var at time.Time
-	err := tx.QueryRow(ctx, `
-		WITH ins AS (
-			INSERT INTO probe_arrivals (origin, probe_id, sent_at) VALUES ($1, $2, $3)
-			ON CONFLICT (origin, probe_id) DO NOTHING
-			RETURNING arrived_at
-		)
-		SELECT arrived_at FROM ins
-		UNION ALL
-		SELECT arrived_at FROM probe_arrivals WHERE origin = $1 AND probe_id = $2
-		LIMIT 1`, args.Origin, args.ProbeID, args.SentAt).Scan(&at)
+	at, err := queries.ProbeArrivalRecord(ctx, tx, dbsqlc.ProbeArrivalRecordParams{
+		Origin: string(args.Origin), ProbeID: args.ProbeID, SentAt: args.SentAt,
+	})
 	if err != nil {
 		return at, fmt.Errorf("record arrival of probe %s/%d: %w", args.Origin, args.ProbeID, err)
 	}
@@ -97,9 +93,7 @@ func recordArrival(ctx context.Context, tx pgx.Tx, args queue.ProbeArgs) (time.T
 
 // recordAck completes a probe row; a repeated acknowledgement changes nothing.
 func recordAck(ctx context.Context, tx pgx.Tx, args queue.ProbeAckArgs) error {
-	_, err := tx.Exec(ctx, `
-		UPDATE probes SET arrived_at = $2, acked_at = clock_timestamp()
-		WHERE id = $1 AND acked_at IS NULL`, args.ProbeID, args.ArrivedAt)
+	err := queries.ProbeAck(ctx, tx, dbsqlc.ProbeAckParams{ID: args.ProbeID, ArrivedAt: new(args.ArrivedAt)})
 	if err != nil {
 		return fmt.Errorf("record ack of probe %d: %w", args.ProbeID, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/services/scorer/internal/scoring"
+	"drover.dev/services/scorer/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )
@@ -31,13 +32,11 @@ type Batch struct {
 // BatchInsert stores b and its inputs. A batch stored before with the same inputs is left as it
 // is (River delivers at least once); one with other inputs is ErrInputsDiffer.
 func BatchInsert(ctx context.Context, tx pgx.Tx, b Batch) error {
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO batches (id, started_at, peak) VALUES ($1, $2, $3)
-		ON CONFLICT (id) DO NOTHING`, b.ID, b.StartedAt, b.Peak)
+	inserted, err := queries.BatchInsert(ctx, tx, dbsqlc.BatchInsertParams{ID: b.ID, StartedAt: b.StartedAt, Peak: b.Peak})
 	if err != nil {
 		return fmt.Errorf("insert batch %d: %w", b.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if inserted == 0 {
 		return sameAsStored(ctx, tx, b)
 	}
 	return inputsInsert(ctx, tx, b)
@@ -45,18 +44,16 @@ func BatchInsert(ctx context.Context, tx pgx.Tx, b Batch) error {
 
 func inputsInsert(ctx context.Context, tx pgx.Tx, b Batch) error {
 	n := len(b.Results)
-	hotkeys, classes := make([]string, n), make([]string, n)
-	counts := [4][]int32{make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)}
-	for i, r := range b.Results {
-		hotkeys[i], classes[i] = r.Hotkey, r.ExecutorClass
-		counts[0][i], counts[1][i] = int32(r.Executors), int32(r.Completed)
-		counts[2][i], counts[3][i] = int32(r.Excused), int32(r.Failed)
+	arg := dbsqlc.BatchInputInsertParams{
+		BatchID: b.ID, Hotkeys: make([]string, n), ExecutorClasses: make([]string, n),
+		Executors: make([]int32, n), Completed: make([]int32, n), Excused: make([]int32, n), Failed: make([]int32, n),
 	}
-	_, err := tx.Exec(ctx, `
-		INSERT INTO batch_inputs (batch_id, hotkey, executor_class, executors, completed, excused, failed)
-		SELECT $1, * FROM unnest($2::text[], $3::text[], $4::int[], $5::int[], $6::int[], $7::int[])`,
-		b.ID, hotkeys, classes, counts[0], counts[1], counts[2], counts[3])
-	if err != nil {
+	for i, r := range b.Results {
+		arg.Hotkeys[i], arg.ExecutorClasses[i] = r.Hotkey, r.ExecutorClass
+		arg.Executors[i], arg.Completed[i] = int32(r.Executors), int32(r.Completed)
+		arg.Excused[i], arg.Failed[i] = int32(r.Excused), int32(r.Failed)
+	}
+	if err := queries.BatchInputInsert(ctx, tx, arg); err != nil {
 		return fmt.Errorf("insert inputs of batch %d: %w", b.ID, err)
 	}
 	return nil
@@ -77,32 +74,27 @@ func sameAsStored(ctx context.Context, tx pgx.Tx, b Batch) error {
 
 // BatchGet returns the stored batch id with its inputs, sorted by hotkey and class.
 func BatchGet(ctx context.Context, db postgres.DBTX, id int64) (Batch, error) {
-	b := Batch{ID: id}
-	err := db.QueryRow(ctx, `SELECT started_at, peak FROM batches WHERE id = $1`, id).Scan(&b.StartedAt, &b.Peak)
+	row, err := queries.BatchGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return b, fmt.Errorf("batch %d: %w", id, problem.ErrNotFound)
+		return Batch{ID: id}, fmt.Errorf("batch %d: %w", id, problem.ErrNotFound)
 	}
 	if err != nil {
-		return b, fmt.Errorf("get batch %d: %w", id, err)
+		return Batch{ID: id}, fmt.Errorf("get batch %d: %w", id, err)
 	}
+	b := Batch{ID: id, StartedAt: row.StartedAt, Peak: row.Peak}
 	b.Results, err = inputsGet(ctx, db, id)
 	return b, err
 }
 
 func inputsGet(ctx context.Context, db postgres.DBTX, id int64) ([]scoring.Result, error) {
-	rows, err := db.Query(ctx, `
-		SELECT hotkey, executor_class, executors, completed, excused, failed
-		FROM batch_inputs WHERE batch_id = $1 ORDER BY hotkey, executor_class`, id)
+	rows, err := queries.BatchInputList(ctx, db, id)
 	if err != nil {
 		return nil, fmt.Errorf("get inputs of batch %d: %w", id, err)
 	}
-	results, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (scoring.Result, error) {
-		var r scoring.Result
-		err := row.Scan(&r.Hotkey, &r.ExecutorClass, &r.Executors, &r.Completed, &r.Excused, &r.Failed)
-		return r, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read inputs of batch %d: %w", id, err)
+	results := make([]scoring.Result, len(rows))
+	for i, r := range rows {
+		results[i] = scoring.Result{Hotkey: r.Hotkey, ExecutorClass: r.ExecutorClass, Executors: int(r.Executors),
+			Completed: int(r.Completed), Excused: int(r.Excused), Failed: int(r.Failed)}
 	}
 	return results, nil
 }
@@ -111,14 +103,7 @@ func inputsGet(ctx context.Context, db postgres.DBTX, id int64) ([]scoring.Resul
 // when it is a peak batch). Only batches that started before b (or are b) count, so scoring b
 // again later gives the same history even after newer peaks arrived.
 func PeakHistory(ctx context.Context, db postgres.DBTX, b Batch) (scoring.History, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id FROM batches
-		WHERE peak AND (started_at, id) <= ($1, $2)
-		ORDER BY started_at DESC, id DESC LIMIT 2`, b.StartedAt, b.ID)
-	if err != nil {
-		return scoring.History{}, fmt.Errorf("find peak batches before batch %d: %w", b.ID, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := queries.BatchPeakList(ctx, db, dbsqlc.BatchPeakListParams{StartedAt: b.StartedAt, ID: b.ID})
 	if err != nil {
 		return scoring.History{}, fmt.Errorf("find peak batches before batch %d: %w", b.ID, err)
 	}
@@ -135,7 +120,7 @@ func PeakHistory(ctx context.Context, db postgres.DBTX, b Batch) (scoring.Histor
 
 // BatchMarkScored records when the batch was first scored; scoring it again keeps that time.
 func BatchMarkScored(ctx context.Context, db postgres.DBTX, id int64) error {
-	if _, err := db.Exec(ctx, `UPDATE batches SET scored_at = coalesce(scored_at, now()) WHERE id = $1`, id); err != nil {
+	if err := queries.BatchMarkScored(ctx, db, id); err != nil {
 		return fmt.Errorf("mark batch %d scored: %w", id, err)
 	}
 	return nil

@@ -33,29 +33,22 @@ type MinerWeight struct {
 // WeightsLatest returns the latest weights; NotFound when no batch has given any weight yet.
 func WeightsLatest(ctx context.Context, db postgres.DBTX) (Weights, error) {
 	var w Weights
-	err := db.QueryRow(ctx, `
-		SELECT b.id, b.started_at, b.peak FROM batches b
-		WHERE b.scored_at IS NOT NULL
-		  AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
-		ORDER BY b.started_at DESC, b.id DESC LIMIT 1`).Scan(&w.BatchID, &w.StartedAt, &w.Peak)
+	b, err := queries.BatchWeightedLatest(ctx, db)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return w, fmt.Errorf("weights: no scored batch gives any weight yet: %w", problem.ErrNotFound)
 	}
 	if err != nil {
 		return w, fmt.Errorf("find latest weighted batch: %w", err)
 	}
-	rows, err := db.Query(ctx, `
-		SELECT hotkey, weight, weight_u16 FROM miner_scores
-		WHERE batch_id = $1 AND weight > 0 ORDER BY hotkey`, w.BatchID)
+	w.BatchID, w.StartedAt, w.Peak = b.ID, b.StartedAt, b.Peak
+	rows, err := queries.MinerWeightList(ctx, db, w.BatchID)
 	if err != nil {
 		return w, fmt.Errorf("get weights of batch %d: %w", w.BatchID, err)
 	}
-	w.Weights, err = pgx.CollectRows(rows, pgx.RowToStructByPos[MinerWeight])
-	if err != nil {
-		return w, fmt.Errorf("read weights of batch %d: %w", w.BatchID, err)
-	}
-	for _, mw := range w.Weights {
-		w.TotalU16 += mw.WeightU16
+	w.Weights = make([]MinerWeight, len(rows))
+	for i, r := range rows {
+		w.Weights[i] = MinerWeight{Hotkey: r.Hotkey, Weight: r.Weight, WeightU16: int(r.WeightU16)}
+		w.TotalU16 += int(r.WeightU16)
 	}
 	return w, nil
 }

@@ -1,0 +1,78 @@
+-- The statements of scorer, compiled by sqlc into dbsqlc (make generate).
+
+-- name: BatchInsert :execrows
+-- BatchInsert stores the row of a batch unless it is stored already (no row affected then).
+INSERT INTO batches (id, started_at, peak) VALUES (@id, @started_at, @peak)
+ON CONFLICT (id) DO NOTHING;
+
+-- name: BatchInputInsert :exec
+-- BatchInputInsert stores the inputs of a batch, one per position of the arrays.
+INSERT INTO batch_inputs (batch_id, hotkey, executor_class, executors, completed, excused, failed)
+SELECT @batch_id::bigint, unnest(@hotkeys::text[]), unnest(@executor_classes::text[]), unnest(@executors::int[]),
+       unnest(@completed::int[]), unnest(@excused::int[]), unnest(@failed::int[]);
+
+-- name: BatchGet :one
+SELECT started_at, peak FROM batches WHERE id = @id;
+
+-- name: BatchInputList :many
+SELECT hotkey, executor_class, executors, completed, excused, failed
+FROM batch_inputs
+WHERE batch_id = @batch_id
+ORDER BY hotkey, executor_class;
+
+-- name: BatchPeakList :many
+-- BatchPeakList returns the ids of the two last peak batches that started before the given
+-- batch, or are it.
+SELECT id FROM batches
+WHERE peak AND (started_at, id) <= (@started_at::timestamptz, @id::bigint)
+ORDER BY started_at DESC, id DESC
+LIMIT 2;
+
+-- name: BatchMarkScored :exec
+-- BatchMarkScored records when the batch was first scored; scoring it again keeps that time.
+UPDATE batches SET scored_at = coalesce(scored_at, now()) WHERE id = @id;
+
+-- name: ClassScoreDelete :exec
+DELETE FROM class_scores WHERE batch_id = @batch_id;
+
+-- name: MinerScoreDelete :exec
+DELETE FROM miner_scores WHERE batch_id = @batch_id;
+
+-- name: ClassScoreInsert :exec
+INSERT INTO class_scores (batch_id, hotkey, executor_class, class_weight, raw, normalised)
+SELECT @batch_id::bigint, unnest(@hotkeys::text[]), unnest(@executor_classes::text[]), unnest(@class_weights::float8[]),
+       unnest(@raws::float8[]), unnest(@normalised::float8[]);
+
+-- name: MinerScoreInsert :exec
+INSERT INTO miner_scores (batch_id, hotkey, base, dancing, non_peak, score, weight, weight_u16)
+SELECT @batch_id::bigint, unnest(@hotkeys::text[]), unnest(@bases::float8[]), unnest(@dancing::float8[]),
+       unnest(@non_peaks::float8[]), unnest(@scores::float8[]), unnest(@weights::float8[]), unnest(@weights_u16::int[]);
+
+-- name: BatchScoredGet :one
+SELECT started_at, peak, scored_at FROM batches WHERE id = @id AND scored_at IS NOT NULL;
+
+-- name: MinerScoreList :many
+SELECT hotkey, base, dancing, non_peak, score, weight, weight_u16
+FROM miner_scores
+WHERE batch_id = @batch_id
+ORDER BY hotkey;
+
+-- name: ClassScoreList :many
+SELECT s.hotkey, s.executor_class, i.executors, i.completed, i.excused, i.failed, s.class_weight, s.raw, s.normalised
+FROM class_scores s
+JOIN batch_inputs i USING (batch_id, hotkey, executor_class)
+WHERE s.batch_id = @batch_id
+ORDER BY s.hotkey, s.executor_class;
+
+-- name: BatchWeightedLatest :one
+-- BatchWeightedLatest returns the latest scored batch that gives any miner a weight.
+SELECT b.id, b.started_at, b.peak FROM batches b
+WHERE b.scored_at IS NOT NULL
+  AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
+ORDER BY b.started_at DESC, b.id DESC
+LIMIT 1;
+
+-- name: MinerWeightList :many
+SELECT hotkey, weight, weight_u16 FROM miner_scores
+WHERE batch_id = @batch_id AND weight > 0
+ORDER BY hotkey;
