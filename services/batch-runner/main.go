@@ -57,7 +57,7 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	service.Main(queue.BatchRunner, &cfg, func(ctx context.Context, stdout io.Writer) error {
+	service.Main(queue.BatchRunner.EnvPrefix(), &cfg, func(ctx context.Context, stdout io.Writer) error {
 		return run(ctx, cfg, nil, stdout)
 	})
 }

@@ -17,7 +17,8 @@ import (
 	"drover.dev/shared/service"
 )
 
-// wire registers the run_batch and run_batch_shard workers, the periodic batch and the routes.
+// wire registers the run_batch and run_batch_shard workers and the periodic batch, builds the
+// River client, and registers the routes, which insert batches with it.
 func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	progress := &batch.Tracker{}
 	river.AddWorker(d.Workers, &work.RunBatchWorker{
@@ -34,7 +35,11 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 		func() (river.JobArgs, *river.InsertOpts) {
 			return queue.RunBatchArgs{Reason: "periodic", RequestedAt: time.Now().UTC()}, work.InsertOpts()
 		}, &river.PeriodicJobOpts{ID: "run_batch", RunOnStart: cfg.RunOnStart}))
-	a := &api.API{Pool: d.Pool, Client: d.Client, Progress: progress}
+	client, err := d.NewClient()
+	if err != nil {
+		return err
+	}
+	a := &api.API{Pool: d.Pool, Client: client, Progress: progress}
 	a.Routes(d.Server.API)
 	return nil
 }

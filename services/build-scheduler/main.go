@@ -45,7 +45,7 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	service.Main(queue.BuildScheduler, &cfg, func(ctx context.Context, stdout io.Writer) error {
+	service.Main(queue.BuildScheduler.EnvPrefix(), &cfg, func(ctx context.Context, stdout io.Writer) error {
 		return run(ctx, cfg, nil, stdout)
 	})
 }
@@ -72,6 +72,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		build := &buildworker.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
 		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter}
 		d.PeriodicJobs = append(d.PeriodicJobs, settings.Register(d.Workers, d.Pool, graph, build)...)
+		if _, err := d.NewClient(); err != nil {
+			return err
+		}
 		a := &api.API{Pool: d.Pool, Graph: graph, Logs: logs, Limits: dag.Limits{
 			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
 			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,

@@ -35,7 +35,7 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	service.Main(queue.MinerSync, &cfg, func(ctx context.Context, stdout io.Writer) error {
+	service.Main(queue.MinerSync.EnvPrefix(), &cfg, func(ctx context.Context, stdout io.Writer) error {
 		return run(ctx, cfg, nil, stdout)
 	})
 }
@@ -65,6 +65,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			func() (river.JobArgs, *river.InsertOpts) { return queue.SyncMetagraphArgs{Reason: "periodic"}, nil },
 			&river.PeriodicJobOpts{ID: "sync_metagraph", RunOnStart: true},
 		))
+		if _, err := deps.NewClient(); err != nil {
+			return err
+		}
 		api.Routes(deps.Server.API, deps.Pool, deps.Inserters[queue.MinerSync])
 		return nil
 	})

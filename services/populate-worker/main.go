@@ -38,7 +38,7 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	service.Main(queue.PopulateWorker, &cfg, func(ctx context.Context, stdout io.Writer) error {
+	service.Main(queue.PopulateWorker.EnvPrefix(), &cfg, func(ctx context.Context, stdout io.Writer) error {
 		return run(ctx, cfg, nil, stdout)
 	})
 }

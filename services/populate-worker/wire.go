@@ -19,7 +19,8 @@ import (
 )
 
 // wire registers the computed tables, checks them against the database, installs their change
-// triggers and adds the workers, periodic jobs, routes and background loops.
+// triggers and adds the workers and periodic jobs, then builds the River client, then adds the
+// routes and background loops.
 func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) error {
 	reg, err := registry(cfg, ln)
 	if err != nil {
@@ -36,6 +37,9 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 		return err
 	}
 	deps.PeriodicJobs = append(deps.PeriodicJobs, work.Register(deps.Workers, engine, cfg.MakeTimeout, cfg.ScheduleEvery, cfg.CleanupEvery)...)
+	if _, err := deps.NewClient(); err != nil {
+		return err
+	}
 	var seed echo.HandlerFunc
 	if cfg.Examples {
 		deps.Server.Echo.POST("/examples/functions/energy", echo.WrapHandler(examples.EnergyFunction(deps.Pool)))

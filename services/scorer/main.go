@@ -40,7 +40,7 @@ type Config struct {
 
 func main() {
 	var cfg Config
-	service.Main(queue.Scorer, &cfg, func(ctx context.Context, stdout io.Writer) error {
+	service.Main(queue.Scorer.EnvPrefix(), &cfg, func(ctx context.Context, stdout io.Writer) error {
 		return run(ctx, cfg, nil, stdout)
 	})
 }
@@ -63,6 +63,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
 		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{DB: deps.Pool, Params: params, Logger: deps.Logger})
+		if _, err := deps.NewClient(); err != nil {
+			return err
+		}
 		api.Routes(deps.Server.API, deps.Pool)
 		return nil
 	})

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -13,7 +14,9 @@ import (
 )
 
 // Deps is what a service's wiring function receives: the shared pieces to build on, and the
-// places to register its own workers, periodic jobs, routes and background loops.
+// places to register its own workers, periodic jobs, routes and background loops. Wiring goes in
+// the order of what needs what: workers and periodic jobs, then the River client (NewClient),
+// then the handlers, which get the client itself.
 type Deps struct {
 	Service   queue.Service
 	Pool      *pgxpool.Pool
@@ -25,6 +28,7 @@ type Deps struct {
 	// PeriodicJobs are enqueued by the service's River leader.
 	PeriodicJobs []*river.PeriodicJob
 
+	spec       Spec
 	background []func(context.Context) error
 	client     *queue.Client
 }
@@ -33,9 +37,29 @@ type Deps struct {
 // an error it returns stops the service.
 func (d *Deps) Go(loop func(context.Context) error) { d.background = append(d.background, loop) }
 
-// Client returns the service's River client; it exists once wiring is over (use it from workers
-// and handlers, not during wiring).
-func (d *Deps) Client() *queue.Client { return d.client }
+// NewClient builds the service's River client on its own schema from the workers and periodic
+// jobs registered so far. River fixes both when the client is built, so a wiring function calls it
+// once, after registering them and before the handlers that use the client. The client starts
+// when the service runs.
+func (d *Deps) NewClient() (*queue.Client, error) {
+	if d.client != nil {
+		return nil, errors.New("river client already built")
+	}
+	client, err := queue.NewClient(d.Pool, d.Service, queue.ClientConfig{
+		ID:                   clientID(d.spec),
+		Queues:               withProbeQueue(d.spec.Queues),
+		Workers:              d.Workers,
+		PeriodicJobs:         d.PeriodicJobs,
+		JobTimeout:           d.spec.JobTimeout,
+		RescueStuckJobsAfter: d.spec.RescueStuckJobsAfter,
+		Logger:               d.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build river client: %w", err)
+	}
+	d.client = client
+	return client, nil
+}
 
 func (d *Deps) checks() []web.Check {
 	return []web.Check{

@@ -1,6 +1,6 @@
 // Package service is the lifecycle every Drover service shares: it builds the logger, the pool on
-// the service's schema, the insert-only clients for every service's queue, the HTTP server and the
-// River client, lets the service wire its own workers and routes, runs everything, and on
+// the service's schema, the insert-only clients for every service's queue and the HTTP server, lets
+// the service wire its own workers, River client and routes in that order, runs everything, and on
 // cancellation drains HTTP, soft-stops River, then hard-stops it within the shutdown budget.
 package service
 
@@ -49,7 +49,9 @@ type Spec struct {
 }
 
 // Run runs the service until ctx is cancelled, then shuts it down within the configured budget.
-// wire registers the service's own workers, periodic jobs, routes and background loops.
+// It builds the logger, the pool and the HTTP server, then wire registers the service's own
+// workers and periodic jobs, builds the River client (Deps.NewClient), and registers the routes
+// and background loops that use it.
 func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) error) error {
 	cfg := spec.Config
 	logger, err := logging.New(stdout, cfg.LogLevel, cfg.LogFormat)
@@ -67,22 +69,12 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	if err := wire(deps); err != nil {
 		return fmt.Errorf("wire %s: %w", spec.Service, err)
 	}
+	if deps.client == nil {
+		return fmt.Errorf("wire %s: the River client was never built (Deps.NewClient)", spec.Service)
+	}
 	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, spec.OpenAPI); err != nil {
 		return fmt.Errorf("%s: %w", spec.Service, err)
 	}
-	client, err := queue.NewClient(deps.Pool, spec.Service, queue.ClientConfig{
-		ID:                   clientID(spec),
-		Queues:               withProbeQueue(spec.Queues),
-		Workers:              deps.Workers,
-		PeriodicJobs:         deps.PeriodicJobs,
-		JobTimeout:           spec.JobTimeout,
-		RescueStuckJobsAfter: spec.RescueStuckJobsAfter,
-		Logger:               logger,
-	})
-	if err != nil {
-		return err
-	}
-	deps.client = client
 	return serve(ctx, spec, deps)
 }
 
@@ -99,7 +91,7 @@ func newDeps(ctx context.Context, spec Spec, logger *slog.Logger) (*Deps, error)
 		pool.Close()
 		return nil, err
 	}
-	deps := &Deps{Service: spec.Service, Pool: pool, Logger: logger, Inserters: inserters, Workers: river.NewWorkers()}
+	deps := &Deps{spec: spec, Service: spec.Service, Pool: pool, Logger: logger, Inserters: inserters, Workers: river.NewWorkers()}
 	server, err := web.New(web.Config{
 		Tokens: cfg.APITokens, AuthDisabled: cfg.AuthDisabled, BodyLimit: cfg.BodyLimit,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,

@@ -27,7 +27,10 @@ func startService(t *testing.T, svc queue.Service, databaseURL string) string {
 	t.Helper()
 	return servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		spec := Spec{Service: svc, Config: servicetest.Config(databaseURL), Settings: &struct{}{}, Listener: ln}
-		return Run(ctx, spec, stdout, func(*Deps) error { return nil })
+		return Run(ctx, spec, stdout, func(d *Deps) error {
+			_, err := d.NewClient()
+			return err
+		})
 	})
 }
 
@@ -113,4 +116,15 @@ func TestProbeToUnknownServiceIsUnprocessable(t *testing.T) {
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM scorer.probes").Scan(&n))
 	require.Zero(t, n, "a rejected probe writes nothing")
+}
+
+func TestRunRefusesWiringThatNeverBuildsTheRiverClient(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	spec := Spec{Service: queue.Scorer, Config: servicetest.Config(dbURL), Settings: &struct{}{}, Listener: ln}
+	err = Run(context.Background(), spec, io.Discard, func(*Deps) error { return nil })
+	require.ErrorContains(t, err, "River client was never built")
 }

@@ -24,7 +24,7 @@ type createResponse struct {
 // handleCreate enqueues a batch now. The body is optional; it carries nothing yet.
 func (a *API) handleCreate(c *echo.Context) error {
 	args := queue.RunBatchArgs{Reason: "api", RequestedAt: time.Now().UTC()}
-	res, err := a.Client().Insert(c.Request().Context(), args, work.InsertOpts())
+	res, err := a.Client.Insert(c.Request().Context(), args, work.InsertOpts())
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ var OpenAPI []byte
 type API struct {
 	Pool *pgxpool.Pool
 	// Client inserts run_batch into this service's own queue.
-	Client func() *queue.Client
+	Client *queue.Client
 	// Progress is the live record of the batch this process is running.
 	Progress *batch.Tracker
 }

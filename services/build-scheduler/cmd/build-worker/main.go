@@ -12,34 +12,17 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
+	"io"
 
 	"drover.dev/services/build-scheduler/internal/buildworker"
 	"drover.dev/services/build-scheduler/internal/work"
-	"drover.dev/shared/config"
+	"drover.dev/shared/service"
 )
 
-// envPrefix is the prefix of the build-worker's environment variables.
-const envPrefix = "BUILD_WORKER"
-
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var cfg buildworker.Config
-	err := config.Load(envPrefix, &cfg, os.Args[1:], os.Stdout)
-	if errors.Is(err, config.ErrHelp) {
-		return
-	}
-	if err == nil {
+	service.Main("BUILD_WORKER", &cfg, func(ctx context.Context, stdout io.Writer) error {
 		kinds := work.Settings{WatchdogInterval: cfg.WatchdogInterval}.Register
-		err = buildworker.Run(ctx, cfg, kinds, nil, os.Stdout)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build-worker: %v\n", err)
-		os.Exit(1)
-	}
+		return buildworker.Run(ctx, cfg, kinds, nil, stdout)
+	})
 }

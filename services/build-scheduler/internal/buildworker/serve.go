@@ -69,6 +69,9 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 			ID: id, Lease: cfg.Lease, Logger: d.Logger,
 		}
 		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)
+		if _, err := d.NewClient(); err != nil {
+			return err
+		}
 		d.Go(func(ctx context.Context) error { return announce(ctx, d, id, cfg) })
 		return nil
 	})
