@@ -18,6 +18,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -153,9 +154,15 @@ func createTemplate(ctx context.Context) error {
 		return err
 	}
 	defer conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(templateLock)) //nolint:errcheck // released at close anyway
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", sharedName()).Scan(&exists); err != nil || exists {
+	// Both must exist: a run of another migration set drops a template it finds unused as
+	// stale, while the shared database, still in use, survives.
+	var haveTemplate, haveShared bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1),
+		EXISTS (SELECT FROM pg_database WHERE datname = $2)`, templateName(), sharedName()).Scan(&haveTemplate, &haveShared); err != nil {
 		return err
+	}
+	if haveTemplate && haveShared {
+		return markUsed(ctx, conn)
 	}
 	// Build under a temporary name and rename, so a crash never leaves a half-migrated template.
 	building := templateName() + "_building"
@@ -173,25 +180,42 @@ func createTemplate(ctx context.Context) error {
 	if err := migrations.Up(ctx, u.String(), slog.New(slog.DiscardHandler)); err != nil {
 		return fmt.Errorf("migrate template: %w", err)
 	}
-	for _, sql := range []string{
-		"ALTER DATABASE " + building + " RENAME TO " + templateName(),
-		"CREATE DATABASE " + sharedName() + " TEMPLATE " + templateName(),
-	} {
-		if _, err := conn.Exec(ctx, sql); err != nil {
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+building+" RENAME TO "+templateName()); err != nil {
+		return err
+	}
+	if !haveShared {
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+sharedName()+" TEMPLATE "+templateName()); err != nil {
 			return err
 		}
+	}
+	if err := markUsed(ctx, conn); err != nil {
+		return err
 	}
 	dropStale(ctx, conn)
 	return nil
 }
 
-// dropStale removes templates and shared databases of older migration sets. One still in use by
-// another test run is left for next time.
+// markUsed records in the template's and shared database's comments when a test binary last
+// used them, so that dropStale leaves alone the sets other checkouts on the same server test.
+func markUsed(ctx context.Context, conn *pgx.Conn) error {
+	for _, name := range []string{templateName(), sharedName()} {
+		sql := fmt.Sprintf("COMMENT ON DATABASE %s IS 'drover test, used %d'", name, time.Now().Unix())
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			return fmt.Errorf("mark %s used: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// dropStale removes templates and shared databases of other migration sets that no test binary
+// used for a day. One still in use by another test run is left for next time.
 func dropStale(ctx context.Context, conn *pgx.Conn) {
 	rows, err := conn.Query(ctx, `
 		SELECT datname FROM pg_database
 		WHERE (datname LIKE 'drover\_tpl\_%' OR datname LIKE 'drover\_shared\_%')
-		  AND datname NOT IN ($1, $2)`, templateName(), sharedName())
+		  AND datname NOT IN ($1, $2)
+		  AND coalesce(substring(shobj_description(oid, 'pg_database') FROM 'used ([0-9]+)')::bigint, 0)
+		      < extract(epoch FROM now()) - 86400`, templateName(), sharedName())
 	if err != nil {
 		return
 	}
