@@ -26,6 +26,13 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, cfg minersim.Config) *minersim
 	fleet, err := minersim.Start(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = fleet.Close() })
+	listFleet(t, pool, fleet)
+	return fleet
+}
+
+// listFleet writes fleet's metagraph into miner_sync.miners of pool's database.
+func listFleet(t *testing.T, pool *pgxpool.Pool, fleet *minersim.Fleet) {
+	t.Helper()
 	for _, n := range fleet.Metagraph().Miners {
 		_, err := pool.Exec(context.Background(), `
 			INSERT INTO miner_sync.miners (hotkey, uid, coldkey, ip, port, stake, is_validator, serving)
@@ -33,7 +40,6 @@ func startFleet(t *testing.T, pool *pgxpool.Pool, cfg minersim.Config) *minersim
 			n.Hotkey, n.UID, n.Coldkey, n.IP, n.Port, n.Stake, n.Validator, n.Port != 0)
 		require.NoError(t, err)
 	}
-	return fleet
 }
 
 // batchView is the part of GET /v1/batches/{id} these tests read.

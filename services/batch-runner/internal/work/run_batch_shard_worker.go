@@ -138,13 +138,8 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 	if err != nil || !end.Ended || !end.Done {
 		return err
 	}
-	totals, err := store.ScoreTotals(ctx, tx, batchID)
-	if err != nil {
+	if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], batchID, end.StartedAt, w.PeakEvery); err != nil {
 		return err
-	}
-	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: end.StartedAt, Peak: isPeak(batchID, w.PeakEvery), Miners: totals}
-	if _, err := w.Inserters[queue.Scorer].InsertTx(ctx, tx, args, nil); err != nil {
-		return fmt.Errorf("enqueue score_batch for batch %d: %w", batchID, err)
 	}
 	w.Logger.Info("sharded batch done", "batch_id", batchID)
 	return nil

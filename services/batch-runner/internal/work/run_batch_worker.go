@@ -133,9 +133,12 @@ func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBat
 		if err := store.BatchFinish(ctx, tx, s, res); err != nil {
 			return err
 		}
-		args := scoreArgs(s.ID, res, w.PeakEvery)
-		if _, err := w.Inserters[queue.Scorer].InsertTx(ctx, tx, args, nil); err != nil {
-			return fmt.Errorf("enqueue score_batch for batch %d: %w", s.ID, err)
+		started := time.Now()
+		if len(res.Stages) > 0 {
+			started = res.Stages[0].StartedAt
+		}
+		if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], s.ID, started, w.PeakEvery); err != nil {
+			return err
 		}
 		return completeJob(ctx, tx, job)
 	})
@@ -165,33 +168,19 @@ func (w *RunBatchWorker) fail(ctx context.Context, s store.Started, cause error,
 	}
 }
 
-// scoreArgs sums the jobs per miner and class for scorer.
-func scoreArgs(batchID int64, res *batch.Result, peakEvery int64) queue.ScoreBatchArgs {
-	started := time.Now()
-	if len(res.Stages) > 0 {
-		started = res.Stages[0].StartedAt
+// enqueueScore enqueues score_batch on tx for a batch whose jobs tx has written. The totals per
+// miner and class are read back from those rows (store.ScoreTotals), whether one job or several
+// shards wrote them, so a sharded and an unsharded batch of the same miners are scored alike.
+func enqueueScore(ctx context.Context, tx pgx.Tx, scorer *queue.Client, batchID int64, startedAt time.Time, peakEvery int64) error {
+	totals, err := store.ScoreTotals(ctx, tx, batchID)
+	if err != nil {
+		return err
 	}
-	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: started, Peak: isPeak(batchID, peakEvery)}
-	index := map[batch.Pair]int{}
-	for _, m := range res.Manifests {
-		index[batch.Pair{Miner: m.Miner, Class: m.Class}] = len(args.Miners)
-		args.Miners = append(args.Miners, queue.MinerClassResult{Hotkey: m.Miner, ExecutorClass: m.Class, Executors: m.Tested})
+	args := queue.ScoreBatchArgs{BatchID: batchID, StartedAt: startedAt, Peak: isPeak(batchID, peakEvery), Miners: totals}
+	if _, err := scorer.InsertTx(ctx, tx, args, nil); err != nil {
+		return fmt.Errorf("enqueue score_batch for batch %d: %w", batchID, err)
 	}
-	for _, j := range res.Jobs {
-		i, ok := index[batch.Pair{Miner: j.Miner, Class: j.Class}]
-		if !ok {
-			continue
-		}
-		switch j.Outcome {
-		case batch.OutcomeCompleted:
-			args.Miners[i].Completed++
-		case batch.OutcomeExcused:
-			args.Miners[i].Excused++
-		default:
-			args.Miners[i].Failed++
-		}
-	}
-	return args
+	return nil
 }
 
 // isPeak tells whether a batch counts as a peak batch: every peakEvery-th (every one for ≤ 1).
