@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/services/miner-sync/internal/metagraph"
+	"drover.dev/services/miner-sync/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -16,36 +17,24 @@ import (
 // returns how many rows were written and deactivated.
 func MinersApply(ctx context.Context, tx pgx.Tx, miners []metagraph.Miner) (upserted, deactivated int, err error) {
 	n := len(miners)
-	uids, ports := make([]int32, n), make([]int32, n)
-	hotkeys, coldkeys, ips := make([]string, n), make([]string, n), make([]string, n)
-	stakes, validators, serving := make([]float64, n), make([]bool, n), make([]bool, n)
-	for i, m := range miners {
-		uids[i], ports[i] = int32(m.UID), int32(m.Port)
-		hotkeys[i], coldkeys[i], ips[i] = m.Hotkey, m.Coldkey, m.IP
-		stakes[i], validators[i], serving[i] = m.Stake, m.Validator, m.Serving
+	arg := dbsqlc.MinerUpsertParams{
+		Hotkeys: make([]string, n), Uids: make([]int32, n), Coldkeys: make([]string, n), Ips: make([]string, n),
+		Ports: make([]int32, n), Stakes: make([]float64, n), Validators: make([]bool, n), Serving: make([]bool, n),
 	}
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO miners AS m (hotkey, uid, coldkey, ip, port, stake, is_validator, serving)
-		SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::text[], $5::int[], $6::float8[], $7::bool[], $8::bool[])
-		ON CONFLICT (hotkey) DO UPDATE SET
-			uid = excluded.uid, coldkey = excluded.coldkey, ip = excluded.ip, port = excluded.port,
-			stake = excluded.stake, is_validator = excluded.is_validator, serving = excluded.serving,
-			active = true, last_seen = now(),
-			updated_at = CASE WHEN (m.uid, m.coldkey, m.ip, m.port, m.stake, m.is_validator, m.serving, m.active)
-				IS DISTINCT FROM (excluded.uid, excluded.coldkey, excluded.ip, excluded.port, excluded.stake, excluded.is_validator, excluded.serving, true)
-				THEN now() ELSE m.updated_at END`,
-		hotkeys, uids, coldkeys, ips, ports, stakes, validators, serving)
+	for i, m := range miners {
+		arg.Uids[i], arg.Ports[i] = int32(m.UID), int32(m.Port)
+		arg.Hotkeys[i], arg.Coldkeys[i], arg.Ips[i] = m.Hotkey, m.Coldkey, m.IP
+		arg.Stakes[i], arg.Validators[i], arg.Serving[i] = m.Stake, m.Validator, m.Serving
+	}
+	written, err := queries.MinerUpsert(ctx, tx, arg)
 	if err != nil {
 		return 0, 0, fmt.Errorf("upsert %d miners: %w", n, err)
 	}
-	upserted = int(tag.RowsAffected())
-	tag, err = tx.Exec(ctx, `
-		UPDATE miners SET active = false, updated_at = now()
-		WHERE active AND hotkey <> ALL($1::text[])`, hotkeys)
+	gone, err := queries.MinerDeactivateMissing(ctx, tx, arg.Hotkeys)
 	if err != nil {
-		return upserted, 0, fmt.Errorf("deactivate miners gone from the metagraph: %w", err)
+		return int(written), 0, fmt.Errorf("deactivate miners gone from the metagraph: %w", err)
 	}
-	return upserted, int(tag.RowsAffected()), nil
+	return int(written), int(gone), nil
 }
 
 // Miner is a row of the miners table.
@@ -82,23 +71,20 @@ type MinerFilter struct {
 
 // MinerList returns the miners f selects.
 func MinerList(ctx context.Context, db postgres.DBTX, f MinerFilter) ([]Miner, error) {
-	rows, err := db.Query(ctx, `
-		SELECT hotkey, uid, coldkey, ip, port, stake, is_validator, serving, active, first_seen, last_seen, updated_at
-		FROM miners
-		WHERE ($1::bool IS NULL OR active = $1)
-		  AND ($2::bool IS NULL OR is_validator = $2)
-		  AND ($3 = '' OR hotkey = $3)
-		  AND (NOT $4 OR (uid, hotkey) > ($5, $6 COLLATE "C"))
-		  AND ($8::bool IS NULL OR serving = $8)
-		ORDER BY uid, hotkey COLLATE "C"
-		LIMIT $7`,
-		f.Active, f.Validator, f.Hotkey, f.HasAfter, f.AfterUID, f.AfterHotkey, f.Limit, f.Serving)
+	rows, err := queries.MinerListPage(ctx, db, dbsqlc.MinerListPageParams{
+		Active: f.Active, IsValidator: f.Validator, Serving: f.Serving, Hotkey: f.Hotkey,
+		HasAfter: f.HasAfter, AfterUid: int32(f.AfterUID), AfterHotkey: f.AfterHotkey, Max: int32(f.Limit),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list miners: %w", err)
 	}
-	miners, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Miner])
-	if err != nil {
-		return nil, fmt.Errorf("read miners: %w", err)
+	miners := make([]Miner, len(rows))
+	for i, r := range rows {
+		miners[i] = Miner{
+			Hotkey: r.Hotkey, UID: int(r.Uid), Coldkey: r.Coldkey, IP: r.Ip, Port: int(r.Port), Stake: r.Stake,
+			IsValidator: r.IsValidator, Serving: r.Serving, Active: r.Active,
+			FirstSeen: r.FirstSeen, LastSeen: r.LastSeen, UpdatedAt: r.UpdatedAt,
+		}
 	}
 	return miners, nil
 }

@@ -2,12 +2,12 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"drover.dev/services/miner-sync/internal/metagraph"
+	"drover.dev/services/miner-sync/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -47,12 +47,15 @@ func SyncEventInsert(ctx context.Context, db postgres.DBTX, e SyncEvent) (int64,
 	if kept == nil {
 		kept = []metagraph.Skip{}
 	}
-	var id int64
-	err := db.QueryRow(ctx, `
-		INSERT INTO sync_events (reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`,
-		e.Reason, e.Outcome, e.Source, e.Netuid, e.Block, e.Entries, e.Upserted, e.Deactivated,
-		e.Skipped, e.Error, kept).Scan(&id)
+	skipped, err := json.Marshal(kept)
+	if err != nil {
+		return 0, fmt.Errorf("encode skipped entries of a %s sync event: %w", e.Outcome, err)
+	}
+	id, err := queries.SyncEventInsert(ctx, db, dbsqlc.SyncEventInsertParams{
+		Reason: e.Reason, Outcome: e.Outcome, Source: e.Source, Netuid: int32Ptr(e.Netuid), Block: e.Block,
+		Entries: int32(e.Entries), Upserted: int32(e.Upserted), Deactivated: int32(e.Deactivated),
+		Skipped: int32(e.Skipped), Error: e.Error, SkippedEntries: skipped,
+	})
 	if err != nil {
 		return 0, fmt.Errorf("insert %s sync event: %w", e.Outcome, err)
 	}
@@ -61,15 +64,31 @@ func SyncEventInsert(ctx context.Context, db postgres.DBTX, e SyncEvent) (int64,
 
 // SyncEventList returns up to limit events, newest first, older than id before (all when 0).
 func SyncEventList(ctx context.Context, db postgres.DBTX, before int64, limit int) ([]SyncEvent, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id, at, reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries
-		FROM sync_events WHERE ($1 = 0 OR id < $1) ORDER BY id DESC LIMIT $2`, before, limit)
+	rows, err := queries.SyncEventList(ctx, db, dbsqlc.SyncEventListParams{Before: before, Max: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list sync events: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[SyncEvent])
-	if err != nil {
-		return nil, fmt.Errorf("read sync events: %w", err)
+	events := make([]SyncEvent, len(rows))
+	for i, r := range rows {
+		events[i] = SyncEvent{
+			ID: r.ID, At: r.At, Reason: r.Reason, Outcome: r.Outcome, Source: r.Source, Block: r.Block,
+			Entries: int(r.Entries), Upserted: int(r.Upserted), Deactivated: int(r.Deactivated), Skipped: int(r.Skipped),
+			Error: r.Error,
+		}
+		if r.Netuid != nil {
+			events[i].Netuid = new(int(*r.Netuid))
+		}
+		if err := json.Unmarshal(r.SkippedEntries, &events[i].SkippedEntries); err != nil {
+			return nil, fmt.Errorf("read skipped entries of sync event %d: %w", r.ID, err)
+		}
 	}
 	return events, nil
+}
+
+// int32Ptr narrows an optional int to the column's width.
+func int32Ptr(v *int) *int32 {
+	if v == nil {
+		return nil
+	}
+	return new(int32(*v))
 }
