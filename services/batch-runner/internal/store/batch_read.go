@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"drover.dev/services/batch-runner/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -40,48 +39,44 @@ type Batch struct {
 	SendAt     *time.Time `json:"send_at"`
 }
 
-const batchColumns = `b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs,
-	b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us,
-	b.created_at, b.started_at, b.finished_at, b.shards, b.offer_at, b.max_spin_us, b.send_at,
-	(SELECT coalesce(jsonb_object_agg(outcome, n), '{}') FROM
-	   (SELECT outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY outcome) c)`
-
-func scanBatch(row pgx.Row) (Batch, error) {
-	var b Batch
-	err := row.Scan(&b.ID, &b.RiverJobID, &b.Attempt, &b.State, &b.Reason, &b.Error, &b.Miners, &b.PreviousJobs,
-		&b.Pregenerated, &b.PregeneratedUsed, &b.ExtraGenerated, &b.Stages, &b.HotReleaseAt, &b.SendSpreadUS,
-		&b.CreatedAt, &b.StartedAt, &b.FinishedAt, &b.ShardCount, &b.OfferAt, &b.MaxSpinUS, &b.SendAt, &b.Counts)
-	return b, err
+// batchOf makes a Batch of its row and its counts by outcome (a JSON object).
+func batchOf(r dbsqlc.Batch, counts []byte) (Batch, error) {
+	b := Batch{
+		ID: r.ID, RiverJobID: r.RiverJobID, Attempt: int(r.Attempt), State: r.State, Reason: r.Reason, Error: r.Error,
+		Miners: int(r.Miners), PreviousJobs: int(r.PreviousJobs), Pregenerated: int(r.Pregenerated),
+		PregeneratedUsed: int(r.PregeneratedUsed), ExtraGenerated: int(r.ExtraGenerated), Stages: r.Stages,
+		HotReleaseAt: r.HotReleaseAt, SendSpreadUS: r.SendSpreadUs, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
+		FinishedAt: r.FinishedAt, ShardCount: int(r.Shards), OfferAt: r.OfferAt, MaxSpinUS: r.MaxSpinUs, SendAt: r.SendAt,
+	}
+	if err := json.Unmarshal(counts, &b.Counts); err != nil {
+		return Batch{}, fmt.Errorf("read counts of batch %d: %w", r.ID, err)
+	}
+	return b, nil
 }
 
 // BatchList returns up to limit batches with ids below before (0: from the newest), newest
 // first, optionally only the batch of one run_batch job.
 func BatchList(ctx context.Context, db postgres.DBTX, before int64, limit int, riverJobID int64) ([]Batch, error) {
-	rows, err := db.Query(ctx, `SELECT `+batchColumns+` FROM batches b
-		WHERE ($1 = 0 OR b.id < $1) AND ($3 = 0 OR b.river_job_id = $3)
-		ORDER BY b.id DESC LIMIT $2`, before, limit, riverJobID)
+	rows, err := queries.BatchList(ctx, db, dbsqlc.BatchListParams{Before: before, RiverJobID: riverJobID, Max: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list batches: %w", err)
 	}
-	defer rows.Close()
-	out := []Batch{}
-	for rows.Next() {
-		b, err := scanBatch(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan batch: %w", err)
+	out := make([]Batch, len(rows))
+	for i, r := range rows {
+		if out[i], err = batchOf(r.Batch, r.Counts); err != nil {
+			return nil, err
 		}
-		out = append(out, b)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // BatchGet returns one batch.
 func BatchGet(ctx context.Context, db postgres.DBTX, id int64) (Batch, error) {
-	b, err := scanBatch(db.QueryRow(ctx, `SELECT `+batchColumns+` FROM batches b WHERE b.id = $1`, id))
+	r, err := queries.BatchGet(ctx, db, id)
 	if err != nil {
 		return Batch{}, fmt.Errorf("get batch %d: %w", id, mapErr(err))
 	}
-	return b, nil
+	return batchOf(r.Batch, r.Counts)
 }
 
 // Job is one job's row.
@@ -106,16 +101,18 @@ type Job struct {
 
 // JobList returns a batch's jobs by miner and class.
 func JobList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Job, error) {
-	rows, err := db.Query(ctx, `
-		SELECT job_uuid::text, miner_hotkey, executor_class, generator, outcome, reason, detail, score,
-		       initial_sent_at, response_at, ready_at, before_send_at, after_send_at, end_at, time_took_us, time_limit_us
-		FROM batch_jobs WHERE batch_id = $1 ORDER BY miner_hotkey, executor_class, job_uuid`, batchID)
+	rows, err := queries.BatchJobList(ctx, db, batchID)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of batch %d: %w", batchID, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Job])
-	if err != nil {
-		return nil, fmt.Errorf("scan jobs of batch %d: %w", batchID, err)
+	out := make([]Job, len(rows))
+	for i, r := range rows {
+		out[i] = Job{
+			JobUUID: r.JobUuid, MinerHotkey: r.MinerHotkey, ExecutorClass: r.ExecutorClass, Generator: r.Generator,
+			Outcome: r.Outcome, Reason: r.Reason, Detail: r.Detail, Score: r.Score,
+			InitialSentAt: r.InitialSentAt, ResponseAt: r.ResponseAt, ReadyAt: r.ReadyAt, BeforeSendAt: r.BeforeSendAt,
+			AfterSendAt: r.AfterSendAt, EndAt: r.EndAt, TimeTookUS: r.TimeTookUs, TimeLimitUS: r.TimeLimitUs,
+		}
 	}
 	return out, nil
 }
@@ -134,13 +131,18 @@ type Event struct {
 
 // EventList returns a batch's events in the order they were written.
 func EventList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Event, error) {
-	rows, err := db.Query(ctx, `SELECT attempt, shard, type, subtype, description, data, at FROM batch_events WHERE batch_id = $1 ORDER BY id`, batchID)
+	rows, err := queries.BatchEventList(ctx, db, batchID)
 	if err != nil {
 		return nil, fmt.Errorf("list events of batch %d: %w", batchID, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Event])
-	if err != nil {
-		return nil, fmt.Errorf("scan events of batch %d: %w", batchID, err)
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{Attempt: int(r.Attempt), Type: r.Type, Subtype: r.Subtype, Description: r.Description,
+			Data: r.Data, At: r.At}
+		if r.Shard != nil {
+			shard := int(*r.Shard)
+			out[i].Shard = &shard
+		}
 	}
 	return out, nil
 }

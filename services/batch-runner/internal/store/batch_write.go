@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/store/dbsqlc"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/postgres"
 )
@@ -28,42 +29,26 @@ type Started struct {
 // sharded batch of this job: its coordinator's work ended when the shards were created, and the
 // shards, not a retried coordinator, run it.
 func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
-	if _, err := db.Exec(ctx, `
-		UPDATE batches b SET state = 'failed', error = 'abandoned: still running after ' || $2::text, finished_at = clock_timestamp()
-		WHERE state = 'running' AND river_job_id <> $1 AND started_at < clock_timestamp() - $3::interval
-		  AND NOT EXISTS (`+liveShardJobs+`)`,
-		riverJobID, staleAfter.String(), staleAfter.String()); err != nil {
+	if err := queries.BatchFailAbandoned(ctx, db, dbsqlc.BatchFailAbandonedParams{
+		RiverJobID: riverJobID, StaleAfter: staleAfter.String(),
+	}); err != nil {
 		return Started{}, fmt.Errorf("fail stale batches: %w", err)
 	}
-	var s Started
-	err := db.QueryRow(ctx, `
-		INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
-		ON CONFLICT (river_job_id) DO UPDATE
-		   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-		       started_at = clock_timestamp(), finished_at = NULL
-		 WHERE batches.state <> 'done' AND batches.shards = 0
-		RETURNING id, attempt`, riverJobID, reason).Scan(&s.ID, &s.Attempt)
+	row, err := queries.BatchStart(ctx, db, dbsqlc.BatchStartParams{RiverJobID: riverJobID, Reason: reason})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Started{}, ErrAlreadyDone
 	}
 	if err != nil {
 		return Started{}, fmt.Errorf("start batch of job %d: %w", riverJobID, mapErr(err))
 	}
-	return s, nil
+	return Started{ID: row.ID, Attempt: int(row.Attempt)}, nil
 }
-
-// liveShardJobs finds an unfinished shard of batch b whose River job River may still run: such a
-// sharded batch is not abandoned, however long it has run (a shard's retry comes only after
-// RESCUE_AFTER). It reads River's own job table in this schema.
-const liveShardJobs = `
-	SELECT 1 FROM batch_shards s JOIN river_job j ON j.id = s.river_job_id
-	WHERE s.batch_id = b.id AND s.state IN ('pending', 'running')
-	  AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled')`
 
 // BatchPlanned records what phase 1 decided.
 func BatchPlanned(ctx context.Context, db postgres.DBTX, s Started, miners, previousJobs, pregenerated int) error {
-	_, err := db.Exec(ctx, `UPDATE batches SET miners = $2, previous_jobs = $3, pregenerated = $4 WHERE id = $1`,
-		s.ID, miners, previousJobs, pregenerated)
+	err := queries.BatchSetPlan(ctx, db, dbsqlc.BatchSetPlanParams{
+		ID: s.ID, Miners: int32(miners), PreviousJobs: int32(previousJobs), Pregenerated: int32(pregenerated),
+	})
 	if err != nil {
 		return fmt.Errorf("record plan of batch %d: %w", s.ID, err)
 	}
@@ -78,15 +63,14 @@ func BatchFinish(ctx context.Context, tx pgx.Tx, s Started, res *batch.Result) e
 	if !res.HotRelease.IsZero() {
 		release = &res.HotRelease
 	}
-	tag, err := tx.Exec(ctx, `
-		UPDATE batches SET state = 'done', finished_at = clock_timestamp(), stages = $3,
-		       pregenerated_used = $4, extra_generated = $5, hot_release_at = $6, send_spread_us = $7
-		WHERE id = $1 AND attempt = $2 AND state = 'running'`,
-		s.ID, s.Attempt, stages, res.PregeneratedUsed, res.ExtraGenerated, release, res.SendSpread.Microseconds())
+	n, err := queries.BatchFinish(ctx, tx, dbsqlc.BatchFinishParams{
+		ID: s.ID, Attempt: int32(s.Attempt), Stages: stages, PregeneratedUsed: int32(res.PregeneratedUsed),
+		ExtraGenerated: int32(res.ExtraGenerated), HotReleaseAt: release, SendSpreadUs: new(res.SendSpread.Microseconds()),
+	})
 	if err != nil {
 		return fmt.Errorf("finish batch %d: %w", s.ID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("finish batch %d attempt %d: %w", s.ID, s.Attempt, ErrConflict)
 	}
 	return writeResults(ctx, tx, s.ID, s.Attempt, nil, res)
@@ -110,9 +94,9 @@ func BatchFail(ctx context.Context, tx pgx.Tx, s Started, cause error, res *batc
 	if res != nil {
 		stages, _ = json.Marshal(res.Stages)
 	}
-	if _, err := tx.Exec(ctx, `
-		UPDATE batches SET state = 'failed', error = $3, stages = $4, finished_at = clock_timestamp()
-		WHERE id = $1 AND attempt = $2 AND state = 'running'`, s.ID, s.Attempt, cause.Error(), stages); err != nil {
+	if err := queries.BatchFail(ctx, tx, dbsqlc.BatchFailParams{
+		ID: s.ID, Attempt: int32(s.Attempt), Error: new(cause.Error()), Stages: stages,
+	}); err != nil {
 		return fmt.Errorf("fail batch %d: %w", s.ID, err)
 	}
 	if res == nil {

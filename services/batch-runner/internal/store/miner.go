@@ -16,32 +16,17 @@ import (
 // from the miners tested; a neuron counts as an active validator only while registered with a
 // validator permit.
 func MinerList(ctx context.Context, db postgres.DBTX) ([]batch.Miner, map[string]receipts.Validator, error) {
-	rows, err := db.Query(ctx, `
-		SELECT hotkey, ip, port, stake, is_validator, active, serving
-		FROM miner_sync.miners
-		ORDER BY uid, hotkey`)
+	rows, err := queries.MinerList(ctx, db)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list miners: %w", err)
 	}
-	defer rows.Close()
 	var miners []batch.Miner
-	validators := map[string]receipts.Validator{}
-	for rows.Next() {
-		var (
-			m                          batch.Miner
-			stake                      float64
-			validator, active, serving bool
-		)
-		if err := rows.Scan(&m.Hotkey, &m.IP, &m.Port, &stake, &validator, &active, &serving); err != nil {
-			return nil, nil, fmt.Errorf("scan miner: %w", err)
+	validators := make(map[string]receipts.Validator, len(rows))
+	for _, r := range rows {
+		validators[r.Hotkey] = receipts.Validator{Stake: r.Stake, Active: r.Active && r.IsValidator}
+		if r.Active && r.Serving && !r.IsValidator {
+			miners = append(miners, batch.Miner{Hotkey: r.Hotkey, IP: r.Ip, Port: int(r.Port)})
 		}
-		validators[m.Hotkey] = receipts.Validator{Stake: stake, Active: active && validator}
-		if active && serving && !validator {
-			miners = append(miners, m)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("list miners: %w", err)
 	}
 	return miners, validators, nil
 }
@@ -49,27 +34,15 @@ func MinerList(ctx context.Context, db postgres.DBTX) ([]batch.Miner, map[string
 // PreviousJobCounts returns the job count per miner and class of the last finished batch, the
 // basis of the next batch's pregeneration.
 func PreviousJobCounts(ctx context.Context, db postgres.DBTX) (map[batch.Pair]int, int, error) {
-	rows, err := db.Query(ctx, `
-		SELECT miner_hotkey, executor_class, count(*)
-		FROM batch_jobs
-		WHERE batch_id = (SELECT max(id) FROM batches WHERE state = 'done')
-		GROUP BY 1, 2`)
+	rows, err := queries.BatchJobCountPrevious(ctx, db)
 	if err != nil {
 		return nil, 0, fmt.Errorf("previous batch job counts: %w", err)
 	}
-	defer rows.Close()
-	out := map[batch.Pair]int{}
+	out := make(map[batch.Pair]int, len(rows))
 	total := 0
-	for rows.Next() {
-		var (
-			p batch.Pair
-			n int
-		)
-		if err := rows.Scan(&p.Miner, &p.Class, &n); err != nil {
-			return nil, 0, fmt.Errorf("scan job count: %w", err)
-		}
-		out[p] = n
-		total += n
+	for _, r := range rows {
+		out[batch.Pair{Miner: r.MinerHotkey, Class: r.ExecutorClass}] = int(r.Jobs)
+		total += int(r.Jobs)
 	}
-	return out, total, rows.Err()
+	return out, total, nil
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"drover.dev/shared/postgres"
 )
 
@@ -39,19 +37,21 @@ type Shard struct {
 
 // ShardList returns a batch's shards in order; none for a batch run in one process.
 func ShardList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Shard, error) {
-	rows, err := db.Query(ctx, `
-		SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.offer_ready_at, s.max_spin_us,
-		       s.ready_at, s.clock_skew_us,
-		       s.released_at, (extract(epoch FROM s.released_at - b.send_at) * 1e6)::bigint, s.send_spread_us,
-		       s.stages, s.started_at, s.finished_at
-		FROM batch_shards s JOIN batches b ON b.id = s.batch_id
-		WHERE s.batch_id = $1 ORDER BY s.shard`, batchID)
+	rows, err := queries.BatchShardList(ctx, db, batchID)
 	if err != nil {
 		return nil, fmt.Errorf("list shards of batch %d: %w", batchID, err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Shard])
-	if err != nil {
-		return nil, fmt.Errorf("scan shards of batch %d: %w", batchID, err)
+	out := make([]Shard, len(rows))
+	for i, r := range rows {
+		out[i] = Shard{
+			Shard: int(r.Shard), State: r.State, Attempt: int(r.Attempt), RiverJobID: r.RiverJobID, Miners: int(r.Miners),
+			Error: r.Error, OfferReadyAt: r.OfferReadyAt, MaxSpinUS: r.MaxSpinUs, ReadyAt: r.ReadyAt, ClockSkewUS: r.ClockSkewUs,
+			ReleasedAt: r.ReleasedAt, SendSpreadUS: r.SendSpreadUs, Stages: r.Stages,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+		}
+		if r.ReleasedAt != nil && r.BatchSendAt != nil {
+			out[i].ReleaseLagUS = new(r.ReleasedAt.Sub(*r.BatchSendAt).Microseconds())
+		}
 	}
 	return out, nil
 }

@@ -8,7 +8,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"drover.dev/services/batch-runner/internal/store/dbsqlc"
 )
+
+// queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
+var queries = dbsqlc.New()
 
 // ErrNotFound is returned for a batch that does not exist.
 var ErrNotFound = errors.New("not found")

@@ -1,0 +1,216 @@
+-- The statements of batch-runner, compiled by sqlc into dbsqlc (make generate). Tables: batches,
+-- batch_shards, batch_jobs, batch_events in batch_runner; miner_sync.miners read-only; the
+-- river_job table of this schema read-only.
+
+-- name: MinerList :many
+-- MinerList reads the miners table of miner-sync: every neuron, the tested miners and the validators alike.
+SELECT hotkey, ip, port, stake, is_validator, active, serving
+FROM miner_sync.miners
+ORDER BY uid, hotkey;
+
+-- name: BatchJobCountPrevious :many
+-- BatchJobCountPrevious counts the jobs per miner and class of the last finished batch.
+SELECT miner_hotkey, executor_class, count(*) AS jobs
+FROM batch_jobs
+WHERE batch_id = (SELECT max(id) FROM batches WHERE state = 'done')
+GROUP BY 1, 2;
+
+-- name: BatchList :many
+-- BatchList pages through batches, newest first: before 0 starts at the newest, river_job_id 0
+-- matches every batch.
+SELECT sqlc.embed(b),
+       (SELECT coalesce(jsonb_object_agg(c.outcome, c.n), '{}')
+        FROM (SELECT j.outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY j.outcome) c)::jsonb AS counts
+FROM batches b
+WHERE (@before::bigint = 0 OR b.id < @before::bigint)
+  AND (@river_job_id::bigint = 0 OR b.river_job_id = @river_job_id::bigint)
+ORDER BY b.id DESC
+LIMIT @max;
+
+-- name: BatchGet :one
+SELECT sqlc.embed(b),
+       (SELECT coalesce(jsonb_object_agg(c.outcome, c.n), '{}')
+        FROM (SELECT j.outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY j.outcome) c)::jsonb AS counts
+FROM batches b
+WHERE b.id = @id;
+
+-- name: BatchJobList :many
+SELECT job_uuid::text AS job_uuid, miner_hotkey, executor_class, generator, outcome, reason, detail, score,
+       initial_sent_at, response_at, ready_at, before_send_at, after_send_at, end_at, time_took_us, time_limit_us
+FROM batch_jobs
+WHERE batch_id = @batch_id
+ORDER BY miner_hotkey, executor_class, job_uuid;
+
+-- name: BatchEventList :many
+SELECT attempt, shard, type, subtype, description, data, at
+FROM batch_events
+WHERE batch_id = @batch_id
+ORDER BY id;
+
+-- name: BatchFailAbandoned :exec
+-- BatchFailAbandoned fails the running batch of another job that started more than stale_after
+-- ago: its process died and River gave up on its job. A sharded batch counts as abandoned only
+-- once none of its unfinished shards has a River job that River may still run (the retry of a shard
+-- comes only after RESCUE_AFTER).
+UPDATE batches b
+SET state = 'failed', error = 'abandoned: still running after ' || @stale_after::text, finished_at = clock_timestamp()
+WHERE b.state = 'running' AND b.river_job_id <> @river_job_id
+  AND b.started_at < clock_timestamp() - CAST(@stale_after::text AS interval)
+  AND NOT EXISTS (
+      SELECT 1 FROM batch_shards s JOIN river_job j ON j.id = s.river_job_id
+      WHERE s.batch_id = b.id AND s.state IN ('pending', 'running')
+        AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'));
+
+-- name: BatchStart :one
+-- BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
+-- whose batch is neither done nor sharded (no row then).
+INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
+ON CONFLICT (river_job_id) DO UPDATE
+   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+       started_at = clock_timestamp(), finished_at = NULL
+ WHERE batches.state <> 'done' AND batches.shards = 0
+RETURNING id, attempt;
+
+-- name: BatchSetPlan :exec
+UPDATE batches SET miners = @miners, previous_jobs = @previous_jobs, pregenerated = @pregenerated
+WHERE id = @id;
+
+-- name: BatchFinish :execrows
+-- BatchFinish marks the batch of the running attempt done; no row for any other attempt.
+UPDATE batches
+SET state = 'done', finished_at = clock_timestamp(), stages = @stages,
+    pregenerated_used = @pregenerated_used, extra_generated = @extra_generated,
+    hot_release_at = @hot_release_at, send_spread_us = @send_spread_us
+WHERE id = @id AND attempt = @attempt AND state = 'running';
+
+-- name: BatchFail :exec
+UPDATE batches SET state = 'failed', error = @error, stages = @stages, finished_at = clock_timestamp()
+WHERE id = @id AND attempt = @attempt AND state = 'running';
+
+-- name: BatchSetShards :exec
+UPDATE batches SET shards = @shards WHERE id = @id;
+
+-- name: BatchShardCreate :exec
+-- BatchShardCreate creates one pending shard per size, numbered from 0, worked by the River job
+-- of the same position.
+INSERT INTO batch_shards (batch_id, shard, miners, river_job_id)
+SELECT @batch_id::bigint, generate_series(0, cardinality(@sizes::int[]) - 1), unnest(@sizes::int[]), unnest(@river_job_ids::bigint[]);
+
+-- name: BatchShardStart :one
+-- BatchShardStart begins an attempt at a shard not finished yet of a running batch.
+UPDATE batch_shards s
+SET state = 'running', attempt = s.attempt + 1, river_job_id = @river_job_id,
+    offer_ready_at = NULL, max_spin_us = NULL, ready_at = NULL, clock_skew_us = NULL, error = NULL,
+    started_at = clock_timestamp(), finished_at = NULL
+FROM batches b
+WHERE s.batch_id = @batch_id AND s.shard = @shard AND s.state IN ('pending', 'running')
+  AND b.id = s.batch_id AND b.state = 'running'
+RETURNING s.attempt;
+
+-- name: ClockGet :one
+SELECT clock_timestamp()::timestamptz AS now;
+
+-- name: BatchShardSetReady :execrows
+UPDATE batch_shards SET ready_at = @ready_at, clock_skew_us = @clock_skew_us
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+
+-- name: BatchSendAtGet :one
+-- BatchSendAtGet returns the agreed send instant (null until fixed) and the shards still
+-- expected: pending or running, not ready, and part of the offer agreement.
+SELECT b.send_at,
+       coalesce((SELECT array_agg(s.shard ORDER BY s.shard) FROM batch_shards s
+                 WHERE s.batch_id = b.id AND s.ready_at IS NULL AND s.state IN ('pending', 'running')
+                   AND s.offer_ready_at IS NOT NULL), '{}')::int[] AS waiting
+FROM batches b
+WHERE b.id = @id;
+
+-- name: BatchSendAtFix :execrows
+-- BatchSendAtFix fixes the send instant margin_secs from now, once.
+UPDATE batches SET send_at = clock_timestamp() + make_interval(secs => @margin_secs::float8)
+WHERE id = @id AND send_at IS NULL;
+
+-- name: BatchShardFinish :execrows
+UPDATE batch_shards
+SET state = 'done', finished_at = clock_timestamp(), stages = @stages,
+    released_at = @released_at, send_spread_us = @send_spread_us, pregenerated = @pregenerated,
+    pregenerated_used = @pregenerated_used, extra_generated = @extra_generated
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+
+-- name: BatchShardFail :exec
+UPDATE batch_shards SET state = 'failed', error = @error, stages = @stages, finished_at = clock_timestamp()
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+
+-- name: BatchShardSetOfferReady :execrows
+UPDATE batch_shards SET offer_ready_at = @offer_ready_at, max_spin_us = @max_spin_us
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+
+-- name: BatchOfferGet :one
+-- BatchOfferGet returns the agreed stagger (null until fixed) and the shards still expected:
+-- pending or running and not ready to offer.
+SELECT b.offer_at, b.max_spin_us,
+       coalesce((SELECT array_agg(s.shard ORDER BY s.shard) FROM batch_shards s
+                 WHERE s.batch_id = b.id AND s.offer_ready_at IS NULL AND s.state IN ('pending', 'running')), '{}')::int[] AS waiting
+FROM batches b
+WHERE b.id = @id;
+
+-- name: BatchOfferFix :execrows
+-- BatchOfferFix fixes the stagger once: its start margin_secs from now, its spin-up the longest
+-- of the shards ready to offer.
+UPDATE batches
+SET offer_at = clock_timestamp() + make_interval(secs => @margin_secs::float8),
+    max_spin_us = (SELECT max(s.max_spin_us) FROM batch_shards s WHERE s.batch_id = @id AND s.offer_ready_at IS NOT NULL)
+WHERE id = @id AND offer_at IS NULL;
+
+-- name: BatchShardList :many
+-- BatchShardList returns the shards of a batch with the agreed send instant of the batch.
+SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.offer_ready_at, s.max_spin_us,
+       s.ready_at, s.clock_skew_us,
+       s.released_at, b.send_at AS batch_send_at, s.send_spread_us,
+       s.stages, s.started_at, s.finished_at
+FROM batch_shards s JOIN batches b ON b.id = s.batch_id
+WHERE s.batch_id = @batch_id
+ORDER BY s.shard;
+
+-- name: BatchLock :one
+-- BatchLock locks the row of a batch and returns its state. FOR NO KEY UPDATE: the rows of its shards
+-- already hold a key-share lock on it through their foreign keys.
+SELECT state FROM batches WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: BatchShardCount :one
+SELECT count(*) FILTER (WHERE state IN ('pending', 'running')) AS open,
+       count(*) FILTER (WHERE state = 'done') AS done
+FROM batch_shards
+WHERE batch_id = @batch_id;
+
+-- name: BatchShardStageList :many
+SELECT stages FROM batch_shards WHERE batch_id = @batch_id ORDER BY shard;
+
+-- name: BatchFailShards :exec
+UPDATE batches SET state = 'failed', error = 'every shard failed', stages = @stages, finished_at = clock_timestamp()
+WHERE id = @id;
+
+-- name: BatchFinishShards :exec
+-- BatchFinishShards marks a sharded batch done with the sums of its shards, and the send spread
+-- over the job requests of every shard.
+UPDATE batches b
+SET state = 'done', finished_at = clock_timestamp(), stages = @stages,
+    pregenerated = s.pregenerated, pregenerated_used = s.used, extra_generated = s.extra,
+    hot_release_at = s.released, send_spread_us = j.spread
+FROM (SELECT sum(pregenerated) AS pregenerated, sum(pregenerated_used) AS used,
+             sum(extra_generated) AS extra, min(released_at) AS released
+      FROM batch_shards WHERE batch_id = @id) s,
+     (SELECT (extract(epoch FROM max(after_send_at) - min(before_send_at)) * 1e6)::bigint AS spread
+      FROM batch_jobs WHERE batch_id = @id AND before_send_at IS NOT NULL AND after_send_at IS NOT NULL) j
+WHERE b.id = @id;
+
+-- name: BatchScoreTotalList :many
+-- BatchScoreTotalList sums the written jobs of a batch per miner and class, as scorer takes them.
+SELECT m.miner_hotkey, m.executor_class, m.tested,
+       count(j.job_uuid) FILTER (WHERE j.outcome = 'completed') AS completed,
+       count(j.job_uuid) FILTER (WHERE j.outcome = 'excused') AS excused,
+       count(j.job_uuid) FILTER (WHERE j.outcome NOT IN ('completed', 'excused')) AS failed
+FROM batch_manifests m
+LEFT JOIN batch_jobs j ON j.batch_id = m.batch_id AND j.miner_hotkey = m.miner_hotkey AND j.executor_class = m.executor_class
+WHERE m.batch_id = @batch_id
+GROUP BY 1, 2, 3
+ORDER BY 1, 2;
