@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/computehorde/minersim"
@@ -157,4 +158,35 @@ func TestRunBatchEndToEnd(t *testing.T) {
 		got[r.Hotkey] = r
 	}
 	require.Equal(t, want, got)
+}
+
+// TestFailedBatchIsAFailedRiverJob runs a batch that outlives its job timeout on its only
+// attempt: the batch row and the run_batch River job both say it failed, with the same cause.
+func TestFailedBatchIsAFailedRiverJob(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pool := testdb.NewPoolFor(t, dbURL)
+	startFleet(t, pool, minersim.Config{Miners: 2, Manifest: protocol.Manifest{{Class: "always_on.test", Count: 1}}, SpinUp: 20 * time.Millisecond})
+	cfg := testConfig(dbURL)
+	cfg.JobTimeout = time.Second
+	cfg.SpinUps = map[string]time.Duration{"*": 3 * time.Second}
+	base := startService(t, cfg)
+
+	ins, err := queue.NewInserter(pool, queue.BatchRunner)
+	require.NoError(t, err)
+	res, err := ins.Insert(context.Background(), queue.RunBatchArgs{Reason: "api", RequestedAt: time.Now()}, &river.InsertOpts{MaxAttempts: 1})
+	require.NoError(t, err)
+	b := waitDone(t, base, res.Job.ID, 20*time.Second)
+	require.Equal(t, "failed", b.State)
+	require.NotNil(t, b.Error)
+
+	var state, msg string
+	var batchID int64
+	// Committed with the batch row: no waiting for River's completer.
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT state::text, coalesce(errors[1]->>'error', ''),
+		coalesce((metadata->>'batch_id')::bigint, 0) FROM batch_runner.river_job WHERE id = $1`, res.Job.ID).Scan(&state, &msg, &batchID))
+	require.Equal(t, "discarded", state)
+	require.Equal(t, b.ID, batchID)
+	require.Contains(t, msg, fmt.Sprintf("batch %d failed on attempt 1 of 1", b.ID))
+	require.Contains(t, msg, *b.Error)
 }

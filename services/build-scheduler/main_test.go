@@ -157,7 +157,7 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, created.ID), nil, &jobs))
 	states := map[string]string{}
 	for _, j := range jobs.Items {
-		states[j.Name] = string(j.State)
+		states[j.Name] = j.State
 	}
 	require.Equal(t, map[string]string{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
 

@@ -34,7 +34,7 @@ func (w *RunBatchWorker) coordinate(ctx context.Context, job *river.Job[queue.Ru
 		if started, err = w.createShards(ctx, tx, job, len(miners), shards); err != nil {
 			return err
 		}
-		return completeJob(ctx, tx, job)
+		return completeJob(ctx, tx, job, started.ID)
 	})
 	switch {
 	case errors.Is(err, store.ErrAlreadyDone):

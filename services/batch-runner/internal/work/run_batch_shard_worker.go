@@ -64,8 +64,11 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		err = w.finish(ctx, job, shard, res)
 	}
 	if err != nil {
-		w.fail(ctx, shard, err, res)
-		return river.JobCancel(fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err))
+		err = fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err)
+		if w.fail(ctx, job, shard, err, res) {
+			return nil // the River job ended discarded with the shard
+		}
+		return river.JobCancel(err)
 	}
 	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
@@ -127,7 +130,7 @@ func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.R
 		if err := w.endBatch(ctx, tx, s.BatchID); err != nil {
 			return err
 		}
-		return completeJob(ctx, tx, job)
+		return completeJob(ctx, tx, job, s.BatchID)
 	})
 }
 
@@ -145,18 +148,23 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 	return nil
 }
 
-// fail finishes a shard as failed with its events, and ends the batch if it was the last, on a
-// detached context.
-func (w *RunBatchShardWorker) fail(ctx context.Context, s store.ShardStarted, cause error, res *batch.Result) {
+// fail finishes a shard as failed with its events, ends the batch if it was the last, and ends
+// the River job discarded with the cause, in one transaction on a detached context. It reports
+// whether that committed; if not, the caller cancels the job through River.
+func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) bool {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		if err := store.ShardFail(ctx, tx, s, cause, res); err != nil {
 			return err
 		}
-		return w.endBatch(ctx, tx, s.BatchID)
+		if err := w.endBatch(ctx, tx, s.BatchID); err != nil {
+			return err
+		}
+		return queue.JobFailTx(ctx, tx, job, cause)
 	})
 	if err != nil {
 		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
 	}
+	return err == nil
 }

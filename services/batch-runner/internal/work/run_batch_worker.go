@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
@@ -74,13 +73,14 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 	res, err := runPhase2(ctx, w.Batch, plan)
 	plan.Progress.SetPhase(batch.PhaseWrite)
 	res.Events = append(res.Events, plan.Events.Drain()...)
-	if err != nil {
-		w.fail(ctx, started, err, res)
-		return fmt.Errorf("batch %d: %w", started.ID, err)
+	if err == nil {
+		err = w.finish(ctx, job, started, res)
 	}
-	if err := w.finish(ctx, job, started, res); err != nil {
-		w.fail(ctx, started, err, res)
-		return err
+	if err != nil {
+		if w.fail(ctx, job, started, err, res) {
+			return nil // the River job ended discarded with the batch
+		}
+		return fmt.Errorf("batch %d: %w", started.ID, err)
 	}
 	w.Logger.Info("batch done", "batch_id", started.ID, "jobs", len(res.Jobs), "send_spread", res.SendSpread)
 	return nil
@@ -140,17 +140,18 @@ func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBat
 		if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], s.ID, started, w.PeakEvery); err != nil {
 			return err
 		}
-		return completeJob(ctx, tx, job)
+		return completeJob(ctx, tx, job, s.ID)
 	})
 }
 
-// completeJob completes job in tx, atomic with what the worker wrote there.
-func completeJob[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]) error {
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-		return fmt.Errorf("complete %s job %d: %w", job.Kind, job.ID, err)
-	}
-	return nil
+// completeJob completes job in tx, atomic with what the worker wrote there, and names the batch
+// it ran in the job's metadata for River UI readers.
+func completeJob[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T], batchID int64) error {
+	return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: batchMeta(batchID)})
 }
+
+// batchMeta is the River job metadata naming the batch a job ran.
+func batchMeta(batchID int64) map[string]any { return map[string]any{"batch_id": batchID} }
 
 // detached is a context for recording a failure: it outlives ctx's cancellation (shutdown),
 // since losing the events of a batch that broke is what the design forbids, but not by long.
@@ -158,14 +159,28 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
-// fail records a failed attempt with its events, on a detached context.
-func (w *RunBatchWorker) fail(ctx context.Context, s store.Started, cause error, res *batch.Result) {
+// fail records a failed attempt with its events, on a detached context. On the job's last
+// attempt it also ends the River job discarded with the cause, in the same transaction, so River
+// UI shows the run_batch job failed exactly when the batch has failed for good; an earlier
+// attempt is left to River, which records the error and retries. An attempt stopped by shutdown
+// is never the last. fail reports whether it ended the River job.
+func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, res *batch.Result) bool {
+	final := job.Attempt >= job.MaxAttempts && !errors.Is(ctx.Err(), context.Canceled)
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error { return store.BatchFail(ctx, tx, s, cause, res) })
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if err := store.BatchFail(ctx, tx, s, cause, res); err != nil || !final {
+			return err
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{
+			State: rivertype.JobStateDiscarded, Metadata: batchMeta(s.ID),
+			Err: fmt.Errorf("batch %d failed on attempt %d of %d: %w", s.ID, job.Attempt, job.MaxAttempts, cause),
+		})
+	})
 	if err != nil {
 		w.Logger.Error("record failed batch", "batch_id", s.ID, "cause", cause, "error", err)
 	}
+	return final && err == nil
 }
 
 // enqueueScore enqueues score_batch on tx for a batch whose jobs tx has written. The totals per

@@ -11,7 +11,6 @@ import (
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
-	"drover.dev/shared/problem"
 )
 
 // ScoresReplace writes the outcome of scoring batch id in place of any earlier one, so scoring a
@@ -99,7 +98,7 @@ func BatchScoresGet(ctx context.Context, db postgres.DBTX, id int64) (BatchScore
 	bs := BatchScores{BatchID: id, Miners: []MinerScore{}}
 	b, err := queries.BatchScoredGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return bs, fmt.Errorf("scores of batch %d: %w", id, problem.ErrNotFound)
+		return bs, failureOf(ctx, db, id)
 	}
 	if err != nil {
 		return bs, fmt.Errorf("get batch %d: %w", id, err)

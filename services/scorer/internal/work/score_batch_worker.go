@@ -36,12 +36,13 @@ type ScoreBatchWorker struct {
 	Logger *slog.Logger
 }
 
-// Work scores the batch. Inputs that can never be scored cancel the job (retrying cannot fix
-// them); database errors are returned so River retries.
+// Work scores the batch. Inputs that can never be scored are recorded as a scoring failure in
+// the transaction that cancels the job with the same error (retrying cannot fix them); database
+// errors are returned so River retries.
 func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreBatchArgs]) error {
 	b, err := batchOf(job.Args)
 	if err != nil {
-		return river.JobCancel(err)
+		return w.fail(ctx, job, err)
 	}
 	err = pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		if err := w.score(ctx, tx, b); err != nil {
@@ -51,9 +52,20 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 		return err
 	})
 	if errors.Is(err, store.ErrInputsDiffer) {
-		return river.JobCancel(err)
+		return w.fail(ctx, job, err)
 	}
 	return err
+}
+
+// fail records that job's batch cannot be scored and cancels the job with cause, together.
+func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], cause error) error {
+	w.Logger.WarnContext(ctx, "scoring failed", "batch_id", job.Args.BatchID, "job_id", job.ID, "error", cause)
+	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		if err := store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
+			return err
+		}
+		return queue.JobCancelTx(ctx, tx, job, cause)
+	})
 }
 
 func (w *ScoreBatchWorker) score(ctx context.Context, tx pgx.Tx, b store.Batch) error {

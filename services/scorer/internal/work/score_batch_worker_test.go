@@ -15,6 +15,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/store"
+	"drover.dev/shared/problem"
 	"drover.dev/shared/testdb"
 )
 
@@ -103,6 +104,9 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.Equal(t, river.EventKindJobCancelled, res.EventKind)
 		require.Contains(t, res.Job.Errors[0].Error, store.ErrInputsDiffer.Error())
 		require.Equal(t, before, rows(t, bundle.tx, 2))
+		var failed string
+		require.NoError(t, bundle.tx.QueryRow(ctx, `SELECT error FROM scoring_failures WHERE river_job_id = $1`, res.Job.ID).Scan(&failed))
+		require.Equal(t, res.Job.Errors[0].Error, failed)
 	})
 
 	t.Run("NoMinersIsRecordedAndScoresNobody", func(t *testing.T) {
@@ -131,7 +135,7 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.Equal(t, 65535, scores.Miners[1].WeightU16)
 	})
 
-	t.Run("InvalidArgsAreCancelledAndWriteNothing", func(t *testing.T) {
+	t.Run("InvalidArgsAreCancelledAndRecordedAsFailed", func(t *testing.T) {
 		t.Parallel()
 		for name, a := range map[string]queue.ScoreBatchArgs{
 			"NegativeCount": args(5, true, queue.MinerClassResult{Hotkey: "A", ExecutorClass: llm, Executors: -1}),
@@ -145,8 +149,11 @@ func TestScoreBatchWorker(t *testing.T) {
 				res, err := bundle.work(t, a) // cancelling is not an error of Work's
 				require.NoError(t, err)
 				require.Equal(t, river.EventKindJobCancelled, res.EventKind)
-				require.NotEmpty(t, res.Job.Errors)
+				require.Len(t, res.Job.Errors, 1)
 				require.Empty(t, rows(t, bundle.tx, 5))
+				_, err = store.BatchScoresGet(ctx, bundle.tx, a.BatchID)
+				require.Equal(t, problem.Conflict, problem.CodeOf(err), "the API says the scoring failed: %v", err)
+				require.ErrorContains(t, err, res.Job.Errors[0].Error)
 			})
 		}
 	})
