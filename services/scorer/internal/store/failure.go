@@ -7,14 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/scorer/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )
 
 // FailureRecord records that River job jobID, carrying batch batchID, can never be scored.
 func FailureRecord(ctx context.Context, tx pgx.Tx, jobID, batchID int64, cause error) error {
-	_, err := tx.Exec(ctx, `INSERT INTO scoring_failures (river_job_id, batch_id, error) VALUES ($1, $2, $3)
-		ON CONFLICT (river_job_id) DO NOTHING`, jobID, batchID, cause.Error())
+	err := queries.FailureInsert(ctx, tx, dbsqlc.FailureInsertParams{RiverJobID: jobID, BatchID: batchID, Error: cause.Error()})
 	if err != nil {
 		return fmt.Errorf("record scoring failure of batch %d (job %d): %w", batchID, jobID, err)
 	}
@@ -24,8 +24,7 @@ func FailureRecord(ctx context.Context, tx pgx.Tx, jobID, batchID int64, cause e
 // failureOf returns why the latest attempt to score batch id failed, as a conflict for the API,
 // or ErrNotFound when none did.
 func failureOf(ctx context.Context, db postgres.DBTX, id int64) error {
-	var msg string
-	err := db.QueryRow(ctx, `SELECT error FROM scoring_failures WHERE batch_id = $1 ORDER BY failed_at DESC LIMIT 1`, id).Scan(&msg)
+	msg, err := queries.FailureLatestGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("scores of batch %d: %w", id, problem.ErrNotFound)
 	}

@@ -76,3 +76,12 @@ LIMIT 1;
 SELECT hotkey, weight, weight_u16 FROM miner_scores
 WHERE batch_id = @batch_id AND weight > 0
 ORDER BY hotkey;
+
+-- name: FailureInsert :exec
+-- FailureInsert records that a score_batch job can never be scored; a redelivery adds nothing.
+INSERT INTO scoring_failures (river_job_id, batch_id, error) VALUES (@river_job_id, @batch_id, @error)
+ON CONFLICT (river_job_id) DO NOTHING;
+
+-- name: FailureLatestGet :one
+-- FailureLatestGet returns why the latest attempt to score a batch failed.
+SELECT error FROM scoring_failures WHERE batch_id = @batch_id ORDER BY failed_at DESC LIMIT 1;

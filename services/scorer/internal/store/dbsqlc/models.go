@@ -45,3 +45,10 @@ type MinerScore struct {
 	Weight    float64
 	WeightU16 int32
 }
+
+type ScoringFailure struct {
+	RiverJobID int64
+	BatchID    int64
+	Error      string
+	FailedAt   time.Time
+}

@@ -290,6 +290,35 @@ func (q *Queries) ClassScoreList(ctx context.Context, db DBTX, batchID int64) ([
 	return items, nil
 }
 
+const failureInsert = `-- name: FailureInsert :exec
+INSERT INTO scoring_failures (river_job_id, batch_id, error) VALUES ($1, $2, $3)
+ON CONFLICT (river_job_id) DO NOTHING
+`
+
+type FailureInsertParams struct {
+	RiverJobID int64
+	BatchID    int64
+	Error      string
+}
+
+// FailureInsert records that a score_batch job can never be scored; a redelivery adds nothing.
+func (q *Queries) FailureInsert(ctx context.Context, db DBTX, arg FailureInsertParams) error {
+	_, err := db.Exec(ctx, failureInsert, arg.RiverJobID, arg.BatchID, arg.Error)
+	return err
+}
+
+const failureLatestGet = `-- name: FailureLatestGet :one
+SELECT error FROM scoring_failures WHERE batch_id = $1 ORDER BY failed_at DESC LIMIT 1
+`
+
+// FailureLatestGet returns why the latest attempt to score a batch failed.
+func (q *Queries) FailureLatestGet(ctx context.Context, db DBTX, batchID int64) (string, error) {
+	row := db.QueryRow(ctx, failureLatestGet, batchID)
+	var error string
+	err := row.Scan(&error)
+	return error, err
+}
+
 const minerScoreDelete = `-- name: MinerScoreDelete :exec
 DELETE FROM miner_scores WHERE batch_id = $1
 `
