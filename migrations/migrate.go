@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"drover.dev/migrations/dbsqlc"
 	"drover.dev/queue"
 )
 
@@ -25,6 +26,9 @@ var files embed.FS
 // lockKey is the advisory lock every migration run holds, so that two runs at once (two replicas
 // starting, compose and a developer) apply each migration once.
 const lockKey = 0x64726f766572 // "drover"
+
+// queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
+var queries = dbsqlc.New()
 
 // track is one goose migration sequence within a schema.
 type track struct {
@@ -148,12 +152,11 @@ func withLock(ctx context.Context, databaseURL string, fn func(*pgxpool.Pool) er
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(lockKey)); err != nil {
+	if err := queries.MigrationLockAcquire(ctx, conn, lockKey); err != nil {
 		return fmt.Errorf("take migration lock: %w", err)
 	}
 	defer func() {
-		_, unlockErr := conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(lockKey))
-		err = errors.Join(err, unlockErr)
+		err = errors.Join(err, queries.MigrationLockRelease(context.WithoutCancel(ctx), conn, lockKey))
 	}()
 	return fn(pool)
 }

@@ -68,9 +68,7 @@ func gooseStatus(ctx context.Context, pool *pgxpool.Pool, tr track, p *goose.Pro
 }
 
 func tableExists(ctx context.Context, pool *pgxpool.Pool, table string) (bool, error) {
-	var exists bool
-	err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", table).Scan(&exists)
-	return exists, err
+	return queries.TableExists(ctx, pool, table)
 }
 
 func riverStatus(ctx context.Context, pool *pgxpool.Pool, svc queue.Service) (TrackStatus, error) {

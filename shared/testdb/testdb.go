@@ -24,12 +24,16 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"drover.dev/migrations"
+	"drover.dev/shared/testdb/dbsqlc"
 )
 
 const defaultURL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 // templateLock serialises template creation across test binaries running at once.
 const templateLock = 0x64726f7674706c // "drovtpl"
+
+// queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
+var queries = dbsqlc.New()
 
 var (
 	prepareOnce sync.Once
@@ -150,15 +154,18 @@ func createTemplate(ctx context.Context) error {
 		return fmt.Errorf("connect (is Postgres running? make test starts one): %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(templateLock)); err != nil {
+	if err := queries.TemplateLockAcquire(ctx, conn, templateLock); err != nil {
 		return err
 	}
-	defer conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", int64(templateLock)) //nolint:errcheck // released at close anyway
+	defer queries.TemplateLockRelease(ctx, conn, templateLock) //nolint:errcheck // released at close anyway
 	// Both must exist: a run of another migration set drops a template it finds unused as
 	// stale, while the shared database, still in use, survives.
-	var haveTemplate, haveShared bool
-	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1),
-		EXISTS (SELECT FROM pg_database WHERE datname = $2)`, templateName(), sharedName()).Scan(&haveTemplate, &haveShared); err != nil {
+	haveTemplate, err := queries.DatabaseExists(ctx, conn, templateName())
+	if err != nil {
+		return err
+	}
+	haveShared, err := queries.DatabaseExists(ctx, conn, sharedName())
+	if err != nil {
 		return err
 	}
 	if haveTemplate && haveShared {
@@ -210,16 +217,7 @@ func markUsed(ctx context.Context, conn *pgx.Conn) error {
 // dropStale removes templates and shared databases of other migration sets that no test binary
 // used for a day. One still in use by another test run is left for next time.
 func dropStale(ctx context.Context, conn *pgx.Conn) {
-	rows, err := conn.Query(ctx, `
-		SELECT datname FROM pg_database
-		WHERE (datname LIKE 'drover\_tpl\_%' OR datname LIKE 'drover\_shared\_%')
-		  AND datname NOT IN ($1, $2)
-		  AND coalesce(substring(shobj_description(oid, 'pg_database') FROM 'used ([0-9]+)')::bigint, 0)
-		      < extract(epoch FROM now()) - 86400`, templateName(), sharedName())
-	if err != nil {
-		return
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := queries.DatabaseListStale(ctx, conn, dbsqlc.DatabaseListStaleParams{Template: templateName(), Shared: sharedName()})
 	if err != nil {
 		return
 	}

@@ -1,0 +1,13 @@
+-- The statements of the migrate command itself, compiled by sqlc into dbsqlc (make generate). The
+-- migrations proper are the goose files under sql/.
+
+-- name: MigrationLockAcquire :exec
+-- MigrationLockAcquire waits for the session advisory lock every migration run holds.
+SELECT pg_advisory_lock(@key::bigint);
+
+-- name: MigrationLockRelease :exec
+SELECT pg_advisory_unlock(@key::bigint);
+
+-- name: TableExists :one
+-- TableExists reports whether a table (schema-qualified or on the search path) exists.
+SELECT (to_regclass(@name::text) IS NOT NULL)::bool AS exists;
