@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // Queues of the synthetic-batch flow, each in its consumer's schema.
@@ -32,10 +31,7 @@ func (SyncMetagraphArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueMetagraph,
 		MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}},
+		UniqueOpts:  river.UniqueOpts{ByState: UnfinishedStates()},
 	}
 }
 
@@ -51,9 +47,10 @@ type RunBatchArgs struct {
 // Kind is the job kind of RunBatchArgs.
 func (RunBatchArgs) Kind() string { return "run_batch" }
 
-// InsertOpts pins RunBatchArgs to QueueBatches.
+// InsertOpts pins RunBatchArgs to QueueBatches; at most one batch waits or runs at a time, so a
+// request while one is pending gets the existing job instead of queueing another batch.
 func (RunBatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueBatches, MaxAttempts: 3}
+	return river.InsertOpts{Queue: QueueBatches, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: UnfinishedStates()}}
 }
 
 // RunBatchShardArgs asks a batch-runner replica to run one shard of a sharded batch: the

@@ -1,9 +1,6 @@
 package queue
 
-import (
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
-)
+import "github.com/riverqueue/river"
 
 // Queues of the populate-worker. Makes and maintenance travel apart so that a million scheduled
 // makes never delay the schedule and cleanup jobs that keep the jobs table fresh.
@@ -56,10 +53,7 @@ func (PopulateScheduleArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueuePopulateMaintenance,
 		MaxAttempts: 5,
-		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{
-			rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-			rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-		}},
+		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: UnfinishedStates()},
 	}
 }
 

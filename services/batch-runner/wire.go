@@ -33,7 +33,7 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	})
 	d.PeriodicJobs = append(d.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Cycle),
 		func() (river.JobArgs, *river.InsertOpts) {
-			return queue.RunBatchArgs{Reason: "periodic", RequestedAt: time.Now().UTC()}, work.InsertOpts()
+			return queue.RunBatchArgs{Reason: "periodic", RequestedAt: time.Now().UTC()}, nil
 		}, &river.PeriodicJobOpts{ID: "run_batch", RunOnStart: cfg.RunOnStart}))
 	client, err := d.NewClient()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/store"
-	"drover.dev/services/batch-runner/internal/work"
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
 )
@@ -24,7 +23,7 @@ type createResponse struct {
 // handleCreate enqueues a batch now. The body is optional; it carries nothing yet.
 func (a *API) handleCreate(c *echo.Context) error {
 	args := queue.RunBatchArgs{Reason: "api", RequestedAt: time.Now().UTC()}
-	res, err := a.Client.Insert(c.Request().Context(), args, work.InsertOpts())
+	res, err := a.Client.Insert(c.Request().Context(), args, nil)
 	if err != nil {
 		return err
 	}

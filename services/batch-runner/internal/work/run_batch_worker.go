@@ -200,19 +200,3 @@ func enqueueScore(ctx context.Context, tx pgx.Tx, scorer *queue.Client, batchID 
 
 // isPeak tells whether a batch counts as a peak batch: every peakEvery-th (every one for ≤ 1).
 func isPeak(batchID, peakEvery int64) bool { return peakEvery <= 1 || batchID%peakEvery == 0 }
-
-// UniqueOpts keeps at most one run_batch job waiting or running: a second request while one is
-// pending returns the existing job instead of queueing another batch.
-func UniqueOpts() river.UniqueOpts {
-	return river.UniqueOpts{ByState: []rivertype.JobState{
-		rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning,
-		rivertype.JobStateRetryable, rivertype.JobStateScheduled,
-	}}
-}
-
-// InsertOpts are run_batch's insert options with UniqueOpts.
-func InsertOpts() *river.InsertOpts {
-	opts := queue.RunBatchArgs{}.InsertOpts()
-	opts.UniqueOpts = UniqueOpts()
-	return &opts
-}

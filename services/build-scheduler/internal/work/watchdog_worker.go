@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
@@ -24,7 +23,7 @@ func (WatchdogArgs) Kind() string { return "build_watchdog" }
 // holding one is skipped: passes are idempotent and a backlog of them helps nobody.
 func (WatchdogArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queue.QueueBuildScheduler, MaxAttempts: 3,
-		UniqueOpts: river.UniqueOpts{ByState: []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
+		UniqueOpts: river.UniqueOpts{ByState: queue.UnfinishedStates()}}
 }
 
 // WatchdogWorker runs watchdog passes. Completion is decided by every transition in its own
