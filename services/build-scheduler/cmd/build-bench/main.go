@@ -99,7 +99,7 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 		fmt.Fprintf(out, "round %d floor: %d single-row UPDATE+COMMIT in %s = %.0f/s (%.3f ms each)\n", r+1, n, floor.Round(time.Millisecond), rate(n, floor), ms(floor, n))
 		// Earlier rounds leave dead row versions behind that autovacuum would have cleared in a
 		// service running at this pace; each round starts from the steady state it keeps.
-		if _, err := pool.Exec(ctx, `VACUUM ANALYZE job_graph, group_shards, groups, river_job`); err != nil {
+		if _, err := pool.Exec(ctx, `VACUUM ANALYZE job_graph, group_stripes, groups, river_job`); err != nil {
 			return fmt.Errorf("vacuum before round %d: %w", r+1, err)
 		}
 		took, done, err := drive(ctx, pool, graph, plan, slots, time.Hour, false)

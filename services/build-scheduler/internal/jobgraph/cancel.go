@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 	"drover.dev/shared/problem"
 )
 
@@ -22,37 +23,22 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 	if state == GroupComplete || state == GroupFailed {
 		return state, fmt.Errorf("cancel group %d: it is already %s: %w", groupID, state, problem.ErrConflict)
 	}
-	tag, err := tx.Exec(ctx, `
-		WITH open AS MATERIALIZED (
-			SELECT id FROM job_graph WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
-			ORDER BY id FOR UPDATE
-		)
-		UPDATE job_graph j SET
-			state = CASE WHEN j.state = 'running' THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
-			finished_at = CASE WHEN j.state = 'running' THEN NULL ELSE clock_timestamp() END,
-			updated_at = clock_timestamp()
-		FROM open WHERE j.id = open.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')`, groupID)
+	cancelled, err := queries.JobCancelByGroup(ctx, tx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("cancel jobs of group %d: %w", groupID, err)
 	}
-	if err := recountShards(ctx, tx, groupID); err != nil {
+	if err := recountStripes(ctx, tx, groupID); err != nil {
 		return "", err
 	}
-	var running int
-	err = tx.QueryRow(ctx, `SELECT count(*) FROM job_graph WHERE group_id = $1 AND state = 'cancel_pending'`, groupID).Scan(&running)
+	running, err := queries.JobCountCancelPending(ctx, tx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("count cancelling jobs of group %d: %w", groupID, err)
 	}
 	if err := addEvent(ctx, tx, &groupID, nil, EventCanceled, "%s; %d jobs cancelled, %d running jobs told to stop",
-		reason, int(tag.RowsAffected())-running, running); err != nil {
+		reason, cancelled-running, running); err != nil {
 		return "", err
 	}
-	err = tx.QueryRow(ctx, `
-		UPDATE groups SET cancel_requested = true, remaining = $2, updated_at = clock_timestamp(),
-			state = CASE WHEN $2 = 0 THEN 'canceled' ELSE state END::group_state,
-			finished_at = CASE WHEN $2 = 0 THEN clock_timestamp() END
-		WHERE id = $1 AND state IN ('queued', 'dispatching')
-		RETURNING state::text`, groupID, running).Scan(&state)
+	state, err = queries.GroupCancel(ctx, tx, dbsqlc.GroupCancelParams{ID: groupID, Running: int32(running)})
 	if errors.Is(err, pgx.ErrNoRows) { // the group settled while we waited for its jobs' locks
 		if state, err = groupState(ctx, tx, groupID); err != nil || state == GroupCanceled {
 			return state, err
@@ -72,23 +58,11 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 // The job rows are reset before the group row is touched, in the lock order of the package
 // documentation; a group that turns out not to be finished rolls the reset back with the error.
 func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, error) {
-	tag, err := tx.Exec(ctx, `
-		WITH finished AS MATERIALIZED (
-			SELECT id FROM job_graph WHERE group_id = $1 AND state IN ('job_failed', 'dependency_failed', 'cancel_complete')
-			ORDER BY id FOR UPDATE
-		)
-		UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
-			as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
-			updated_at = clock_timestamp()
-		FROM finished f WHERE j.id = f.id AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')`, groupID)
+	reset, err := queries.JobResetForRetry(ctx, tx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("reset jobs of group %d: %w", groupID, err)
 	}
-	var state string
-	err = tx.QueryRow(ctx, `
-		UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-			remaining = $2, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
-		WHERE id = $1 AND state IN ('failed', 'canceled') RETURNING state::text`, groupID, tag.RowsAffected()).Scan(&state)
+	state, err := queries.GroupRetry(ctx, tx, dbsqlc.GroupRetryParams{ID: groupID, Remaining: int32(reset)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		if state, err = groupState(ctx, tx, groupID); err != nil {
 			return "", err
@@ -106,8 +80,7 @@ func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, 
 
 // groupState returns the state of a group, or ErrNotFound.
 func groupState(ctx context.Context, db pgx.Tx, groupID int64) (string, error) {
-	var state string
-	err := db.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, groupID).Scan(&state)
+	state, err := queries.GroupGetState(ctx, db, groupID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("group %d: %w", groupID, problem.ErrNotFound)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -41,34 +42,20 @@ type Claim struct {
 // transaction whose commit must be durable.
 func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
 	c := Claim{LeaseToken: rand.Int64()}
-	var env []byte
-	var timeoutMS int64
 	// The claim and the group's first move to dispatching are one statement; the group row is
 	// touched only while the group is still queued.
-	err := db.QueryRow(ctx, `
-		WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
-			SELECT id FROM job_graph, lease_only WHERE target = $1 AND state = 'ready'
-			ORDER BY group_id, priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED
-		), claimed AS (
-			UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = $2,
-				lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond', reported = false,
-				worker_id = $4, started_at = clock_timestamp(), updated_at = clock_timestamp(),
-				as_built = NULL, exit_code = NULL, error = NULL
-			FROM next WHERE j.id = next.id
-			RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms
-		), dispatching AS (
-			UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
-			FROM claimed WHERE g.id = claimed.group_id AND g.state = 'queued'
-		)
-		SELECT * FROM claimed`,
-		target, c.LeaseToken, lease.Milliseconds(), workerID,
-	).Scan(&c.JobID, &c.GroupID, &c.Name, &c.Attempt, &c.Command, &c.Payload, &env, &timeoutMS)
+	row, err := queries.JobClaim(ctx, db, dbsqlc.JobClaimParams{
+		Target: target, LeaseToken: c.LeaseToken, LeaseMs: lease.Milliseconds(), WorkerID: workerID,
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
 	if err != nil {
 		return c, false, fmt.Errorf("claim job of %s for %s: %w", target, workerID, err)
 	}
+	c.JobID, c.GroupID, c.Name, c.Attempt = row.ID, row.GroupID, row.Name, int(row.Attempt)
+	c.Command, c.Payload = row.Command, row.Payload
+	env, timeoutMS := row.Env, row.TimeoutMs
 	c.Timeout = time.Duration(timeoutMS) * time.Millisecond
 	if err := json.Unmarshal(env, &c.Env); err != nil {
 		return c, false, fmt.Errorf("decode env of job %d: %w", c.JobID, err)
@@ -80,11 +67,7 @@ func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, l
 // cancellation (cancel_pending) on its next beat. ErrLeaseLost means the attempt no longer holds
 // the job and must stop without reporting.
 func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease time.Duration) (string, error) {
-	var state string
-	err := db.QueryRow(ctx, `
-		UPDATE job_graph SET lease_expires_at = clock_timestamp() + $3 * interval '1 millisecond'
-		WHERE id = $1 AND lease_token = $2 AND state IN ('running', 'cancel_pending')
-		RETURNING state::text`, jobID, token, lease.Milliseconds()).Scan(&state)
+	state, err := queries.JobHeartbeat(ctx, db, dbsqlc.JobHeartbeatParams{ID: jobID, LeaseToken: token, LeaseMs: lease.Milliseconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("heartbeat job %d: %w", jobID, ErrLeaseLost)
 	}
@@ -98,12 +81,11 @@ func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease 
 // reported, so the lease reaper leaves the job alone while the report waits in the queue.
 // ErrLeaseLost means the attempt is dead and its report must not be sent.
 func MarkReportedTx(ctx context.Context, tx pgx.Tx, jobID, token int64) error {
-	tag, err := tx.Exec(ctx, `UPDATE job_graph SET reported = true
-		WHERE id = $1 AND lease_token = $2 AND state IN ('running', 'cancel_pending')`, jobID, token)
+	n, err := queries.JobMarkReported(ctx, tx, dbsqlc.JobMarkReportedParams{ID: jobID, LeaseToken: token})
 	if err != nil {
 		return fmt.Errorf("mark job %d reported: %w", jobID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if n == 0 {
 		return fmt.Errorf("mark job %d reported: %w", jobID, ErrLeaseLost)
 	}
 	return nil
@@ -112,9 +94,7 @@ func MarkReportedTx(ctx context.Context, tx pgx.Tx, jobID, token int64) error {
 // SeeWorker records that workerID is polling targets, for the watchdog's "no worker serves this
 // target" check.
 func SeeWorker(ctx context.Context, db postgres.DBTX, workerID string, targets []string) error {
-	_, err := db.Exec(ctx, `
-		INSERT INTO target_workers (target, worker_id) SELECT t, $1 FROM unnest($2::text[]) t
-		ON CONFLICT (target, worker_id) DO UPDATE SET seen_at = clock_timestamp()`, workerID, targets)
+	err := queries.TargetWorkerSee(ctx, db, dbsqlc.TargetWorkerSeeParams{WorkerID: workerID, Targets: targets})
 	if err != nil {
 		return fmt.Errorf("record worker %s: %w", workerID, err)
 	}

@@ -16,25 +16,6 @@ type readyJob struct {
 	target      string
 }
 
-// collectReady reads (id, target, is_ready) rows and keeps the ready ones.
-func collectReady(rows pgx.Rows, groupID int64) ([]readyJob, error) {
-	var out []readyJob
-	for rows.Next() {
-		var (
-			r  = readyJob{groupID: groupID}
-			ok bool
-		)
-		if err := rows.Scan(&r.id, &r.target, &ok); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		if ok {
-			out = append(out, r)
-		}
-	}
-	return out, rows.Err()
-}
-
 // dispatch inserts one dispatch token per job into its target's queue, on tx, so that a job
 // becomes ready and gets its token together or not at all. InsertManyTx is one statement, one
 // round trip; River's COPY insert takes two and cost more than the rows it saves, as most reports

@@ -8,7 +8,7 @@
 // late message matches no row and changes nothing. A transition runs in the caller's transaction
 // together with all its consequences: dependents' counters in the same group, dependents becoming
 // ready, one dispatch token per newly ready job in the target's River queue, and the group's
-// unfinished-jobs count, split over shard rows, whose last decrement settles the group. The readiness query
+// unfinished-jobs count, split over stripe rows, whose last decrement settles the group. The readiness query
 // (a job is ready when all its dependencies are complete) is kept as the check the watchdog runs
 // and the recovery path behind POST /v1/admin/recount.
 //
@@ -16,7 +16,7 @@
 // independent branches go on building; the group ends failed when nothing is left to run.
 //
 // Lock order: a transaction takes row locks in this order, so two transactions never wait on each
-// other: job rows in ascending id, then group_shards rows in ascending shard, then the groups row.
+// other: job rows in ascending id, then group_stripes rows in ascending stripe, then the groups row.
 // Job ids are handed out in topological order at submit, so a transition that locks a job and
 // then its dependents goes up in id; statements that lock several jobs lock them ORDER BY id
 // first. The claim's SKIP LOCKED never waits for a job row.
@@ -32,7 +32,12 @@ import (
 	"time"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 )
+
+// queries runs the statements of query.sql, compiled by sqlc; each takes the pool or
+// transaction to run on.
+var queries = dbsqlc.New()
 
 // Job states, as Habitat Builder's job server named them.
 const (

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -19,19 +20,15 @@ type Lease struct {
 
 // ExpiredLeases lists attempts whose worker stopped heartbeating and has not reported.
 func ExpiredLeases(ctx context.Context, db postgres.DBTX, limit int) ([]Lease, error) {
-	rows, err := db.Query(ctx, `
-		SELECT id, attempt, lease_token FROM job_graph
-		WHERE state IN ('running', 'cancel_pending') AND lease_expires_at < clock_timestamp() AND NOT reported
-		ORDER BY lease_expires_at LIMIT $1`, limit)
+	rows, err := queries.JobListExpiredLeases(ctx, db, int32(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list expired leases: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Lease, error) {
-		var l Lease
-		return l, r.Scan(&l.JobID, &l.Attempt, &l.Token)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list expired leases: %w", err)
+	out := make([]Lease, 0, len(rows))
+	for _, r := range rows {
+		if r.LeaseToken != nil { // a running job always has one
+			out = append(out, Lease{JobID: r.ID, Attempt: int(r.Attempt), Token: *r.LeaseToken})
+		}
 	}
 	return out, nil
 }
@@ -41,43 +38,24 @@ func ExpiredLeases(ctx context.Context, db postgres.DBTX, limit int) ([]Lease, e
 // cancelled. Guarded by the same attempt and token, and by the lease still being expired, so a
 // heartbeat or report that won the race keeps the job.
 func (g *Graph) ExpireTx(ctx context.Context, tx pgx.Tx, l Lease) (Result, error) {
-	var (
-		res      Result
-		target   string
-		workerID *string
-		max      int
-	)
-	err := tx.QueryRow(ctx, `
-		UPDATE job_graph j SET
-			state = CASE
-				WHEN j.state = 'cancel_pending' THEN 'cancel_complete'
-				WHEN j.attempt >= j.max_attempts THEN 'job_failed'
-				ELSE 'ready' END::job_state,
-			error = CASE WHEN j.attempt >= j.max_attempts AND j.state = 'running'
-				THEN format('worker lost on all %s attempts', j.max_attempts) END,
-			finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
-			lease_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-		FROM job_graph old
-		WHERE j.id = $1 AND old.id = j.id AND j.attempt = $2 AND j.lease_token = $3
-			AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
-		RETURNING j.group_id, j.target, j.state::text, old.worker_id, j.max_attempts`,
-		l.JobID, l.Attempt, l.Token).Scan(&res.GroupID, &target, &res.State, &workerID, &max)
+	var res Result
+	row, err := queries.JobExpire(ctx, tx, dbsqlc.JobExpireParams{ID: l.JobID, Attempt: int32(l.Attempt), LeaseToken: l.Token})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return res, nil
 	}
 	if err != nil {
 		return res, fmt.Errorf("expire lease of job %d attempt %d: %w", l.JobID, l.Attempt, err)
 	}
-	res.Applied = true
+	res.Applied, res.GroupID, res.State = true, row.GroupID, row.State
 	worker := "unknown"
-	if workerID != nil {
-		worker = *workerID
+	if row.WorkerID != nil {
+		worker = *row.WorkerID
 	}
 	err = addEvent(ctx, tx, &res.GroupID, &l.JobID, EventLeaseExpired,
-		"worker %s stopped heartbeating on job %d attempt %d of %d; job is now %s", worker, l.JobID, l.Attempt, max, res.State)
+		"worker %s stopped heartbeating on job %d attempt %d of %d; job is now %s", worker, l.JobID, l.Attempt, row.MaxAttempts, res.State)
 	if err != nil {
 		return res, err
 	}
-	res.GroupState, err = g.consequences(ctx, tx, l.JobID, res.GroupID, target, res.State)
+	res.GroupState, err = g.consequences(ctx, tx, l.JobID, res.GroupID, row.Target, res.State)
 	return res, err
 }

@@ -2,38 +2,28 @@ package jobgraph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )
 
-// groupSelect reads a group with its counts by state in one query (Habitat Builder's job server
-// ran nine COUNT(*) queries).
-const groupSelect = `
-	SELECT g.id, g.name, g.state::text, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
-		coalesce((SELECT jsonb_object_agg(state, n) FROM (
-			SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')
-	FROM groups g`
-
-func scanGroup(row pgx.Row) (Group, error) {
-	var g Group
-	err := row.Scan(&g.ID, &g.Name, &g.State, &g.CancelRequested, &g.CreatedAt, &g.UpdatedAt, &g.FinishedAt, &g.Counts)
-	for _, n := range g.Counts {
-		g.Total += n
-	}
-	return g, err
-}
-
-// GetGroup returns a group with its job counts by state.
+// GetGroup returns a group with its job counts by state, read in the same statement (Habitat
+// Builder's job server ran nine COUNT(*) queries).
 func GetGroup(ctx context.Context, db postgres.DBTX, id int64) (Group, error) {
-	g, err := scanGroup(db.QueryRow(ctx, groupSelect+` WHERE g.id = $1`, id))
+	r, err := queries.GroupGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return g, fmt.Errorf("group %d: %w", id, problem.ErrNotFound)
+		return Group{}, fmt.Errorf("group %d: %w", id, problem.ErrNotFound)
 	}
+	if err != nil {
+		return Group{}, fmt.Errorf("get group %d: %w", id, err)
+	}
+	g, err := toGroup(dbsqlc.GroupListRow(r))
 	if err != nil {
 		return g, fmt.Errorf("get group %d: %w", id, err)
 	}
@@ -43,39 +33,45 @@ func GetGroup(ctx context.Context, db postgres.DBTX, id int64) (Group, error) {
 // ListGroups returns up to limit groups, newest first, older than the cursor id (0: from the
 // newest), optionally only those in state.
 func ListGroups(ctx context.Context, db postgres.DBTX, state string, before int64, limit int) ([]Group, error) {
-	rows, err := db.Query(ctx, groupSelect+`
-		WHERE ($1 = '' OR g.state::text = $1) AND ($2 = 0 OR g.id < $2) ORDER BY g.id DESC LIMIT $3`,
-		state, before, limit)
+	rows, err := queries.GroupList(ctx, db, dbsqlc.GroupListParams{State: state, Before: before, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Group, error) { return scanGroup(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list groups: %w", err)
+	out := make([]Group, 0, len(rows))
+	for _, r := range rows {
+		g, err := toGroup(r)
+		if err != nil {
+			return nil, fmt.Errorf("list groups: %w", err)
+		}
+		out = append(out, g)
 	}
 	return out, nil
 }
 
-const jobSelect = `
-	SELECT id, group_id, name, target, state::text, priority, command, env, timeout_ms / 1000.0, dependencies,
-		waiting_on_count, attempt, max_attempts, worker_id, as_built, exit_code, error, log_incomplete,
-		created_at, started_at, finished_at
-	FROM job_graph`
-
-func scanJob(row pgx.Row) (Job, error) {
-	var j Job
-	err := row.Scan(&j.ID, &j.GroupID, &j.Name, &j.Target, &j.State, &j.Priority, &j.Command, &j.Env,
-		&j.TimeoutSeconds, &j.Dependencies, &j.WaitingOn, &j.Attempt, &j.MaxAttempts, &j.WorkerID, &j.AsBuilt,
-		&j.ExitCode, &j.Error, &j.LogIncomplete, &j.CreatedAt, &j.StartedAt, &j.FinishedAt)
-	return j, err
+func toGroup(r dbsqlc.GroupListRow) (Group, error) {
+	g := Group{
+		ID: r.ID, Name: r.Name, State: r.State, CancelRequested: r.CancelRequested,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
+	}
+	if err := json.Unmarshal(r.Counts, &g.Counts); err != nil {
+		return g, fmt.Errorf("decode counts of group %d: %w", r.ID, err)
+	}
+	for _, n := range g.Counts {
+		g.Total += n
+	}
+	return g, nil
 }
 
 // GetJob returns one job.
 func GetJob(ctx context.Context, db postgres.DBTX, id int64) (Job, error) {
-	j, err := scanJob(db.QueryRow(ctx, jobSelect+` WHERE id = $1`, id))
+	r, err := queries.JobGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return j, fmt.Errorf("job %d: %w", id, problem.ErrNotFound)
+		return Job{}, fmt.Errorf("job %d: %w", id, problem.ErrNotFound)
 	}
+	if err != nil {
+		return Job{}, fmt.Errorf("get job %d: %w", id, err)
+	}
+	j, err := toJob(dbsqlc.JobListByGroupRow(r))
 	if err != nil {
 		return j, fmt.Errorf("get job %d: %w", id, err)
 	}
@@ -85,15 +81,35 @@ func GetJob(ctx context.Context, db postgres.DBTX, id int64) (Job, error) {
 // ListJobs returns up to limit jobs of a group in id order after the cursor id, optionally only
 // those in state.
 func ListJobs(ctx context.Context, db postgres.DBTX, groupID int64, state string, after int64, limit int) ([]Job, error) {
-	rows, err := db.Query(ctx, jobSelect+`
-		WHERE group_id = $1 AND ($2 = '' OR state::text = $2) AND id > $3 ORDER BY id LIMIT $4`,
-		groupID, state, after, limit)
+	rows, err := queries.JobListByGroup(ctx, db, dbsqlc.JobListByGroupParams{GroupID: groupID, State: state, After: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of group %d: %w", groupID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Job, error) { return scanJob(r) })
-	if err != nil {
-		return nil, fmt.Errorf("list jobs of group %d: %w", groupID, err)
+	out := make([]Job, 0, len(rows))
+	for _, r := range rows {
+		j, err := toJob(r)
+		if err != nil {
+			return nil, fmt.Errorf("list jobs of group %d: %w", groupID, err)
+		}
+		out = append(out, j)
 	}
 	return out, nil
+}
+
+func toJob(r dbsqlc.JobListByGroupRow) (Job, error) {
+	j := Job{
+		ID: r.ID, GroupID: r.GroupID, Name: r.Name, Target: r.Target, State: r.State, Priority: int(r.Priority),
+		Command: r.Command, TimeoutSeconds: float64(r.TimeoutMs) / 1000, Dependencies: r.Dependencies,
+		WaitingOn: int(r.WaitingOnCount), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
+		WorkerID: r.WorkerID, AsBuilt: r.AsBuilt, Error: r.Error, LogIncomplete: r.LogIncomplete,
+		CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,
+	}
+	if r.ExitCode != nil {
+		code := int(*r.ExitCode)
+		j.ExitCode = &code
+	}
+	if err := json.Unmarshal(r.Env, &j.Env); err != nil {
+		return j, fmt.Errorf("decode env of job %d: %w", r.ID, err)
+	}
+	return j, nil
 }

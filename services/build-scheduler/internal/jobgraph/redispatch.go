@@ -22,9 +22,11 @@ import (
 // The pass holds a transaction-scoped advisory lock, so scheduler replicas reaping at once issue
 // each missing token once.
 func (g *Graph) RedispatchTx(ctx context.Context, tx pgx.Tx, grace time.Duration) (int, error) {
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('build_scheduler.redispatch'))`); err != nil {
+	if err := queries.RedispatchLock(ctx, tx); err != nil {
 		return 0, fmt.Errorf("lock redispatch: %w", err)
 	}
+	// This statement stays out of query.sql: it reads River's river_job table, which River's own
+	// migrations create, so sqlc does not know it.
 	rows, err := tx.Query(ctx, `
 		WITH stale AS (
 			SELECT target, count(*) AS ready FROM job_graph

@@ -10,14 +10,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 )
 
 // SubmitTx writes a validated plan as a new group on tx and dispatches its jobs that have no
 // dependencies. maxAttempts bounds how often a job is handed out after losing its worker.
 func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttempts int) (int64, error) {
-	var groupID int64
-	err := tx.QueryRow(ctx, `INSERT INTO groups (name, remaining) VALUES ($1, $2) RETURNING id`,
-		plan.Name, len(plan.Jobs)).Scan(&groupID)
+	groupID, err := queries.GroupInsert(ctx, tx, dbsqlc.GroupInsertParams{Name: plan.Name, Remaining: int32(len(plan.Jobs))})
 	if err != nil {
 		return 0, fmt.Errorf("insert group %q: %w", plan.Name, err)
 	}
@@ -26,33 +25,23 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 		return 0, err
 	}
 	ids = topologicalIDs(plan, ids)
-	if err := insertShards(ctx, tx, groupID, ids); err != nil {
+	if err := insertStripes(ctx, tx, groupID, ids); err != nil {
 		return 0, err
 	}
 	cols, err := jobColumns(plan, ids)
 	if err != nil {
 		return 0, err
 	}
-	rows, err := tx.Query(ctx, `
-		INSERT INTO job_graph (id, group_id, name, target, priority, command, payload, env, timeout_ms,
-			dependencies, dependents, waiting_on_count, state, max_attempts)
-		SELECT id, $1, name, target, priority,
-			ARRAY(SELECT jsonb_array_elements_text(command::jsonb)), payload::jsonb, env::jsonb, timeout_ms,
-			ARRAY(SELECT jsonb_array_elements_text(deps::jsonb)::bigint),
-			ARRAY(SELECT jsonb_array_elements_text(dependents::jsonb)::bigint), jsonb_array_length(deps::jsonb),
-			CASE WHEN jsonb_array_length(deps::jsonb) = 0 THEN 'ready' ELSE 'waiting_on_dependency' END::job_state,
-			$11
-		FROM unnest($2::bigint[], $3::text[], $4::text[], $5::int[], $6::text[], $7::text[], $8::text[],
-			$9::bigint[], $10::text[], $12::text[]) AS u(id, name, target, priority, command, payload, env, timeout_ms, deps, dependents)
-		RETURNING id, target, state = 'ready'`,
-		groupID, cols.ids, cols.names, cols.targets, cols.priorities, cols.commands, cols.payloads,
-		cols.envs, cols.timeouts, cols.deps, maxAttempts, cols.dependents)
+	cols.GroupID, cols.MaxAttempts = groupID, int32(maxAttempts)
+	rows, err := queries.JobInsertMany(ctx, tx, cols)
 	if err != nil {
 		return 0, fmt.Errorf("insert jobs of group %d: %w", groupID, err)
 	}
-	ready, err := collectReady(rows, groupID)
-	if err != nil {
-		return 0, fmt.Errorf("insert jobs of group %d: %w", groupID, err)
+	var ready []readyJob
+	for _, r := range rows {
+		if r.Ready {
+			ready = append(ready, readyJob{id: r.ID, groupID: groupID, target: r.Target})
+		}
 	}
 	return groupID, g.dispatch(ctx, tx, ready)
 }
@@ -60,11 +49,7 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 // allocateIDs reserves n job ids up front, so that dependencies can be written as ids in the
 // same statement that inserts the jobs.
 func allocateIDs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT nextval(pg_get_serial_sequence('job_graph', 'id')) FROM generate_series(1, $1)`, n)
-	if err != nil {
-		return nil, fmt.Errorf("allocate %d job ids: %w", n, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := queries.JobAllocateIDs(ctx, tx, int32(n))
 	if err != nil {
 		return nil, fmt.Errorf("allocate %d job ids: %w", n, err)
 	}
@@ -84,18 +69,11 @@ func topologicalIDs(plan dag.Plan, ascending []int64) []int64 {
 	return byJob
 }
 
-type columns struct {
-	ids, timeouts                        []int64
-	priorities                           []int32
-	names, targets, commands, envs, deps []string
-	dependents                           []string
-	payloads                             []*string
-}
-
 // jobColumns turns the plan into the column arrays of one unnest insert. Each job's dependents
-// (the reverse of the dependency arrays, in id order) are written with it.
-func jobColumns(plan dag.Plan, ids []int64) (columns, error) {
-	var c columns
+// (the reverse of the dependency arrays, in id order) are written with it. A job without a
+// payload has an empty one, which the insert stores as NULL.
+func jobColumns(plan dag.Plan, ids []int64) (dbsqlc.JobInsertManyParams, error) {
+	var c dbsqlc.JobInsertManyParams
 	dependents := make([][]int64, len(plan.Jobs))
 	for i, j := range plan.Jobs {
 		for _, d := range j.Deps {
@@ -111,23 +89,19 @@ func jobColumns(plan dag.Plan, ids []int64) (columns, error) {
 		if err != nil {
 			return c, fmt.Errorf("encode job %q: %w", j.Name, err)
 		}
-		c.dependents = append(c.dependents, string(rev))
+		c.Dependents = append(c.Dependents, string(rev))
 		cmd, err1 := json.Marshal(j.Command)
 		env, err2 := json.Marshal(orEmpty(j.Env))
 		dj, err3 := json.Marshal(deps)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return c, fmt.Errorf("encode job %q: %w", j.Name, err)
 		}
-		var payload *string
-		if len(j.Payload) > 0 {
-			payload = new(string(j.Payload))
-		}
-		c.ids = append(c.ids, ids[i])
-		c.names, c.targets = append(c.names, j.Name), append(c.targets, j.Target)
-		c.priorities = append(c.priorities, int32(j.Priority))
-		c.commands, c.envs, c.deps = append(c.commands, string(cmd)), append(c.envs, string(env)), append(c.deps, string(dj))
-		c.payloads = append(c.payloads, payload)
-		c.timeouts = append(c.timeouts, j.Timeout.Milliseconds())
+		c.Ids = append(c.Ids, ids[i])
+		c.Names, c.Targets = append(c.Names, j.Name), append(c.Targets, j.Target)
+		c.Priorities = append(c.Priorities, int32(j.Priority))
+		c.Commands, c.Envs, c.Deps = append(c.Commands, string(cmd)), append(c.Envs, string(env)), append(c.Deps, string(dj))
+		c.Payloads = append(c.Payloads, string(j.Payload))
+		c.TimeoutsMs = append(c.TimeoutsMs, j.Timeout.Milliseconds())
 	}
 	return c, nil
 }

@@ -1,7 +1,6 @@
 package jobgraph
 
 import (
-	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -169,9 +168,4 @@ func TestLostWorkerAttemptsAreBounded(t *testing.T) {
 	events, err := Events(ctx, b.tx, g, 10)
 	require.NoError(t, err)
 	require.Contains(t, events[0].Message, "stopped heartbeating on job")
-}
-
-func TestGroupShardsSQL(t *testing.T) {
-	t.Parallel()
-	require.Equal(t, strconv.Itoa(groupShards), groupShardsSQL)
 }

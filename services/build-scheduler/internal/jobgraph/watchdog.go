@@ -2,12 +2,15 @@ package jobgraph
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 )
 
 // watch is one watchdog pass's view of an active group.
@@ -63,7 +66,7 @@ func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration
 		}
 	}
 	// The group rows are written last, after the cancellations have locked their jobs and
-	// shards, in the lock order of the package documentation.
+	// stripes, in the lock order of the package documentation.
 	return rep, remember(ctx, tx, watches)
 }
 
@@ -87,37 +90,21 @@ func (w watch) verdict(stallAfter time.Duration) string {
 // observe reads every active group's counts, works out how long they have been unchanged, and
 // finds ready targets without workers; remember stores what it saw.
 func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT g.id, g.watch_counts, g.watch_changed_at, (extract(epoch FROM clock_timestamp() - g.watch_changed_at) * 1000)::bigint,
-			coalesce((SELECT jsonb_object_agg(state, n) FROM (
-				SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}'),
-			ARRAY(SELECT DISTINCT j.target FROM job_graph j WHERE j.group_id = g.id AND j.state = 'ready'
-				AND NOT EXISTS (SELECT FROM target_workers w WHERE w.target = j.target
-					AND w.seen_at > clock_timestamp() - $1 * interval '1 millisecond') ORDER BY 1)
-		FROM groups g WHERE g.state IN ('queued', 'dispatching') ORDER BY g.id`,
-		stallAfter.Milliseconds())
+	rows, err := queries.GroupWatchList(ctx, tx, stallAfter.Milliseconds())
 	if err != nil {
 		return nil, fmt.Errorf("observe active groups: %w", err)
 	}
-	var out []watch
-	for rows.Next() {
-		var (
-			w      watch
-			prev   string
-			idleMS int64
-		)
-		if err := rows.Scan(&w.id, &prev, &w.changedAt, &idleMS, &w.byState, &w.unserved); err != nil {
-			return nil, fmt.Errorf("scan group watch: %w", err)
+	out := make([]watch, 0, len(rows))
+	for _, r := range rows {
+		w := watch{id: r.ID, changedAt: r.WatchChangedAt, idleFor: time.Duration(r.IdleMs) * time.Millisecond, unserved: r.Unserved}
+		if err := json.Unmarshal(r.Counts, &w.byState); err != nil {
+			return nil, fmt.Errorf("decode counts of group %d: %w", r.ID, err)
 		}
-		w.idleFor = time.Duration(idleMS) * time.Millisecond
 		w.counts = signature(w.byState)
-		if w.counts != prev {
+		if w.counts != r.WatchCounts {
 			w.changedAt, w.idleFor = time.Now(), 0
 		}
 		out = append(out, w)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("observe active groups: %w", err)
 	}
 	return out, nil
 }
@@ -125,9 +112,7 @@ func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch,
 // remember stores each group's counts signature, restarting its clock when they changed.
 func remember(ctx context.Context, tx pgx.Tx, watches []watch) error {
 	for _, w := range watches {
-		_, err := tx.Exec(ctx, `UPDATE groups SET watch_counts = $2,
-			watch_changed_at = CASE WHEN watch_counts = $2 THEN watch_changed_at ELSE clock_timestamp() END
-			WHERE id = $1`, w.id, w.counts)
+		err := queries.GroupWatchRemember(ctx, tx, dbsqlc.GroupWatchRememberParams{ID: w.id, Counts: w.counts})
 		if err != nil {
 			return fmt.Errorf("remember counts of group %d: %w", w.id, err)
 		}

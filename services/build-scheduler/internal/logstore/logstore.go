@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"time"
 
+	"drover.dev/services/build-scheduler/internal/logstore/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -45,10 +46,12 @@ type Postgres struct {
 	DB postgres.DBTX
 }
 
+// queries runs the statements of query.sql, compiled by sqlc.
+var queries = dbsqlc.New()
+
 // Append inserts one chunk.
 func (p Postgres) Append(ctx context.Context, jobID int64, attempt int, stream string, data []byte) error {
-	_, err := p.DB.Exec(ctx, `INSERT INTO job_logs (job_id, attempt, stream, data) VALUES ($1, $2, $3, $4)`,
-		jobID, attempt, stream, data)
+	err := queries.JobLogInsert(ctx, p.DB, dbsqlc.JobLogInsertParams{JobID: jobID, Attempt: int32(attempt), Stream: stream, Data: data})
 	if err != nil {
 		return fmt.Errorf("append log of job %d: %w", jobID, err)
 	}
@@ -57,19 +60,13 @@ func (p Postgres) Append(ctx context.Context, jobID int64, attempt int, stream s
 
 // Read returns chunks in sequence order.
 func (p Postgres) Read(ctx context.Context, jobID, after int64, limit int) ([]Chunk, error) {
-	rows, err := p.DB.Query(ctx, `SELECT seq, attempt, stream, data, created_at FROM job_logs
-		WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, jobID, after, limit)
+	rows, err := queries.JobLogList(ctx, p.DB, dbsqlc.JobLogListParams{JobID: jobID, After: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("read log of job %d: %w", jobID, err)
 	}
-	defer rows.Close()
 	var out []Chunk
-	for rows.Next() {
-		var c Chunk
-		if err := rows.Scan(&c.Seq, &c.Attempt, &c.Stream, &c.Data, &c.CreatedAt); err != nil {
-			return nil, fmt.Errorf("read log of job %d: %w", jobID, err)
-		}
-		out = append(out, c)
+	for _, r := range rows {
+		out = append(out, Chunk{Seq: r.Seq, Attempt: int(r.Attempt), Stream: r.Stream, Data: r.Data, CreatedAt: r.CreatedAt})
 	}
-	return out, rows.Err()
+	return out, nil
 }
