@@ -1,62 +1,62 @@
 -- name: GroupInsert :one
-INSERT INTO groups (name, remaining) VALUES (sqlc.arg(name), sqlc.arg(remaining)) RETURNING id;
+INSERT INTO groups (name, remaining) VALUES (@name, @remaining) RETURNING id;
 
 -- name: GroupGet :one
 SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
     coalesce((SELECT jsonb_object_agg(state, n) FROM (
         SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
 FROM groups g
-WHERE g.id = sqlc.arg(id);
+WHERE g.id = @id;
 
 -- name: GroupList :many
 SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
     coalesce((SELECT jsonb_object_agg(state, n) FROM (
         SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
 FROM groups g
-WHERE (sqlc.arg(state)::text = '' OR g.state::text = sqlc.arg(state)::text) AND (sqlc.arg(before)::bigint = 0 OR g.id < sqlc.arg(before)::bigint)
-ORDER BY g.id DESC LIMIT sqlc.arg(max_rows);
+WHERE (@state::text = '' OR g.state::text = @state::text) AND (@before::bigint = 0 OR g.id < @before::bigint)
+ORDER BY g.id DESC LIMIT @max_rows;
 
 -- name: GroupGetState :one
-SELECT state::text FROM groups WHERE id = sqlc.arg(id);
+SELECT state::text FROM groups WHERE id = @id;
 
 -- name: GroupGetStateForUpdate :one
-SELECT state::text FROM groups WHERE id = sqlc.arg(id) FOR NO KEY UPDATE;
+SELECT state::text FROM groups WHERE id = @id FOR NO KEY UPDATE;
 
 -- name: GroupListActive :many
 SELECT id FROM groups WHERE state IN ('queued', 'dispatching') ORDER BY id;
 
 -- name: GroupCancel :one
-UPDATE groups SET cancel_requested = true, remaining = sqlc.arg(running)::int, updated_at = clock_timestamp(),
-    state = CASE WHEN sqlc.arg(running)::int = 0 THEN 'canceled' ELSE state END::group_state,
-    finished_at = CASE WHEN sqlc.arg(running)::int = 0 THEN clock_timestamp() END
-WHERE id = sqlc.arg(id) AND state IN ('queued', 'dispatching')
+UPDATE groups SET cancel_requested = true, remaining = @running::int, updated_at = clock_timestamp(),
+    state = CASE WHEN @running::int = 0 THEN 'canceled' ELSE state END::group_state,
+    finished_at = CASE WHEN @running::int = 0 THEN clock_timestamp() END
+WHERE id = @id AND state IN ('queued', 'dispatching')
 RETURNING state::text;
 
 -- name: GroupRetry :one
 UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-    remaining = sqlc.arg(remaining)::int, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
-WHERE id = sqlc.arg(id) AND state IN ('failed', 'canceled') RETURNING state::text;
+    remaining = @remaining::int, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+WHERE id = @id AND state IN ('failed', 'canceled') RETURNING state::text;
 
 -- name: GroupSettle :one
 UPDATE groups g SET remaining = 0, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
     finished_at = clock_timestamp()
 FROM (SELECT count(*) AS failed FROM job_graph
-    WHERE group_id = sqlc.arg(id) AND state IN ('job_failed', 'dependency_failed')) c
-WHERE g.id = sqlc.arg(id) AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = sqlc.arg(id) AND remaining > 0)
+    WHERE group_id = @id AND state IN ('job_failed', 'dependency_failed')) c
+WHERE g.id = @id AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = @id AND remaining > 0)
 RETURNING g.state::text;
 
 -- name: GroupResettle :one
 WITH c AS (
     SELECT count(*) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) AS remaining,
         count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed
-    FROM job_graph WHERE group_id = sqlc.arg(id)
+    FROM job_graph WHERE group_id = @id
 )
 UPDATE groups g SET remaining = c.remaining, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN c.remaining > 0 THEN g.state
         WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
     finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
-FROM c WHERE g.id = sqlc.arg(id) AND g.state IN ('queued', 'dispatching')
+FROM c WHERE g.id = @id AND g.state IN ('queued', 'dispatching')
 RETURNING g.state::text;
 
 -- name: GroupWatchList :many
@@ -70,15 +70,15 @@ SELECT g.id, g.watch_counts, g.watch_changed_at,
 FROM groups g WHERE g.state IN ('queued', 'dispatching') ORDER BY g.id;
 
 -- name: GroupWatchRemember :exec
-UPDATE groups SET watch_counts = sqlc.arg(counts)::text,
-    watch_changed_at = CASE WHEN watch_counts = sqlc.arg(counts)::text THEN watch_changed_at ELSE clock_timestamp() END
-WHERE id = sqlc.arg(id);
+UPDATE groups SET watch_counts = @counts::text,
+    watch_changed_at = CASE WHEN watch_counts = @counts::text THEN watch_changed_at ELSE clock_timestamp() END
+WHERE id = @id;
 
 -- name: GroupStripeInsert :exec
 INSERT INTO group_stripes (group_id, stripe, remaining)
-SELECT sqlc.arg(group_id)::bigint, s.stripe, count(j.id)
+SELECT @group_id::bigint, s.stripe, count(j.id)
 FROM generate_series(0, group_stripe_count() - 1) AS s(stripe)
-LEFT JOIN unnest(sqlc.arg(job_ids)::bigint[]) AS j(id) ON j.id % group_stripe_count() = s.stripe
+LEFT JOIN unnest(@job_ids::bigint[]) AS j(id) ON j.id % group_stripe_count() = s.stripe
 GROUP BY s.stripe;
 
 -- name: GroupStripeCountOff :many
@@ -86,46 +86,46 @@ GROUP BY s.stripe;
 -- wait on each other's stripes) and subtracts the jobs from them.
 WITH finished AS (
     SELECT f.id % group_stripe_count() AS stripe, count(*) AS n
-    FROM unnest(sqlc.arg(job_ids)::bigint[]) AS f(id) GROUP BY 1
+    FROM unnest(@job_ids::bigint[]) AS f(id) GROUP BY 1
 ), locked AS MATERIALIZED (
     SELECT s.stripe FROM group_stripes s
-    WHERE s.group_id = sqlc.arg(group_id) AND s.stripe IN (SELECT stripe FROM finished)
+    WHERE s.group_id = @group_id AND s.stripe IN (SELECT stripe FROM finished)
     ORDER BY s.stripe FOR UPDATE
 )
 UPDATE group_stripes s SET remaining = s.remaining - f.n
 FROM finished f, locked l
-WHERE s.group_id = sqlc.arg(group_id) AND s.stripe = f.stripe AND l.stripe = s.stripe
-RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = sqlc.arg(group_id))::text AS group_state;
+WHERE s.group_id = @group_id AND s.stripe = f.stripe AND l.stripe = s.stripe
+RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = @group_id)::text AS group_state;
 
 -- name: GroupStripeLockAll :exec
-SELECT FROM group_stripes WHERE group_id = sqlc.arg(group_id) ORDER BY stripe FOR UPDATE;
+SELECT FROM group_stripes WHERE group_id = @group_id ORDER BY stripe FOR UPDATE;
 
 -- name: GroupStripeRecount :exec
 WITH c AS MATERIALIZED (
     SELECT id % group_stripe_count() AS stripe, count(*) AS n FROM job_graph
-    WHERE group_id = sqlc.arg(group_id) AND state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete') GROUP BY 1
+    WHERE group_id = @group_id AND state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete') GROUP BY 1
 )
 UPDATE group_stripes s SET remaining = coalesce((SELECT n FROM c WHERE c.stripe = s.stripe), 0)
-WHERE s.group_id = sqlc.arg(group_id);
+WHERE s.group_id = @group_id;
 
 -- name: JobAllocateIDs :many
-SELECT nextval(pg_get_serial_sequence('job_graph', 'id'))::bigint AS id FROM generate_series(1, sqlc.arg(n)::int);
+SELECT nextval(pg_get_serial_sequence('job_graph', 'id'))::bigint AS id FROM generate_series(1, @n::int);
 
 -- name: JobInsertMany :many
 INSERT INTO job_graph (id, group_id, name, target, priority, command, payload, env, timeout_ms,
     dependencies, dependents, waiting_on_count, state, max_attempts)
-SELECT u.id, sqlc.arg(group_id)::bigint, u.name, u.target, u.priority,
+SELECT u.id, @group_id::bigint, u.name, u.target, u.priority,
     ARRAY(SELECT jsonb_array_elements_text(u.command::jsonb)), nullif(u.payload, '')::jsonb, u.env::jsonb, u.timeout_ms,
     ARRAY(SELECT jsonb_array_elements_text(u.deps::jsonb)::bigint),
     ARRAY(SELECT jsonb_array_elements_text(u.dependents::jsonb)::bigint), jsonb_array_length(u.deps::jsonb),
     CASE WHEN jsonb_array_length(u.deps::jsonb) = 0 THEN 'ready' ELSE 'waiting_on_dependency' END::job_state,
-    sqlc.arg(max_attempts)::int
+    @max_attempts::int
 FROM (
-    SELECT unnest(sqlc.arg(ids)::bigint[]) AS id, unnest(sqlc.arg(names)::text[]) AS name, unnest(sqlc.arg(targets)::text[]) AS target,
-        unnest(sqlc.arg(priorities)::int[]) AS priority, unnest(sqlc.arg(commands)::text[]) AS command,
-        unnest(sqlc.arg(payloads)::text[]) AS payload, unnest(sqlc.arg(envs)::text[]) AS env,
-        unnest(sqlc.arg(timeouts_ms)::bigint[]) AS timeout_ms, unnest(sqlc.arg(deps)::text[]) AS deps,
-        unnest(sqlc.arg(dependents)::text[]) AS dependents
+    SELECT unnest(@ids::bigint[]) AS id, unnest(@names::text[]) AS name, unnest(@targets::text[]) AS target,
+        unnest(@priorities::int[]) AS priority, unnest(@commands::text[]) AS command,
+        unnest(@payloads::text[]) AS payload, unnest(@envs::text[]) AS env,
+        unnest(@timeouts_ms::bigint[]) AS timeout_ms, unnest(@deps::text[]) AS deps,
+        unnest(@dependents::text[]) AS dependents
 ) u
 RETURNING id, target, state = 'ready' AS ready;
 
@@ -134,24 +134,24 @@ SELECT id, group_id, name, target, state::text AS state, priority, command, env,
     waiting_on_count, attempt, max_attempts, worker_id, as_built, exit_code, error, log_incomplete,
     created_at, started_at, finished_at
 FROM job_graph
-WHERE id = sqlc.arg(id);
+WHERE id = @id;
 
 -- name: JobListByGroup :many
 SELECT id, group_id, name, target, state::text AS state, priority, command, env, timeout_ms, dependencies,
     waiting_on_count, attempt, max_attempts, worker_id, as_built, exit_code, error, log_incomplete,
     created_at, started_at, finished_at
 FROM job_graph
-WHERE group_id = sqlc.arg(group_id) AND (sqlc.arg(state)::text = '' OR state::text = sqlc.arg(state)::text) AND id > sqlc.arg(after)::bigint
-ORDER BY id LIMIT sqlc.arg(max_rows);
+WHERE group_id = @group_id AND (@state::text = '' OR state::text = @state::text) AND id > @after::bigint
+ORDER BY id LIMIT @max_rows;
 
 -- name: JobClaim :one
 WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
-    SELECT r.id FROM job_graph r, lease_only WHERE r.target = sqlc.arg(target) AND r.state = 'ready'
+    SELECT r.id FROM job_graph r, lease_only WHERE r.target = @target AND r.state = 'ready'
     ORDER BY r.group_id, r.priority DESC, r.id LIMIT 1 FOR UPDATE SKIP LOCKED
 ), claimed AS (
-    UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = sqlc.arg(lease_token)::bigint,
+    UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = @lease_token::bigint,
         lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond', reported = false,
-        worker_id = sqlc.arg(worker_id)::text, started_at = clock_timestamp(), updated_at = clock_timestamp(),
+        worker_id = @worker_id::text, started_at = clock_timestamp(), updated_at = clock_timestamp(),
         as_built = NULL, exit_code = NULL, error = NULL
     FROM next WHERE j.id = next.id
     RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms
@@ -165,12 +165,12 @@ FROM claimed;
 
 -- name: JobHeartbeat :one
 UPDATE job_graph SET lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
-WHERE id = sqlc.arg(id) AND lease_token = sqlc.arg(lease_token)::bigint AND state IN ('running', 'cancel_pending')
+WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending')
 RETURNING state::text;
 
 -- name: JobMarkReported :execrows
 UPDATE job_graph SET reported = true
-WHERE id = sqlc.arg(id) AND lease_token = sqlc.arg(lease_token)::bigint AND state IN ('running', 'cancel_pending');
+WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending');
 
 -- name: JobReport :one
 -- JobReport applies a worker's report in one statement, guarded by the job being running (or
@@ -194,14 +194,14 @@ WHERE id = sqlc.arg(id) AND lease_token = sqlc.arg(lease_token)::bigint AND stat
 WITH done AS (
     UPDATE job_graph SET
         state = CASE
-            WHEN sqlc.arg(outcome)::text = 'succeeded' THEN 'complete'
-            WHEN state = 'cancel_pending' OR sqlc.arg(outcome)::text = 'cancelled' THEN 'cancel_complete'
+            WHEN @outcome::text = 'succeeded' THEN 'complete'
+            WHEN state = 'cancel_pending' OR @outcome::text = 'cancelled' THEN 'cancel_complete'
             ELSE 'job_failed' END::job_state,
-        as_built = nullif(sqlc.arg(as_built)::text, ''), exit_code = sqlc.arg(exit_code)::int, error = nullif(sqlc.arg(error)::text, ''),
-        log_incomplete = sqlc.arg(log_incomplete)::boolean,
+        as_built = nullif(@as_built::text, ''), exit_code = @exit_code::int, error = nullif(@error::text, ''),
+        log_incomplete = @log_incomplete::boolean,
         lease_token = NULL, lease_expires_at = NULL,
         finished_at = clock_timestamp(), updated_at = clock_timestamp()
-    WHERE id = sqlc.arg(id)::bigint AND attempt = sqlc.arg(attempt)::int AND lease_token = sqlc.arg(lease_token)::bigint
+    WHERE id = @id::bigint AND attempt = @attempt::int AND lease_token = @lease_token::bigint
         AND state IN ('running', 'cancel_pending')
     RETURNING id, group_id, target, state, dependents
 ), waiting AS MATERIALIZED (
@@ -231,22 +231,22 @@ FROM done d;
 
 -- name: JobFailDependents :many
 WITH RECURSIVE down(id) AS (
-    SELECT unnest(dependents) FROM job_graph WHERE id = sqlc.arg(job_id)::bigint
+    SELECT unnest(dependents) FROM job_graph WHERE id = @job_id::bigint
     UNION
     SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
 ), unstarted AS MATERIALIZED (
     SELECT j.id FROM down JOIN job_graph j ON j.id = down.id
-    WHERE j.group_id IS NOT DISTINCT FROM sqlc.arg(group_id) AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+    WHERE j.group_id IS NOT DISTINCT FROM @group_id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
     ORDER BY j.id FOR UPDATE OF j
 )
-UPDATE job_graph j SET state = 'dependency_failed', error = 'dependency ' || sqlc.arg(job_id)::bigint || ' failed',
+UPDATE job_graph j SET state = 'dependency_failed', error = 'dependency ' || @job_id::bigint || ' failed',
     finished_at = clock_timestamp(), updated_at = clock_timestamp()
 FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
 RETURNING j.id;
 
 -- name: JobCancelByGroup :execrows
 WITH open AS MATERIALIZED (
-    SELECT o.id FROM job_graph o WHERE o.group_id = sqlc.arg(group_id) AND o.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
+    SELECT o.id FROM job_graph o WHERE o.group_id = @group_id AND o.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
     ORDER BY o.id FOR UPDATE
 )
 UPDATE job_graph j SET
@@ -256,11 +256,11 @@ UPDATE job_graph j SET
 FROM open WHERE j.id = open.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready', 'running');
 
 -- name: JobCountCancelPending :one
-SELECT count(*) FROM job_graph WHERE group_id = sqlc.arg(group_id) AND state = 'cancel_pending';
+SELECT count(*) FROM job_graph WHERE group_id = @group_id AND state = 'cancel_pending';
 
 -- name: JobResetForRetry :execrows
 WITH finished AS MATERIALIZED (
-    SELECT o.id FROM job_graph o WHERE o.group_id = sqlc.arg(group_id) AND o.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
+    SELECT o.id FROM job_graph o WHERE o.group_id = @group_id AND o.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
     ORDER BY o.id FOR UPDATE
 )
 UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
@@ -271,7 +271,7 @@ FROM finished f WHERE j.id = f.id AND j.state IN ('job_failed', 'dependency_fail
 -- name: JobListExpiredLeases :many
 SELECT id, attempt, lease_token FROM job_graph
 WHERE state IN ('running', 'cancel_pending') AND lease_expires_at < clock_timestamp() AND NOT reported
-ORDER BY lease_expires_at LIMIT sqlc.arg(max_rows);
+ORDER BY lease_expires_at LIMIT @max_rows;
 
 -- name: JobExpire :one
 UPDATE job_graph j SET
@@ -284,19 +284,19 @@ UPDATE job_graph j SET
     finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
     lease_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
 FROM job_graph old
-WHERE j.id = sqlc.arg(id) AND old.id = j.id AND j.attempt = sqlc.arg(attempt) AND j.lease_token = sqlc.arg(lease_token)::bigint
+WHERE j.id = @id AND old.id = j.id AND j.attempt = @attempt AND j.lease_token = @lease_token::bigint
     AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
 RETURNING j.group_id, j.target, j.state::text AS state, old.worker_id, j.max_attempts;
 
 -- name: JobLockUnfinished :exec
-SELECT FROM job_graph WHERE group_id = sqlc.arg(group_id)
+SELECT FROM job_graph WHERE group_id = @group_id
     AND state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')
 ORDER BY id FOR UPDATE;
 
 -- name: JobFailByRecount :many
 UPDATE job_graph j SET state = 'dependency_failed', finished_at = clock_timestamp(), updated_at = clock_timestamp(),
     error = 'a dependency failed (found by recount)'
-WHERE j.group_id = sqlc.arg(group_id) AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+WHERE j.group_id = @group_id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
     AND EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state IN ('job_failed', 'dependency_failed'))
 RETURNING j.id;
 
@@ -306,13 +306,13 @@ RETURNING j.id;
 UPDATE job_graph j
 SET waiting_on_count = (SELECT count(*) FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete'),
     updated_at = clock_timestamp()
-WHERE j.group_id = sqlc.arg(group_id) AND j.state IN ('pending', 'waiting_on_dependency')
+WHERE j.group_id = @group_id AND j.state IN ('pending', 'waiting_on_dependency')
     AND j.waiting_on_count <> (SELECT count(*) FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete')
 RETURNING j.id;
 
 -- name: JobReadyUnblocked :many
 UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
-WHERE group_id = sqlc.arg(group_id) AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
+WHERE group_id = @group_id AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
 RETURNING id, target;
 
 -- name: JobListDrift :many
@@ -324,15 +324,15 @@ WHERE g.state IN ('queued', 'dispatching') AND j.state = 'waiting_on_dependency'
 ORDER BY j.id LIMIT 1000;
 
 -- name: TargetWorkerSee :exec
-INSERT INTO target_workers (target, worker_id) SELECT t, sqlc.arg(worker_id) FROM unnest(sqlc.arg(targets)::text[]) t
+INSERT INTO target_workers (target, worker_id) SELECT t, @worker_id FROM unnest(@targets::text[]) t
 ON CONFLICT (target, worker_id) DO UPDATE SET seen_at = clock_timestamp();
 
 -- name: SystemEventInsert :exec
-INSERT INTO system_events (group_id, job_id, kind, message) VALUES (sqlc.arg(group_id), sqlc.arg(job_id), sqlc.arg(kind), sqlc.arg(message));
+INSERT INTO system_events (group_id, job_id, kind, message) VALUES (@group_id, @job_id, @kind, @message);
 
 -- name: SystemEventList :many
 SELECT id, group_id, job_id, kind, message, created_at FROM system_events
-WHERE (sqlc.arg(group_id)::bigint = 0 OR group_id = sqlc.arg(group_id)::bigint) ORDER BY id DESC LIMIT sqlc.arg(max_rows);
+WHERE (@group_id::bigint = 0 OR group_id = @group_id::bigint) ORDER BY id DESC LIMIT @max_rows;
 
 -- name: RedispatchLock :exec
 SELECT pg_advisory_xact_lock(hashtext('build_scheduler.redispatch'));

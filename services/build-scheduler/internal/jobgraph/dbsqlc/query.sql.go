@@ -135,7 +135,7 @@ func (q *Queries) GroupList(ctx context.Context, db DBTX, arg GroupListParams) (
 		return nil, err
 	}
 	defer rows.Close()
-	items := []GroupListRow{}
+	var items []GroupListRow
 	for rows.Next() {
 		var i GroupListRow
 		if err := rows.Scan(
@@ -168,7 +168,7 @@ func (q *Queries) GroupListActive(ctx context.Context, db DBTX) ([]int64, error)
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	var items []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -271,7 +271,7 @@ func (q *Queries) GroupStripeCountOff(ctx context.Context, db DBTX, arg GroupStr
 		return nil, err
 	}
 	defer rows.Close()
-	items := []GroupStripeCountOffRow{}
+	var items []GroupStripeCountOffRow
 	for rows.Next() {
 		var i GroupStripeCountOffRow
 		if err := rows.Scan(&i.Emptied, &i.GroupState); err != nil {
@@ -352,7 +352,7 @@ func (q *Queries) GroupWatchList(ctx context.Context, db DBTX, stallAfterMs int6
 		return nil, err
 	}
 	defer rows.Close()
-	items := []GroupWatchListRow{}
+	var items []GroupWatchListRow
 	for rows.Next() {
 		var i GroupWatchListRow
 		if err := rows.Scan(
@@ -399,7 +399,7 @@ func (q *Queries) JobAllocateIDs(ctx context.Context, db DBTX, n int32) ([]int64
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	var items []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -560,7 +560,7 @@ func (q *Queries) JobFailByRecount(ctx context.Context, db DBTX, groupID int64) 
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	var items []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -601,7 +601,7 @@ func (q *Queries) JobFailDependents(ctx context.Context, db DBTX, arg JobFailDep
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	var items []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -754,7 +754,7 @@ func (q *Queries) JobInsertMany(ctx context.Context, db DBTX, arg JobInsertManyP
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobInsertManyRow{}
+	var items []JobInsertManyRow
 	for rows.Next() {
 		var i JobInsertManyRow
 		if err := rows.Scan(&i.ID, &i.Target, &i.Ready); err != nil {
@@ -819,7 +819,7 @@ func (q *Queries) JobListByGroup(ctx context.Context, db DBTX, arg JobListByGrou
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobListByGroupRow{}
+	var items []JobListByGroupRow
 	for rows.Next() {
 		var i JobListByGroupRow
 		if err := rows.Scan(
@@ -875,7 +875,7 @@ func (q *Queries) JobListDrift(ctx context.Context, db DBTX) ([]JobListDriftRow,
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobListDriftRow{}
+	var items []JobListDriftRow
 	for rows.Next() {
 		var i JobListDriftRow
 		if err := rows.Scan(&i.GroupID, &i.Message); err != nil {
@@ -907,7 +907,7 @@ func (q *Queries) JobListExpiredLeases(ctx context.Context, db DBTX, maxRows int
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobListExpiredLeasesRow{}
+	var items []JobListExpiredLeasesRow
 	for rows.Next() {
 		var i JobListExpiredLeasesRow
 		if err := rows.Scan(&i.ID, &i.Attempt, &i.LeaseToken); err != nil {
@@ -967,7 +967,7 @@ func (q *Queries) JobReadyUnblocked(ctx context.Context, db DBTX, groupID int64)
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobReadyUnblockedRow{}
+	var items []JobReadyUnblockedRow
 	for rows.Next() {
 		var i JobReadyUnblockedRow
 		if err := rows.Scan(&i.ID, &i.Target); err != nil {
@@ -990,7 +990,7 @@ WHERE j.group_id = $1 AND j.state IN ('pending', 'waiting_on_dependency')
 RETURNING j.id
 `
 
-// JobRecountWaiting sets counters to the seed's Option 1: how many of a job's dependencies are
+// JobRecountWaiting sets counters to the readiness query: how many of a job's dependencies are
 // not complete, computed from the immutable array alone.
 func (q *Queries) JobRecountWaiting(ctx context.Context, db DBTX, groupID int64) ([]int64, error) {
 	rows, err := db.Query(ctx, jobRecountWaiting, groupID)
@@ -998,7 +998,7 @@ func (q *Queries) JobRecountWaiting(ctx context.Context, db DBTX, groupID int64)
 		return nil, err
 	}
 	defer rows.Close()
-	items := []int64{}
+	var items []int64
 	for rows.Next() {
 		var id int64
 		if err := rows.Scan(&id); err != nil {
@@ -1178,7 +1178,7 @@ func (q *Queries) SystemEventList(ctx context.Context, db DBTX, arg SystemEventL
 		return nil, err
 	}
 	defer rows.Close()
-	items := []SystemEvent{}
+	var items []SystemEvent
 	for rows.Next() {
 		var i SystemEvent
 		if err := rows.Scan(

@@ -56,7 +56,7 @@ func (q *Queries) JobLogList(ctx context.Context, db DBTX, arg JobLogListParams)
 		return nil, err
 	}
 	defer rows.Close()
-	items := []JobLogListRow{}
+	var items []JobLogListRow
 	for rows.Next() {
 		var i JobLogListRow
 		if err := rows.Scan(
