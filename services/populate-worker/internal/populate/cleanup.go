@@ -61,27 +61,15 @@ func cleanupSQL(t *Table) string {
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 	n := 0
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE jobs j SET status = 'scheduled', "timestamp" = now(),
-			run_metadata = j.run_metadata || jsonb_build_object('reclaimed_from_connection', j.connection_id)
-			FROM (SELECT table_name, key_hash FROM jobs o
-				WHERE o.status = 'reserved' AND (
-					(o.run_metadata ->> 'lease_until')::timestamptz < now()
-					OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = o.connection_id))
-				FOR UPDATE SKIP LOCKED) o
-			WHERE j.table_name = o.table_name AND j.key_hash = o.key_hash
-			RETURNING j.table_name, j.key_hash`)
+		rows, err := queries.JobReclaim(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("reclaim orphaned reservations: %w", err)
 		}
-		var table, hash string
 		byTable := map[string][]string{}
-		if _, err := pgx.ForEachRow(rows, []any{&table, &hash}, func() error {
-			byTable[table] = append(byTable[table], hash)
-			n++
-			return nil
-		}); err != nil {
-			return fmt.Errorf("reclaim orphaned reservations: %w", err)
+		for _, r := range rows {
+			byTable[r.TableName] = append(byTable[r.TableName], r.KeyHash)
 		}
+		n = len(rows)
 		for table, hashes := range byTable {
 			if err := e.enqueueMakes(ctx, tx, table, hashes); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )
@@ -53,25 +54,19 @@ type Job struct {
 	RunMetadata  json.RawMessage `json:"run_metadata"`
 }
 
-const jobColumns = `table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
-	connection_id, "timestamp", run_duration, run_metadata`
-
-func scanJob(row pgx.CollectableRow) (Job, error) {
-	var j Job
-	var key, meta []byte
-	err := row.Scan(&j.TableName, &j.KeyHash, &j.Status, &key, &j.ErrorMessage, &j.ErrorStack, &j.User,
-		&j.Host, &j.PID, &j.ConnectionID, &j.Timestamp, &j.RunDuration, &meta)
-	j.Key, j.RunMetadata = key, meta
-	return j, err
+// toJob is a jobs row as the package shows it.
+func toJob(r dbsqlc.Job) Job {
+	return Job{
+		TableName: r.TableName, KeyHash: r.KeyHash, Status: Status(r.Status), Key: r.Key,
+		ErrorMessage: r.ErrorMessage, ErrorStack: r.ErrorStack, User: r.User, Host: r.Host, PID: r.Pid,
+		ConnectionID: r.ConnectionID, Timestamp: r.Timestamp, RunDuration: r.RunDuration, RunMetadata: r.RunMetadata,
+	}
 }
 
 // JobGet returns the job of key hash in table.
 func JobGet(ctx context.Context, db postgres.DBTX, table, keyHash string) (Job, error) {
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs WHERE table_name = $1 AND key_hash = $2`, table, keyHash)
-	if err != nil {
-		return Job{}, fmt.Errorf("get job %s/%s: %w", table, keyHash, err)
-	}
-	j, err := pgx.CollectExactlyOneRow(rows, scanJob)
+	r, err := queries.JobGet(ctx, db, dbsqlc.JobGetParams{TableName: table, KeyHash: keyHash})
+	j := toJob(r)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return j, fmt.Errorf("job %s/%s: %w", table, keyHash, problem.ErrNotFound)
 	}
@@ -93,16 +88,15 @@ type JobListParams struct {
 
 // JobList returns jobs in (table_name, key_hash) order, for keyset pagination.
 func JobList(ctx context.Context, db postgres.DBTX, p JobListParams) ([]Job, error) {
-	rows, err := db.Query(ctx, `SELECT `+jobColumns+` FROM jobs
-		WHERE ($1 = '' OR table_name = $1) AND ($2 = '' OR status = $2)
-		  AND (table_name, key_hash) > ($3, $4)
-		ORDER BY table_name, key_hash LIMIT $5`, p.Table, string(p.Status), p.AfterTable, p.AfterKeyHash, p.Limit)
+	rows, err := queries.JobList(ctx, db, dbsqlc.JobListParams{
+		TableName: p.Table, Status: string(p.Status), AfterTable: p.AfterTable, AfterKeyHash: p.AfterKeyHash, MaxRows: int32(p.Limit),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of %q: %w", p.Table, err)
 	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs of %q: %w", p.Table, err)
+	jobs := make([]Job, len(rows))
+	for i, r := range rows {
+		jobs[i] = toJob(r)
 	}
 	return jobs, nil
 }
@@ -132,9 +126,9 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 		if !slices.Contains(from, cur.Status) {
 			return problem.Conflictf("job %s/%s is %s; only %v jobs can become %s", table, keyHash, cur.Status, from, to)
 		}
-		_, err = tx.Exec(ctx, `UPDATE jobs SET status = $3, error_message = NULL, error_stack = NULL,
-			"user" = current_user, host = $4, pid = $5, connection_id = pg_backend_pid(), "timestamp" = now()
-			WHERE table_name = $1 AND key_hash = $2`, table, keyHash, to, e.host, pid())
+		err = queries.JobSetStatus(ctx, tx, dbsqlc.JobSetStatusParams{
+			Status: string(to), Host: e.host, Pid: pid(), TableName: table, KeyHash: keyHash,
+		})
 		if err != nil {
 			return fmt.Errorf("set job %s/%s %s: %w", table, keyHash, to, err)
 		}

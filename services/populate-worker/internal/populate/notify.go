@@ -52,9 +52,7 @@ func createTrigger(ctx context.Context, db postgres.DBTX, table, name, events st
 func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 	out := map[string]*watch{}
 	add := func(table string) (*watch, error) {
-		var qualified string
-		err := e.pool.QueryRow(ctx, `SELECT n.nspname || '.' || c.relname FROM pg_class c
-			JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)`, table).Scan(&qualified)
+		qualified, err := queries.TableQualifiedName(ctx, e.pool, table)
 		if err != nil {
 			return nil, fmt.Errorf("resolve table %s: %w", table, err)
 		}

@@ -2,12 +2,15 @@ package populate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
 
 // Order is the order populate takes keys in.
@@ -36,50 +39,52 @@ type reservation struct {
 	direct bool
 }
 
-const reserveSet = `status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
-	host = $3, pid = $4, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
-	run_metadata = $5::jsonb || jsonb_build_object('lease_until', now() + $6::interval)`
-
-// reserveKey reserves the scheduled job of hash. It is one UPDATE guarded by status = 'scheduled'
-// and checked by its row count: of any number of concurrent callers exactly one gets the row
-// (the others wait for its lock, re-check the status and update nothing).
+// reserveKey reserves the scheduled job of hash (JobReserve).
 func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any) (*reservation, error) {
-	row := conn.QueryRow(ctx, `UPDATE jobs SET `+reserveSet+`
-		WHERE table_name = $1 AND key_hash = $2 AND status = 'scheduled'
-		RETURNING key_hash, key, connection_id`, t.Name, hash, e.host, pid(), meta, e.cfg.OrphanTimeout)
-	return e.scanReservation(row, conn, t, meta)
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, fmt.Errorf("reserve job %s/%s: %w", t.Name, hash, err)
+	}
+	row, err := queries.JobReserve(ctx, conn, dbsqlc.JobReserveParams{
+		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash,
+	})
+	return e.reserved(row, err, conn, t, meta)
 }
 
 // claimNext reserves the first scheduled job of t in order that matches f, skipping rows other
 // workers are reserving at this instant, so that workers never queue behind each other's locks.
+// It sets what JobReserve sets. The statement is not in query.sql because the restriction's
+// condition and the order are chosen at run time; the restriction's values are parameters.
 func (e *Engine) claimNext(ctx context.Context, conn *pgxpool.Conn, t *Table, f filter, order Order, meta map[string]any) (*reservation, error) {
-	args := []any{t.Name, "", e.host, pid(), meta, e.cfg.OrphanTimeout}
-	cond, args := f.where("c.key", args)
+	cond, args := f.where("c.key", []any{t.Name, e.host, pid(), meta, e.cfg.OrphanTimeout})
 	dir := "ASC"
 	if order == OrderReverse {
 		dir = "DESC"
 	}
-	row := conn.QueryRow(ctx, `UPDATE jobs SET `+reserveSet+`
+	var row dbsqlc.JobReserveRow
+	err := conn.QueryRow(ctx, `
+		UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
+			host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
+			run_metadata = $4::jsonb || jsonb_build_object('lease_until', now() + $5::interval)
 		WHERE table_name = $1 AND key_hash = (
 			SELECT c.key_hash FROM jobs c
-			WHERE c.table_name = $1 AND c.status = 'scheduled' AND $2 = '' AND `+cond+` -- $2 keeps reserveSet's numbering
+			WHERE c.table_name = $1 AND c.status = 'scheduled' AND `+cond+`
 			ORDER BY c.key `+dir+` LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING key_hash, key, connection_id`, args...)
-	return e.scanReservation(row, conn, t, meta)
+		RETURNING key_hash, key, connection_id`, args...).Scan(&row.KeyHash, &row.Key, &row.ConnectionID)
+	return e.reserved(row, err, conn, t, meta)
 }
 
-// scanReservation returns the reservation in row, or nil when nothing was reserved.
-func (e *Engine) scanReservation(row pgx.Row, conn *pgxpool.Conn, t *Table, meta map[string]any) (*reservation, error) {
-	r := &reservation{table: t, conn: conn, started: time.Now(), meta: meta}
-	var raw []byte
-	err := row.Scan(&r.hash, &raw, &r.backend)
+// reserved returns the reservation a reserving statement returned (row, or its error), or nil
+// when it reserved nothing.
+func (e *Engine) reserved(row dbsqlc.JobReserveRow, err error, conn *pgxpool.Conn, t *Table, meta map[string]any) (*reservation, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reserve job of %s: %w", t.Name, err)
 	}
-	if r.key, err = scanKey(raw); err != nil {
+	r := &reservation{table: t, hash: row.KeyHash, conn: conn, backend: row.ConnectionID, started: time.Now(), meta: meta}
+	if r.key, err = scanKey(row.Key); err != nil {
 		return nil, fmt.Errorf("reserve job %s/%s: %w", t.Name, r.hash, err)
 	}
 	return r, nil
@@ -105,10 +110,9 @@ func (e *Engine) holdLease(ctx context.Context, r *reservation) {
 			return
 		case <-tick.C:
 		}
-		_, _ = e.pool.Exec(ctx, `UPDATE jobs
-			SET run_metadata = run_metadata || jsonb_build_object('lease_until', now() + $4::interval)
-			WHERE table_name = $1 AND key_hash = $2 AND status = 'reserved' AND connection_id = $3`,
-			r.table.Name, r.hash, r.backend, e.cfg.OrphanTimeout)
+		_ = queries.JobLeaseExtend(ctx, e.pool, dbsqlc.JobLeaseExtendParams{
+			Lease: e.cfg.OrphanTimeout, TableName: r.table.Name, KeyHash: r.hash, ConnectionID: r.backend,
+		})
 	}
 }
 
@@ -116,10 +120,7 @@ func (e *Engine) holdLease(ctx context.Context, r *reservation) {
 // reservation reclaimed meanwhile (lease expired) must not commit, whoever holds the key now.
 // tx may be on another connection (r's may have been closed by a cancelled query).
 func lockReservation(ctx context.Context, tx pgx.Tx, r *reservation) error {
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM jobs
-		WHERE table_name = $1 AND key_hash = $2 AND status = 'reserved' AND connection_id = $3
-		FOR UPDATE) x`, r.table.Name, r.hash, r.backend).Scan(&n)
+	n, err := queries.JobLockReserved(ctx, tx, dbsqlc.JobLockReservedParams{TableName: r.table.Name, KeyHash: r.hash, ConnectionID: r.backend})
 	if err != nil {
 		return fmt.Errorf("lock job %s/%s: %w", r.table.Name, r.hash, err)
 	}
@@ -133,11 +134,14 @@ func lockReservation(ctx context.Context, tx pgx.Tx, r *reservation) error {
 func (e *Engine) finishSuccess(ctx context.Context, tx pgx.Tx, r *reservation) error {
 	var err error
 	if e.cfg.KeepSuccess {
-		_, err = tx.Exec(ctx, `UPDATE jobs SET status = 'success', "timestamp" = now(), run_duration = $3,
-			run_metadata = (run_metadata - 'lease_until') || $4::jsonb
-			WHERE table_name = $1 AND key_hash = $2`, r.table.Name, r.hash, time.Since(r.started).Seconds(), r.meta)
+		var meta []byte
+		if meta, err = json.Marshal(r.meta); err == nil {
+			err = queries.JobSetSuccess(ctx, tx, dbsqlc.JobSetSuccessParams{
+				RunDuration: new(time.Since(r.started).Seconds()), RunMetadata: meta, TableName: r.table.Name, KeyHash: r.hash,
+			})
+		}
 	} else {
-		_, err = tx.Exec(ctx, `DELETE FROM jobs WHERE table_name = $1 AND key_hash = $2`, r.table.Name, r.hash)
+		err = queries.JobDelete(ctx, tx, dbsqlc.JobDeleteParams{TableName: r.table.Name, KeyHash: r.hash})
 	}
 	if err != nil {
 		return fmt.Errorf("complete job %s/%s: %w", r.table.Name, r.hash, err)
@@ -148,10 +152,13 @@ func (e *Engine) finishSuccess(ctx context.Context, tx pgx.Tx, r *reservation) e
 // finishError records make's failure on r's job.
 func finishError(ctx context.Context, tx pgx.Tx, r *reservation, makeErr error) error {
 	msg, stack := describe(makeErr)
-	_, err := tx.Exec(ctx, `UPDATE jobs SET status = 'error', error_message = $3, error_stack = $4,
-		"timestamp" = now(), run_duration = $5, run_metadata = (run_metadata - 'lease_until') || $6::jsonb
-		WHERE table_name = $1 AND key_hash = $2`, r.table.Name, r.hash, msg, stack,
-		time.Since(r.started).Seconds(), r.meta)
+	meta, err := json.Marshal(r.meta)
+	if err == nil {
+		err = queries.JobSetError(ctx, tx, dbsqlc.JobSetErrorParams{
+			ErrorMessage: &msg, ErrorStack: &stack, RunDuration: new(time.Since(r.started).Seconds()),
+			RunMetadata: meta, TableName: r.table.Name, KeyHash: r.hash,
+		})
+	}
 	if err != nil {
 		return fmt.Errorf("record error of job %s/%s: %w", r.table.Name, r.hash, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
 
 // ScheduleOpts tune one schedule_jobs call.
@@ -96,12 +98,7 @@ func (e *Engine) insertScheduled(ctx context.Context, tx pgx.Tx, t *Table, force
 // than interval by the database clock, and reports whether it did. The event row stays locked
 // until the transaction ends, so concurrent callers queue behind it and then see it.
 func claimEvent(ctx context.Context, tx pgx.Tx, table, kind string, interval time.Duration) (bool, error) {
-	var at time.Time
-	err := tx.QueryRow(ctx, `
-		INSERT INTO scheduling_events AS ev (table_name, kind, last_at) VALUES ($1, $2, clock_timestamp())
-		ON CONFLICT (table_name, kind) DO UPDATE SET last_at = clock_timestamp()
-		WHERE ev.last_at <= clock_timestamp() - $3::interval
-		RETURNING last_at`, table, kind, interval).Scan(&at)
+	_, err := queries.SchedulingEventClaim(ctx, tx, dbsqlc.SchedulingEventClaimParams{TableName: table, Kind: kind, MinInterval: interval})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -112,7 +109,7 @@ func claimEvent(ctx context.Context, tx pgx.Tx, table, kind string, interval tim
 }
 
 func recordEventKeys(ctx context.Context, tx pgx.Tx, table, kind string, n int) error {
-	_, err := tx.Exec(ctx, `UPDATE scheduling_events SET keys = $3 WHERE table_name = $1 AND kind = $2`, table, kind, n)
+	err := queries.SchedulingEventSetKeys(ctx, tx, dbsqlc.SchedulingEventSetKeysParams{Keys: int64(n), TableName: table, Kind: kind})
 	if err != nil {
 		return fmt.Errorf("record %s event of %s: %w", kind, table, err)
 	}

@@ -1,0 +1,82 @@
+-- name: JobGet :one
+SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
+    connection_id, "timestamp", run_duration, run_metadata
+FROM jobs WHERE table_name = @table_name AND key_hash = @key_hash;
+
+-- name: JobList :many
+-- JobList pages through jobs in (table_name, key_hash) order; an empty table or status matches
+-- every one.
+SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
+    connection_id, "timestamp", run_duration, run_metadata
+FROM jobs
+WHERE (@table_name::text = '' OR table_name = @table_name::text) AND (@status::text = '' OR status = @status::text)
+    AND (table_name, key_hash) > (@after_table::text, @after_key_hash::text)
+ORDER BY table_name, key_hash LIMIT @max_rows;
+
+-- name: JobReserve :one
+-- JobReserve reserves the scheduled job of a key hash. It is one UPDATE guarded by
+-- status = 'scheduled': of any number of concurrent callers exactly one gets the row (the others
+-- wait for its lock, re-check the status and update nothing).
+UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
+    host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
+    run_metadata = @run_metadata::jsonb || jsonb_build_object('lease_until', now() + @lease::interval)
+WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled'
+RETURNING key_hash, key, connection_id;
+
+-- name: JobLeaseExtend :exec
+UPDATE jobs
+SET run_metadata = run_metadata || jsonb_build_object('lease_until', now() + @lease::interval)
+WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'reserved' AND connection_id = @connection_id;
+
+-- name: JobLockReserved :one
+-- JobLockReserved locks the job row and counts it if it is still reserved by the connection.
+SELECT count(*) FROM (SELECT 1 FROM jobs
+    WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'reserved' AND connection_id = @connection_id
+    FOR UPDATE) x;
+
+-- name: JobSetSuccess :exec
+UPDATE jobs SET status = 'success', "timestamp" = now(), run_duration = @run_duration,
+    run_metadata = (run_metadata - 'lease_until') || @run_metadata::jsonb
+WHERE table_name = @table_name AND key_hash = @key_hash;
+
+-- name: JobDelete :exec
+DELETE FROM jobs WHERE table_name = @table_name AND key_hash = @key_hash;
+
+-- name: JobSetError :exec
+UPDATE jobs SET status = 'error', error_message = @error_message, error_stack = @error_stack,
+    "timestamp" = now(), run_duration = @run_duration, run_metadata = (run_metadata - 'lease_until') || @run_metadata::jsonb
+WHERE table_name = @table_name AND key_hash = @key_hash;
+
+-- name: JobSetStatus :exec
+UPDATE jobs SET status = @status, error_message = NULL, error_stack = NULL,
+    "user" = current_user, host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now()
+WHERE table_name = @table_name AND key_hash = @key_hash;
+
+-- name: JobReclaim :many
+-- JobReclaim returns to scheduled the reserved jobs whose connection is gone or whose lease
+-- expired, skipping rows locked at this instant.
+UPDATE jobs j SET status = 'scheduled', "timestamp" = now(),
+    run_metadata = j.run_metadata || jsonb_build_object('reclaimed_from_connection', j.connection_id)
+FROM (SELECT o.table_name, o.key_hash FROM jobs o
+    WHERE o.status = 'reserved' AND (
+        (o.run_metadata ->> 'lease_until')::timestamptz < now()
+        OR NOT EXISTS (SELECT 1 FROM pg_catalog.pg_stat_activity a WHERE a.pid = o.connection_id))
+    FOR UPDATE SKIP LOCKED) o
+WHERE j.table_name = o.table_name AND j.key_hash = o.key_hash
+RETURNING j.table_name, j.key_hash;
+
+-- name: SchedulingEventClaim :one
+-- SchedulingEventClaim records a scheduling event unless the last one of its kind is more recent
+-- than the interval by the database clock; no row means it did not.
+INSERT INTO scheduling_events AS ev (table_name, kind, last_at) VALUES (@table_name, @kind, clock_timestamp())
+ON CONFLICT (table_name, kind) DO UPDATE SET last_at = clock_timestamp()
+WHERE ev.last_at <= clock_timestamp() - @min_interval::interval
+RETURNING last_at;
+
+-- name: SchedulingEventSetKeys :exec
+UPDATE scheduling_events SET keys = @keys WHERE table_name = @table_name AND kind = @kind;
+
+-- name: TableQualifiedName :one
+-- TableQualifiedName is "<schema>.<relname>" of a table name as the search path resolves it.
+SELECT (n.nspname || '.' || c.relname)::text AS qualified FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(@name);
