@@ -25,38 +25,15 @@ func (g *Graph) RedispatchTx(ctx context.Context, tx pgx.Tx, grace time.Duration
 	if err := queries.RedispatchLock(ctx, tx); err != nil {
 		return 0, fmt.Errorf("lock redispatch: %w", err)
 	}
-	// This statement stays out of query.sql: it reads River's river_job table, which River's own
-	// migrations create, so sqlc does not know it.
-	rows, err := tx.Query(ctx, `
-		WITH stale AS (
-			SELECT target, count(*) AS ready FROM job_graph
-			WHERE state = 'ready' AND updated_at < clock_timestamp() - $1 * interval '1 millisecond'
-			GROUP BY target
-		)
-		SELECT s.target, s.ready - (
-			SELECT count(*) FROM river_job r WHERE r.kind = 'build_run' AND r.queue = 'build_' || s.target
-				AND r.state IN ('available', 'pending', 'scheduled', 'retryable')
-				AND r.scheduled_at < clock_timestamp() + $1 * interval '1 millisecond')
-		FROM stale s`, grace.Milliseconds())
+	rows, err := queries.DispatchTokenCountMissing(ctx, tx, grace.Milliseconds())
 	if err != nil {
 		return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
 	}
 	var missing []readyJob
-	for rows.Next() {
-		var (
-			target string
-			n      int
-		)
-		if err := rows.Scan(&target, &n); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
+	for _, r := range rows {
+		for range r.Missing {
+			missing = append(missing, readyJob{target: r.Target})
 		}
-		for range n {
-			missing = append(missing, readyJob{target: target})
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("count lost dispatch tokens: %w", err)
 	}
 	return len(missing), g.dispatch(ctx, tx, missing)
 }

@@ -80,3 +80,12 @@ UPDATE scheduling_events SET keys = @keys WHERE table_name = @table_name AND kin
 -- TableQualifiedName is "<schema>.<relname>" of a table name as the search path resolves it.
 SELECT (n.nspname || '.' || c.relname)::text AS qualified FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(@name);
+
+-- name: RiverJobListWaitingOfKey :many
+-- RiverJobListWaitingOfKey locks and returns the ids of a key's populate_make River jobs that are
+-- still waiting to run, skipping those locked at this instant. The args containment uses River's
+-- GIN index on args.
+SELECT id FROM river_job
+WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', @table_name::text, 'key_hash', @key_hash::text)
+    AND state IN ('available', 'pending', 'retryable', 'scheduled')
+FOR UPDATE SKIP LOCKED;

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
+
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
 
 // settleRiverJobs is the CompleteFunc of a key populate reserved itself (the HTTP path): in the
@@ -37,18 +39,9 @@ func (e *Engine) settleRiverJobs(r *reservation) CompleteFunc {
 }
 
 // riverJobsOfKey locks and returns the ids of the key's populate_make River jobs that are still
-// waiting to run. The args containment uses River's GIN index on args.
-// The statement stays out of query.sql: River's own migrations create river_job, so sqlc does
-// not know the table.
+// waiting to run (RiverJobListWaitingOfKey).
 func riverJobsOfKey(ctx context.Context, tx pgx.Tx, table, hash string) ([]int64, error) {
-	rows, err := tx.Query(ctx, `SELECT id FROM river_job
-		WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', $1::text, 'key_hash', $2::text)
-		  AND state IN ('available', 'pending', 'retryable', 'scheduled')
-		FOR UPDATE SKIP LOCKED`, table, hash)
-	if err != nil {
-		return nil, fmt.Errorf("find river jobs of %s/%s: %w", table, hash, err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	ids, err := queries.RiverJobListWaitingOfKey(ctx, tx, dbsqlc.RiverJobListWaitingOfKeyParams{TableName: table, KeyHash: hash})
 	if err != nil {
 		return nil, fmt.Errorf("find river jobs of %s/%s: %w", table, hash, err)
 	}

@@ -165,6 +165,14 @@ type JobLog struct {
 	CreatedAt time.Time
 }
 
+type RiverJob struct {
+	ID          int64
+	Kind        string
+	Queue       string
+	State       string
+	ScheduledAt time.Time
+}
+
 type SystemEvent struct {
 	ID        int64
 	GroupID   *int64

@@ -10,6 +10,46 @@ import (
 	"time"
 )
 
+const dispatchTokenCountMissing = `-- name: DispatchTokenCountMissing :many
+WITH stale AS (
+    SELECT target, count(*) AS ready FROM job_graph
+    WHERE state = 'ready' AND updated_at < clock_timestamp() - $1::bigint * interval '1 millisecond'
+    GROUP BY target
+)
+SELECT s.target, (s.ready - (
+    SELECT count(*) FROM river_job r WHERE r.kind = 'build_run' AND r.queue = 'build_' || s.target
+        AND r.state IN ('available', 'pending', 'scheduled', 'retryable')
+        AND r.scheduled_at < clock_timestamp() + $1::bigint * interval '1 millisecond'))::bigint AS missing
+FROM stale s
+`
+
+type DispatchTokenCountMissingRow struct {
+	Target  string
+	Missing int64
+}
+
+// DispatchTokenCountMissing compares, per target, the jobs ready for longer than the grace with
+// the dispatch tokens still waiting in the target's queue.
+func (q *Queries) DispatchTokenCountMissing(ctx context.Context, db DBTX, graceMs int64) ([]DispatchTokenCountMissingRow, error) {
+	rows, err := db.Query(ctx, dispatchTokenCountMissing, graceMs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DispatchTokenCountMissingRow
+	for rows.Next() {
+		var i DispatchTokenCountMissingRow
+		if err := rows.Scan(&i.Target, &i.Missing); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const groupCancel = `-- name: GroupCancel :one
 UPDATE groups SET cancel_requested = true, remaining = $1::int, updated_at = clock_timestamp(),
     state = CASE WHEN $1::int = 0 THEN 'canceled' ELSE state END::group_state,

@@ -46,6 +46,13 @@ type Job struct {
 	RunMetadata  []byte
 }
 
+type RiverJob struct {
+	ID    int64
+	Kind  string
+	Args  []byte
+	State string
+}
+
 type SchedulingEvent struct {
 	TableName string
 	Kind      string

@@ -312,6 +312,41 @@ func (q *Queries) JobSetSuccess(ctx context.Context, db DBTX, arg JobSetSuccessP
 	return err
 }
 
+const riverJobListWaitingOfKey = `-- name: RiverJobListWaitingOfKey :many
+SELECT id FROM river_job
+WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', $1::text, 'key_hash', $2::text)
+    AND state IN ('available', 'pending', 'retryable', 'scheduled')
+FOR UPDATE SKIP LOCKED
+`
+
+type RiverJobListWaitingOfKeyParams struct {
+	TableName string
+	KeyHash   string
+}
+
+// RiverJobListWaitingOfKey locks and returns the ids of a key's populate_make River jobs that are
+// still waiting to run, skipping those locked at this instant. The args containment uses River's
+// GIN index on args.
+func (q *Queries) RiverJobListWaitingOfKey(ctx context.Context, db DBTX, arg RiverJobListWaitingOfKeyParams) ([]int64, error) {
+	rows, err := db.Query(ctx, riverJobListWaitingOfKey, arg.TableName, arg.KeyHash)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const schedulingEventClaim = `-- name: SchedulingEventClaim :one
 INSERT INTO scheduling_events AS ev (table_name, kind, last_at) VALUES ($1, $2, clock_timestamp())
 ON CONFLICT (table_name, kind) DO UPDATE SET last_at = clock_timestamp()
