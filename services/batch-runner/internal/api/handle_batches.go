@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/store"
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
@@ -78,9 +79,9 @@ func queryInt(c *echo.Context, name string, def int64) (int64, error) {
 
 type batchDetail struct {
 	store.Batch
-	Reasons map[string]int `json:"reasons"`
-	Jobs    []store.Job    `json:"jobs"`
-	Events  []store.Event  `json:"events"`
+	Reasons map[batch.Reason]int `json:"reasons"`
+	Jobs    []store.Job          `json:"jobs"`
+	Events  []store.Event        `json:"events"`
 	// Shards are a sharded batch's shards, empty for a batch run in one process.
 	Shards []store.Shard `json:"shards"`
 }
@@ -98,7 +99,7 @@ func (a *API) handleGet(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	d := batchDetail{Batch: b, Reasons: map[string]int{}}
+	d := batchDetail{Batch: b, Reasons: map[batch.Reason]int{}}
 	if d.Jobs, err = store.JobList(ctx, a.Pool, id); err != nil {
 		return err
 	}

@@ -87,16 +87,16 @@ func requireCleanWire(t testing.TB, f *minersim.Fleet) {
 	}
 }
 
-func outcomes(res *Result) map[string]int {
-	out := map[string]int{}
+func outcomes(res *Result) map[Outcome]int {
+	out := map[Outcome]int{}
 	for _, j := range res.Jobs {
 		out[j.Outcome]++
 	}
 	return out
 }
 
-func reasons(res *Result) map[string]int {
-	out := map[string]int{}
+func reasons(res *Result) map[Reason]int {
+	out := map[Reason]int{}
 	for _, j := range res.Jobs {
 		out[j.Reason]++
 	}

@@ -8,12 +8,15 @@ import (
 	"drover.dev/computehorde/protocol"
 )
 
-// Phases of a batch as Progress reports them: phase 1 reads the database and creates the batch
-// row, phase 2 (Run) talks to miners and nothing else, phase 3 writes the results.
+// Phase is a phase of a batch as Progress reports it: phase 1 reads the database and creates the
+// batch row, phase 2 (Run) talks to miners and nothing else, phase 3 writes the results.
+type Phase string
+
+// The phases.
 const (
-	PhasePrepare = "prepare"
-	PhaseRun     = "run"
-	PhaseWrite   = "write"
+	PhasePrepare Phase = "prepare"
+	PhaseRun     Phase = "run"
+	PhaseWrite   Phase = "write"
 )
 
 // Progress is the live record of one batch in flight. Phase 2 may not touch the database, so
@@ -31,7 +34,7 @@ type Progress struct {
 	startedAt      time.Time
 
 	mu        sync.Mutex
-	phase     string
+	phase     Phase
 	stages    []Stage // FinishedAt is zero while the stage runs
 	released  time.Time
 	spread    time.Duration
@@ -50,7 +53,7 @@ func NewProgress(batchID, jobID int64, attempt int) *Progress {
 }
 
 // SetPhase records that the batch entered phase (PhasePrepare, PhaseRun or PhaseWrite).
-func (p *Progress) SetPhase(phase string) {
+func (p *Progress) SetPhase(phase Phase) {
 	p.mu.Lock()
 	p.phase = phase
 	p.mu.Unlock()
@@ -154,7 +157,7 @@ type ProgressView struct {
 	JobID     int64       `json:"job_id"`
 	Attempt   int         `json:"attempt"`
 	StartedAt time.Time   `json:"started_at"`
-	Phase     string      `json:"phase"`
+	Phase     Phase       `json:"phase"`
 	Stage     string      `json:"stage,omitempty"`
 	Stages    []StageView `json:"stages"`
 

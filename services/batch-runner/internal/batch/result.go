@@ -7,12 +7,18 @@ import (
 	"drover.dev/services/batch-runner/internal/sysevent"
 )
 
-// Outcomes of a job, as scorer counts them.
+// Outcome is a job's outcome, as scorer counts it.
+type Outcome string
+
+// The outcomes.
 const (
-	OutcomeCompleted = "completed"
-	OutcomeExcused   = "excused"
-	OutcomeFailed    = "failed"
+	OutcomeCompleted Outcome = "completed"
+	OutcomeExcused   Outcome = "excused"
+	OutcomeFailed    Outcome = "failed"
 )
+
+// Outcomes returns every outcome.
+func Outcomes() []Outcome { return []Outcome{OutcomeCompleted, OutcomeExcused, OutcomeFailed} }
 
 // Result is everything phase 3 writes. Run returns one even when it fails, so the events
 // gathered so far are never lost.
@@ -50,8 +56,8 @@ type ManifestEntry struct {
 type JobResult struct {
 	UUID, Miner, Class, Generator string
 
-	Outcome string
-	Reason  string
+	Outcome Outcome
+	Reason  Reason
 	Score   float64
 	Detail  string
 

@@ -124,7 +124,7 @@ func (r *run) closeAll() {
 }
 
 func (r *run) telemetry(err error) {
-	counts := map[string]int{}
+	counts := map[Outcome]int{}
 	for _, j := range r.res.Jobs {
 		counts[j.Outcome]++
 	}

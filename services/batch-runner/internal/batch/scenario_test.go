@@ -21,8 +21,8 @@ func TestRunSingleMinerScenarios(t *testing.T) {
 		name      string
 		behaviour minersim.Behaviour
 		jobs      int
-		outcome   string
-		reason    string
+		outcome   Outcome
+		reason    Reason
 		event     string
 	}{
 		{"Success", minersim.Behaviour{}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Success},
@@ -60,7 +60,7 @@ func TestRunNineMinersAllSucceed(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t, minersim.Config{Miners: 9})
 	res := bundle.run(t)
-	require.Equal(t, map[string]int{OutcomeCompleted: 9}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 9}, outcomes(res))
 	require.Positive(t, res.SendSpread)
 }
 
@@ -81,7 +81,7 @@ func TestRunComplexNineMinerBatch(t *testing.T) {
 	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
 	require.Len(t, res.Jobs, 8)
-	require.Equal(t, map[string]int{OutcomeCompleted: 1, OutcomeExcused: 1, OutcomeFailed: 6}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 1, OutcomeExcused: 1, OutcomeFailed: 6}, outcomes(res))
 	require.Equal(t, 1, eventCount(res, sysevent.ManifestTimeout))
 }
 
@@ -103,14 +103,14 @@ func TestRunBusyExcuseRules(t *testing.T) {
 	// Busy declines carry receipts the fleet signs on the spot: give a loaded -race run time.
 	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
-	require.Equal(t, map[string]int{ReasonBusyUnexcused: len(kinds), ReasonBusyExcused: 1}, reasons(res))
+	require.Equal(t, map[Reason]int{ReasonBusyUnexcused: len(kinds), ReasonBusyExcused: 1}, reasons(res))
 }
 
 func TestRunTenExecutorsTenReceipts(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t, minersim.Config{Miners: 1, Manifest: manifestOf("always_on.test", 10)})
 	res := bundle.run(t)
-	require.Equal(t, map[string]int{OutcomeCompleted: 10}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 10}, outcomes(res))
 	finished := 0
 	for _, r := range res.Receipts {
 		if r.Type == "JobFinishedReceipt" && r.Error == "" {
@@ -140,7 +140,7 @@ func TestRunEventLimits(t *testing.T) {
 		Scenario: minersim.Scenario{Default: minersim.Behaviour{Silent: minersim.StageAccept}}})
 	bundle.cfg.ManifestTimeout = 10 * time.Second // a bound on a wait that ends at the manifest
 	res := bundle.run(t)
-	require.Equal(t, map[string]int{ReasonNoResponse: 20}, reasons(res))
+	require.Equal(t, map[Reason]int{ReasonNoResponse: 20}, reasons(res))
 	require.Equal(t, 10, eventCount(res, sysevent.JobNotStarted))
 	var dropped []sysevent.Event
 	for _, e := range res.Events {

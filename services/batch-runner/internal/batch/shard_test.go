@@ -94,7 +94,7 @@ func TestRunAgree(t *testing.T) {
 		}
 		res := bundle.run(t)
 		require.Equal(t, 1, calls)
-		require.Equal(t, map[string]int{OutcomeCompleted: 4}, outcomes(res))
+		require.Equal(t, map[Outcome]int{OutcomeCompleted: 4}, outcomes(res))
 		require.False(t, res.HotRelease.Before(sendAt), "released %v before the agreed %v", res.HotRelease, sendAt)
 		for _, j := range res.Jobs {
 			require.False(t, j.BeforeSend.Before(sendAt), "job %s sent before the agreed instant", j.UUID)
@@ -112,7 +112,7 @@ func TestRunAgree(t *testing.T) {
 			return t0, time.Second, nil // another shard tests a class with a longer spin-up
 		}
 		res := bundle.run(t)
-		require.Equal(t, map[string]int{OutcomeCompleted: 2}, outcomes(res))
+		require.Equal(t, map[Outcome]int{OutcomeCompleted: 2}, outcomes(res))
 		for _, j := range res.Jobs {
 			// Offered at t0 + the batch's longest spin-up − its own, so ready when the others are.
 			require.False(t, j.InitialSentAt.Before(t0.Add(600*time.Millisecond)), "job %s offered early", j.UUID)

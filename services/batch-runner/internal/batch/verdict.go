@@ -7,24 +7,36 @@ import (
 	"drover.dev/computehorde/protocol"
 )
 
-// Reasons a job failed, stable strings stored with each job.
+// Reason says why a job ended as it did: a stable string stored with each job.
+type Reason string
+
+// The reasons.
 const (
-	ReasonNoResponse     = "no_response"
-	ReasonDeclined       = "declined"
-	ReasonBusyUnexcused  = "busy_unexcused"
-	ReasonBusyExcused    = "busy_excused"
-	ReasonNotReady       = "not_ready"
-	ReasonExecutorFailed = "executor_failed"
-	ReasonHordeFailed    = "horde_failed"
-	ReasonSendError      = "send_error"
-	ReasonTimeout        = "timeout"
-	ReasonJobFailed      = "job_failed"
-	ReasonOutOfOrder     = "out_of_order"
-	ReasonWrongAnswer    = "wrong_answer"
-	ReasonOverTimeLimit  = "over_time_limit"
-	ReasonNotConnected   = "not_connected"
-	ReasonSuccess        = "success"
+	ReasonNoResponse     Reason = "no_response"
+	ReasonDeclined       Reason = "declined"
+	ReasonBusyUnexcused  Reason = "busy_unexcused"
+	ReasonBusyExcused    Reason = "busy_excused"
+	ReasonNotReady       Reason = "not_ready"
+	ReasonExecutorFailed Reason = "executor_failed"
+	ReasonHordeFailed    Reason = "horde_failed"
+	ReasonSendError      Reason = "send_error"
+	ReasonTimeout        Reason = "timeout"
+	ReasonJobFailed      Reason = "job_failed"
+	ReasonOutOfOrder     Reason = "out_of_order"
+	ReasonWrongAnswer    Reason = "wrong_answer"
+	ReasonOverTimeLimit  Reason = "over_time_limit"
+	ReasonNotConnected   Reason = "not_connected"
+	ReasonSuccess        Reason = "success"
 )
+
+// Reasons returns every reason.
+func Reasons() []Reason {
+	return []Reason{
+		ReasonNoResponse, ReasonDeclined, ReasonBusyUnexcused, ReasonBusyExcused, ReasonNotReady,
+		ReasonExecutorFailed, ReasonHordeFailed, ReasonSendError, ReasonTimeout, ReasonJobFailed,
+		ReasonOutOfOrder, ReasonWrongAnswer, ReasonOverTimeLimit, ReasonNotConnected, ReasonSuccess,
+	}
+}
 
 // facts is what a verdict is judged on, copied out of a job once its slots are sealed.
 type facts struct {
@@ -41,12 +53,14 @@ type facts struct {
 
 // verdict is a judged job.
 type verdict struct {
-	outcome, reason, detail string
-	score                   float64
-	timeTook                time.Duration
+	outcome  Outcome
+	reason   Reason
+	detail   string
+	score    float64
+	timeTook time.Duration
 }
 
-func failed(reason, detail string) verdict {
+func failed(reason Reason, detail string) verdict {
 	return verdict{outcome: OutcomeFailed, reason: reason, detail: detail}
 }
 

@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"time"
 
+	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
 // Batch is a batch's row with its counts by outcome.
 type Batch struct {
-	ID               int64           `json:"id"`
-	RiverJobID       int64           `json:"river_job_id"`
-	Attempt          int             `json:"attempt"`
-	State            string          `json:"state"`
-	Reason           string          `json:"reason"`
-	Error            *string         `json:"error"`
-	Miners           int             `json:"miners"`
-	PreviousJobs     int             `json:"previous_jobs"`
-	Pregenerated     int             `json:"pregenerated"`
-	PregeneratedUsed int             `json:"pregenerated_used"`
-	ExtraGenerated   int             `json:"extra_generated"`
-	Stages           json.RawMessage `json:"stages"`
-	HotReleaseAt     *time.Time      `json:"hot_release_at"`
-	SendSpreadUS     *int64          `json:"send_spread_us"`
-	CreatedAt        time.Time       `json:"created_at"`
-	StartedAt        time.Time       `json:"started_at"`
-	FinishedAt       *time.Time      `json:"finished_at"`
-	Counts           map[string]int  `json:"counts"`
+	ID               int64                 `json:"id"`
+	RiverJobID       int64                 `json:"river_job_id"`
+	Attempt          int                   `json:"attempt"`
+	State            BatchState            `json:"state"`
+	Reason           string                `json:"reason"`
+	Error            *string               `json:"error"`
+	Miners           int                   `json:"miners"`
+	PreviousJobs     int                   `json:"previous_jobs"`
+	Pregenerated     int                   `json:"pregenerated"`
+	PregeneratedUsed int                   `json:"pregenerated_used"`
+	ExtraGenerated   int                   `json:"extra_generated"`
+	Stages           json.RawMessage       `json:"stages"`
+	HotReleaseAt     *time.Time            `json:"hot_release_at"`
+	SendSpreadUS     *int64                `json:"send_spread_us"`
+	CreatedAt        time.Time             `json:"created_at"`
+	StartedAt        time.Time             `json:"started_at"`
+	FinishedAt       *time.Time            `json:"finished_at"`
+	Counts           map[batch.Outcome]int `json:"counts"`
 
 	// ShardCount is the number of shards of a sharded batch, 0 for a batch run in one process;
 	// OfferAt and MaxSpinUS are the stagger its shards agreed, SendAt the send instant.
@@ -42,7 +43,7 @@ type Batch struct {
 // batchOf makes a Batch of its row and its counts by outcome (a JSON object).
 func batchOf(r dbsqlc.Batch, counts []byte) (Batch, error) {
 	b := Batch{
-		ID: r.ID, RiverJobID: r.RiverJobID, Attempt: int(r.Attempt), State: r.State, Reason: r.Reason, Error: r.Error,
+		ID: r.ID, RiverJobID: r.RiverJobID, Attempt: int(r.Attempt), State: BatchState(r.State), Reason: r.Reason, Error: r.Error,
 		Miners: int(r.Miners), PreviousJobs: int(r.PreviousJobs), Pregenerated: int(r.Pregenerated),
 		PregeneratedUsed: int(r.PregeneratedUsed), ExtraGenerated: int(r.ExtraGenerated), Stages: r.Stages,
 		HotReleaseAt: r.HotReleaseAt, SendSpreadUS: r.SendSpreadUs, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt,
@@ -81,22 +82,22 @@ func BatchGet(ctx context.Context, db postgres.DBTX, id int64) (Batch, error) {
 
 // Job is one job's row.
 type Job struct {
-	JobUUID       string     `json:"job_uuid"`
-	MinerHotkey   string     `json:"miner_hotkey"`
-	ExecutorClass string     `json:"executor_class"`
-	Generator     string     `json:"generator"`
-	Outcome       string     `json:"outcome"`
-	Reason        string     `json:"reason"`
-	Detail        string     `json:"detail"`
-	Score         float64    `json:"score"`
-	InitialSentAt *time.Time `json:"initial_sent_at"`
-	ResponseAt    *time.Time `json:"response_at"`
-	ReadyAt       *time.Time `json:"ready_at"`
-	BeforeSendAt  *time.Time `json:"before_send_at"`
-	AfterSendAt   *time.Time `json:"after_send_at"`
-	EndAt         *time.Time `json:"end_at"`
-	TimeTookUS    *int64     `json:"time_took_us"`
-	TimeLimitUS   int64      `json:"time_limit_us"`
+	JobUUID       string        `json:"job_uuid"`
+	MinerHotkey   string        `json:"miner_hotkey"`
+	ExecutorClass string        `json:"executor_class"`
+	Generator     string        `json:"generator"`
+	Outcome       batch.Outcome `json:"outcome"`
+	Reason        batch.Reason  `json:"reason"`
+	Detail        string        `json:"detail"`
+	Score         float64       `json:"score"`
+	InitialSentAt *time.Time    `json:"initial_sent_at"`
+	ResponseAt    *time.Time    `json:"response_at"`
+	ReadyAt       *time.Time    `json:"ready_at"`
+	BeforeSendAt  *time.Time    `json:"before_send_at"`
+	AfterSendAt   *time.Time    `json:"after_send_at"`
+	EndAt         *time.Time    `json:"end_at"`
+	TimeTookUS    *int64        `json:"time_took_us"`
+	TimeLimitUS   int64         `json:"time_limit_us"`
 }
 
 // JobList returns a batch's jobs by miner and class.
@@ -109,7 +110,7 @@ func JobList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Job, error
 	for i, r := range rows {
 		out[i] = Job{
 			JobUUID: r.JobUuid, MinerHotkey: r.MinerHotkey, ExecutorClass: r.ExecutorClass, Generator: r.Generator,
-			Outcome: r.Outcome, Reason: r.Reason, Detail: r.Detail, Score: r.Score,
+			Outcome: batch.Outcome(r.Outcome), Reason: batch.Reason(r.Reason), Detail: r.Detail, Score: r.Score,
 			InitialSentAt: r.InitialSentAt, ResponseAt: r.ResponseAt, ReadyAt: r.ReadyAt, BeforeSendAt: r.BeforeSendAt,
 			AfterSendAt: r.AfterSendAt, EndAt: r.EndAt, TimeTookUS: r.TimeTookUs, TimeLimitUS: r.TimeLimitUs,
 		}

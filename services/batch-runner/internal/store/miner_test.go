@@ -99,12 +99,12 @@ func TestMinerListExcusesBusyMiners(t *testing.T) {
 	}
 	res, err := batch.Run(ctx, cfg, batch.Plan{BatchID: 1, Miners: miners, Validators: validators, Events: sysevent.New(nil)})
 	require.NoError(t, err)
-	byMiner := map[string]string{}
+	byMiner := map[string]batch.Reason{}
 	for _, j := range res.Jobs {
 		byMiner[j.Miner] = j.Reason
 	}
 	m := fleet.Miners()
-	require.Equal(t, map[string]string{
+	require.Equal(t, map[string]batch.Reason{
 		m[0].Hotkey: batch.ReasonBusyExcused, m[1].Hotkey: batch.ReasonBusyUnexcused,
 		m[2].Hotkey: batch.ReasonBusyUnexcused, m[3].Hotkey: batch.ReasonSuccess,
 	}, byMiner)

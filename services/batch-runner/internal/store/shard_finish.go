@@ -39,7 +39,7 @@ func BatchEndShards(ctx context.Context, tx pgx.Tx, batchID int64) (ShardedBatch
 	if err != nil {
 		return ShardedBatchEnd{}, fmt.Errorf("count open shards of batch %d: %w", batchID, err)
 	}
-	if state != "running" || count.Open > 0 {
+	if BatchState(state) != BatchRunning || count.Open > 0 {
 		return ShardedBatchEnd{}, nil
 	}
 	merged, err := mergedStages(ctx, tx, batchID)

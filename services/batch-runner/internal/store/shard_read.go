@@ -11,12 +11,12 @@ import (
 
 // Shard is one shard's row, as GET /v1/batches/{id} shows it.
 type Shard struct {
-	Shard      int     `json:"shard"`
-	State      string  `json:"state"`
-	Attempt    int     `json:"attempt"`
-	RiverJobID *int64  `json:"river_job_id"`
-	Miners     int     `json:"miners"`
-	Error      *string `json:"error"`
+	Shard      int        `json:"shard"`
+	State      ShardState `json:"state"`
+	Attempt    int        `json:"attempt"`
+	RiverJobID *int64     `json:"river_job_id"`
+	Miners     int        `json:"miners"`
+	Error      *string    `json:"error"`
 	// OfferReadyAt is when the shard knew its jobs, on its own clock; MaxSpinUS its longest
 	// spin-up, which the batch's stagger covers.
 	OfferReadyAt *time.Time `json:"offer_ready_at"`
@@ -44,7 +44,7 @@ func ShardList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Shard, e
 	out := make([]Shard, len(rows))
 	for i, r := range rows {
 		out[i] = Shard{
-			Shard: int(r.Shard), State: r.State, Attempt: int(r.Attempt), RiverJobID: r.RiverJobID, Miners: int(r.Miners),
+			Shard: int(r.Shard), State: ShardState(r.State), Attempt: int(r.Attempt), RiverJobID: r.RiverJobID, Miners: int(r.Miners),
 			Error: r.Error, OfferReadyAt: r.OfferReadyAt, MaxSpinUS: r.MaxSpinUs, ReadyAt: r.ReadyAt, ClockSkewUS: r.ClockSkewUs,
 			ReleasedAt: r.ReleasedAt, SendSpreadUS: r.SendSpreadUs, Stages: r.Stages,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt,

@@ -93,9 +93,9 @@ func TestShardedBatch(t *testing.T) {
 		require.ErrorIs(t, err, ErrAlreadyDone)
 		got, err := BatchGet(ctx, tx, b.ID)
 		require.NoError(t, err)
-		require.Equal(t, "done", got.State)
+		require.Equal(t, BatchDone, got.State)
 		require.Equal(t, 2, got.ShardCount)
-		require.Equal(t, map[string]int{"completed": 2}, got.Counts)
+		require.Equal(t, map[batch.Outcome]int{batch.OutcomeCompleted: 2}, got.Counts)
 		var stages []batch.Stage
 		require.NoError(t, json.Unmarshal(got.Stages, &stages))
 		require.Len(t, stages, 1, "the shards' stages merged")
@@ -107,7 +107,7 @@ func TestShardedBatch(t *testing.T) {
 		shards, err := ShardList(ctx, tx, b.ID)
 		require.NoError(t, err)
 		require.Len(t, shards, 2)
-		require.Equal(t, "done", shards[0].State)
+		require.Equal(t, ShardDone, shards[0].State)
 		require.Equal(t, 2, shards[0].Attempt)
 	})
 
@@ -202,7 +202,7 @@ func TestShardedBatch(t *testing.T) {
 		require.NoError(t, err)
 		got, err := BatchGet(ctx, tx, old.ID)
 		require.NoError(t, err)
-		require.Equal(t, "failed", got.State)
+		require.Equal(t, BatchFailed, got.State)
 	})
 
 	t.Run("EveryShardFailed", func(t *testing.T) {
@@ -220,7 +220,7 @@ func TestShardedBatch(t *testing.T) {
 		require.False(t, end.Done, "nothing to score")
 		got, err := BatchGet(ctx, tx, b.ID)
 		require.NoError(t, err)
-		require.Equal(t, "failed", got.State)
+		require.Equal(t, BatchFailed, got.State)
 		events, err := EventList(ctx, tx, b.ID)
 		require.NoError(t, err)
 		require.Len(t, events, 2, "a failed shard keeps its events")
@@ -260,7 +260,7 @@ func TestShardsEndingAtOnceEndTheBatchOnce(t *testing.T) {
 		require.NotEqual(t, ends[0].Ended, ends[1].Ended, "round %d: exactly one of the two ends the batch: %+v", round, ends)
 		got, err := BatchGet(ctx, pool, b.ID)
 		require.NoError(t, err)
-		require.Equal(t, "done", got.State)
+		require.Equal(t, BatchDone, got.State)
 	}
 }
 
