@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -26,7 +27,9 @@ type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8081" desc:"HTTP listen address"`
 
-	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
+	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: pylon+http(s)://host:port (Pylon's neurons endpoint), http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
+	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet whose neurons Pylon is asked for"`
+	PylonToken       string        `envconfig:"PYLON_IDENTITY_TOKEN" secret:"true" desc:"bearer token sent to Pylon"`
 	SyncInterval     time.Duration `envconfig:"SYNC_INTERVAL" default:"1m" desc:"how often the metagraph is synced (also once at start)"`
 	SourceTimeout    time.Duration `envconfig:"SOURCE_TIMEOUT" default:"10s" desc:"longest a metagraph fetch may take, body included"`
 	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes"`
@@ -83,12 +86,20 @@ func sourceOf(cfg Config) (metagraph.Source, error) {
 		return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: %w", err)
 	}
 	switch u.Scheme {
+	case "pylon+http", "pylon+https":
+		if cfg.Netuid < 0 || cfg.Netuid > 65535 {
+			return nil, fmt.Errorf("MINER_SYNC_BITTENSOR_NETUID: %d is not a netuid (0..65535)", cfg.Netuid)
+		}
+		return &metagraph.PylonSource{
+			BaseURL: strings.TrimPrefix(cfg.MetagraphURL, "pylon+"), Token: cfg.PylonToken, Netuid: cfg.Netuid,
+			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
+		}, nil
 	case "http", "https":
 		return &metagraph.HTTPSource{URL: cfg.MetagraphURL, Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
 	case "file":
 		return &metagraph.FileSource{Path: u.Path, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
 	}
-	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want http, https or file", u.Scheme)
+	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want pylon+http, pylon+https, http, https or file", u.Scheme)
 }
 
 // withDefaults fills the settings a config struct built in code (tests) left at zero with the

@@ -3,6 +3,7 @@ package metagraph
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -21,32 +22,50 @@ type HTTPSource struct {
 func (s *HTTPSource) Fetch(ctx context.Context) (Snapshot, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL, nil)
+	body, err := getBounded(ctx, s.Client, s.URL, "", s.MaxBytes)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("metagraph request: %w", err)
+		return Snapshot{}, err
+	}
+	defer body.Close()
+	return Decode(body, s.MaxBytes, s.MaxEntries)
+}
+
+// String is the URL without credentials or query (which might carry a token).
+func (s *HTTPSource) String() string { return redactURL(s.URL) }
+
+// getBounded GETs rawURL (with a bearer token when one is given) and returns the body of a 200
+// answer, refusing one that announces more than maxBytes. The caller still bounds its reading,
+// since a body need not announce its length, and closes it.
+func getBounded(ctx context.Context, client *http.Client, rawURL, token string, maxBytes int64) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("metagraph request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	client := s.Client
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	if client == nil {
 		client = &http.Client{}
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("get metagraph: %w", err)
+		return nil, fmt.Errorf("get metagraph: %w", err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Snapshot{}, fmt.Errorf("get metagraph: status %d", resp.StatusCode)
+		resp.Body.Close()
+		return nil, fmt.Errorf("get metagraph: status %d", resp.StatusCode)
 	}
-	if resp.ContentLength > s.MaxBytes {
-		return Snapshot{}, fmt.Errorf("%w: %d bytes announced, at most %d", ErrTooLarge, resp.ContentLength, s.MaxBytes)
+	if resp.ContentLength > maxBytes {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: %d bytes announced, at most %d", ErrTooLarge, resp.ContentLength, maxBytes)
 	}
-	return Decode(resp.Body, s.MaxBytes, s.MaxEntries)
+	return resp.Body, nil
 }
 
-// String is the URL without credentials or query (which might carry a token).
-func (s *HTTPSource) String() string {
-	u, err := url.Parse(s.URL)
+// redactURL drops credentials, query and fragment, which might carry a token.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil {
 		return "http (unparsable url)"
 	}

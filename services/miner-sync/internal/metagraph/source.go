@@ -17,12 +17,7 @@ const DefaultMaxEntries = 4096
 // ErrTooLarge is returned when a source's answer exceeds its byte or entry bound.
 var ErrTooLarge = errors.New("metagraph too large")
 
-// Source is where the metagraph comes from.
-//
-// A subtensor adapter (reading the metagraph from a Bittensor node over its websocket RPC) would
-// implement Source by calling the SubnetInfo runtime API for the netuid and mapping each neuron
-// to an Entry: uid, hotkey, coldkey, axon ip and port, total stake in TAO, and validator_permit.
-// It is not implemented: deployments point HTTPSource at a service that exports the metagraph.
+// Source is where the metagraph comes from: HTTPSource, FileSource or PylonSource.
 type Source interface {
 	// Fetch returns the current snapshot. Entries are not validated yet (see Check); an error
 	// means the whole snapshot is unusable and the last good list must stay.
@@ -34,9 +29,10 @@ type Source interface {
 
 // Snapshot is the metagraph as a source returned it.
 type Snapshot struct {
-	Netuid  int
-	Block   int64
-	Entries []Entry
+	Netuid    int
+	Block     int64
+	BlockHash string // 0x-prefixed lowercase hex; empty when the source does not name it
+	Entries   []Entry
 }
 
 // Entry is one neuron as the source gave it. DecodeErr is set for an entry that did not decode,
@@ -62,12 +58,9 @@ type document struct {
 // Decode reads a snapshot from r, reading at most maxBytes and accepting at most maxEntries. An
 // entry that does not decode is kept with DecodeErr set; only a malformed document fails.
 func Decode(r io.Reader, maxBytes int64, maxEntries int) (Snapshot, error) {
-	body, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	body, err := readBounded(r, maxBytes)
 	if err != nil {
-		return Snapshot{}, fmt.Errorf("read metagraph: %w", err)
-	}
-	if int64(len(body)) > maxBytes {
-		return Snapshot{}, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
+		return Snapshot{}, err
 	}
 	var doc document
 	if err := json.Unmarshal(body, &doc); err != nil {
@@ -86,4 +79,16 @@ func Decode(r io.Reader, maxBytes int64, maxEntries int) (Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// readBounded reads all of r, failing with ErrTooLarge past maxBytes.
+func readBounded(r io.Reader, maxBytes int64) ([]byte, error) {
+	body, err := io.ReadAll(io.LimitReader(r, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read metagraph: %w", err)
+	}
+	if int64(len(body)) > maxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, maxBytes)
+	}
+	return body, nil
 }

@@ -33,13 +33,13 @@ ORDER BY uid, hotkey COLLATE "C"
 LIMIT @max;
 
 -- name: SyncEventInsert :one
-INSERT INTO sync_events (reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries)
-VALUES (@reason, @outcome, @source, @netuid, @block, @entries, @upserted, @deactivated, @skipped, @error, @skipped_entries)
+INSERT INTO sync_events (reason, outcome, source, netuid, block, block_hash, entries, upserted, deactivated, skipped, error, skipped_entries)
+VALUES (@reason, @outcome, @source, @netuid, @block, @block_hash, @entries, @upserted, @deactivated, @skipped, @error, @skipped_entries)
 RETURNING id;
 
 -- name: SyncEventList :many
 -- SyncEventList returns events newest first, older than before (every event when 0).
-SELECT id, at, reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries
+SELECT id, at, reason, outcome, source, netuid, block, block_hash, entries, upserted, deactivated, skipped, error, skipped_entries
 FROM sync_events
 WHERE (@before::bigint = 0 OR id < @before::bigint)
 ORDER BY id DESC

@@ -30,6 +30,7 @@ type SyncEvent struct {
 	Source         string           `json:"source"`
 	Netuid         *int             `json:"netuid"`
 	Block          *int64           `json:"block"`
+	BlockHash      *string          `json:"block_hash"`
 	Entries        int              `json:"entries"`
 	Upserted       int              `json:"upserted"`
 	Deactivated    int              `json:"deactivated"`
@@ -52,7 +53,7 @@ func SyncEventInsert(ctx context.Context, db postgres.DBTX, e SyncEvent) (int64,
 		return 0, fmt.Errorf("encode skipped entries of a %s sync event: %w", e.Outcome, err)
 	}
 	id, err := queries.SyncEventInsert(ctx, db, dbsqlc.SyncEventInsertParams{
-		Reason: e.Reason, Outcome: e.Outcome, Source: e.Source, Netuid: int32Ptr(e.Netuid), Block: e.Block,
+		Reason: e.Reason, Outcome: e.Outcome, Source: e.Source, Netuid: int32Ptr(e.Netuid), Block: e.Block, BlockHash: e.BlockHash,
 		Entries: int32(e.Entries), Upserted: int32(e.Upserted), Deactivated: int32(e.Deactivated),
 		Skipped: int32(e.Skipped), Error: e.Error, SkippedEntries: skipped,
 	})
@@ -71,7 +72,7 @@ func SyncEventList(ctx context.Context, db postgres.DBTX, before int64, limit in
 	events := make([]SyncEvent, len(rows))
 	for i, r := range rows {
 		events[i] = SyncEvent{
-			ID: r.ID, At: r.At, Reason: r.Reason, Outcome: r.Outcome, Source: r.Source, Block: r.Block,
+			ID: r.ID, At: r.At, Reason: r.Reason, Outcome: r.Outcome, Source: r.Source, Block: r.Block, BlockHash: r.BlockHash,
 			Entries: int(r.Entries), Upserted: int(r.Upserted), Deactivated: int(r.Deactivated), Skipped: int(r.Skipped),
 			Error: r.Error,
 		}

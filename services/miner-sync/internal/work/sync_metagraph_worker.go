@@ -74,6 +74,9 @@ func (w *SyncMetagraphWorker) fetch(ctx context.Context, reason string) ([]metag
 	}
 	miners, skipped := metagraph.Check(snap.Entries)
 	event.Netuid, event.Block = &snap.Netuid, &snap.Block
+	if snap.BlockHash != "" {
+		event.BlockHash = &snap.BlockHash
+	}
 	event.Entries, event.Skipped, event.SkippedEntries = len(snap.Entries), len(skipped), skipped
 	if len(miners) == 0 {
 		// Applying an empty list would deactivate every miner and stop the batches.

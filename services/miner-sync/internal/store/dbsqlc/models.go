@@ -37,4 +37,5 @@ type SyncEvent struct {
 	Skipped        int32
 	Error          *string
 	SkippedEntries []byte
+	BlockHash      *string
 }

@@ -152,8 +152,8 @@ func (q *Queries) MinerUpsert(ctx context.Context, db DBTX, arg MinerUpsertParam
 }
 
 const syncEventInsert = `-- name: SyncEventInsert :one
-INSERT INTO sync_events (reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+INSERT INTO sync_events (reason, outcome, source, netuid, block, block_hash, entries, upserted, deactivated, skipped, error, skipped_entries)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING id
 `
 
@@ -163,6 +163,7 @@ type SyncEventInsertParams struct {
 	Source         string
 	Netuid         *int32
 	Block          *int64
+	BlockHash      *string
 	Entries        int32
 	Upserted       int32
 	Deactivated    int32
@@ -178,6 +179,7 @@ func (q *Queries) SyncEventInsert(ctx context.Context, db DBTX, arg SyncEventIns
 		arg.Source,
 		arg.Netuid,
 		arg.Block,
+		arg.BlockHash,
 		arg.Entries,
 		arg.Upserted,
 		arg.Deactivated,
@@ -191,7 +193,7 @@ func (q *Queries) SyncEventInsert(ctx context.Context, db DBTX, arg SyncEventIns
 }
 
 const syncEventList = `-- name: SyncEventList :many
-SELECT id, at, reason, outcome, source, netuid, block, entries, upserted, deactivated, skipped, error, skipped_entries
+SELECT id, at, reason, outcome, source, netuid, block, block_hash, entries, upserted, deactivated, skipped, error, skipped_entries
 FROM sync_events
 WHERE ($1::bigint = 0 OR id < $1::bigint)
 ORDER BY id DESC
@@ -203,16 +205,33 @@ type SyncEventListParams struct {
 	Max    int32
 }
 
+type SyncEventListRow struct {
+	ID             int64
+	At             time.Time
+	Reason         string
+	Outcome        string
+	Source         string
+	Netuid         *int32
+	Block          *int64
+	BlockHash      *string
+	Entries        int32
+	Upserted       int32
+	Deactivated    int32
+	Skipped        int32
+	Error          *string
+	SkippedEntries []byte
+}
+
 // SyncEventList returns events newest first, older than before (every event when 0).
-func (q *Queries) SyncEventList(ctx context.Context, db DBTX, arg SyncEventListParams) ([]SyncEvent, error) {
+func (q *Queries) SyncEventList(ctx context.Context, db DBTX, arg SyncEventListParams) ([]SyncEventListRow, error) {
 	rows, err := db.Query(ctx, syncEventList, arg.Before, arg.Max)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []SyncEvent
+	var items []SyncEventListRow
 	for rows.Next() {
-		var i SyncEvent
+		var i SyncEventListRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.At,
@@ -221,6 +240,7 @@ func (q *Queries) SyncEventList(ctx context.Context, db DBTX, arg SyncEventListP
 			&i.Source,
 			&i.Netuid,
 			&i.Block,
+			&i.BlockHash,
 			&i.Entries,
 			&i.Upserted,
 			&i.Deactivated,

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/services/miner-sync/internal/metagraph"
+)
+
+func TestSourceOf(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cfg     Config
+		want    string // the source's String, or the error's text
+		wantErr bool
+	}{
+		{"None", Config{}, "", false},
+		{"Pylon", Config{MetagraphURL: "pylon+http://pylon:8000", Netuid: 12, PylonToken: "t"}, "pylon+http://pylon:8000 netuid 12", false},
+		{"PylonTLS", Config{MetagraphURL: "pylon+https://pylon.example", Netuid: 1}, "pylon+https://pylon.example netuid 1", false},
+		{"PylonBadNetuid", Config{MetagraphURL: "pylon+http://pylon:8000", Netuid: 70000}, "MINER_SYNC_BITTENSOR_NETUID", true},
+		{"HTTP", Config{MetagraphURL: "http://fleet/metagraph"}, "http://fleet/metagraph", false},
+		{"File", Config{MetagraphURL: "file:///tmp/m.json"}, "file:/tmp/m.json", false},
+		{"Unknown", Config{MetagraphURL: "ftp://x"}, `scheme "ftp"`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			src, err := sourceOf(tt.cfg.withDefaults())
+			if tt.wantErr {
+				require.ErrorContains(t, err, tt.want)
+				return
+			}
+			require.NoError(t, err)
+			if tt.want == "" {
+				require.Nil(t, src)
+				return
+			}
+			require.Equal(t, tt.want, src.String())
+			if p, ok := src.(*metagraph.PylonSource); ok {
+				require.Equal(t, tt.cfg.PylonToken, p.Token)
+			}
+		})
+	}
+}
