@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/recvstamp"
 )
 
 // maxPending bounds the frames queued before auth completes, so a validator that never
@@ -87,6 +88,16 @@ func (c *conn) run() {
 	}
 }
 
+// receivedAt is when the frame just read reached this machine, in unix ns: the kernel's receive
+// stamp of the socket read that brought its last byte where there is one (see recvstamp), so an
+// arrival is what the network delivered, not when this reader got a core; else now.
+func (c *conn) receivedAt() int64 {
+	if sc, ok := c.ws.NetConn().(*recvstamp.Conn); ok && !sc.LastRead().IsZero() {
+		return sc.LastRead().UnixNano()
+	}
+	return time.Now().UnixNano()
+}
+
 func (c *conn) extendDeadline() {
 	_ = c.ws.SetReadDeadline(time.Now().Add(c.cfg.IdleTimeout))
 }
@@ -99,7 +110,7 @@ func (c *conn) readLoop() {
 			c.m.fleet.cfg.Logger.Debug("miner read", "miner", c.m.info.Index, "validator", c.validator, "err", err)
 			return
 		}
-		at := time.Now().UnixNano()
+		at := c.receivedAt()
 		c.m.frames.Add(1)
 		if c.handleFrame(data, at) {
 			return

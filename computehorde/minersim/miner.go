@@ -11,6 +11,7 @@ import (
 
 	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/recvstamp"
 )
 
 // MinerStats counts what one miner saw. DecodeErrors counts frames protocol.DecodeFromValidator
@@ -65,7 +66,7 @@ func (m *miner) serve(l net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v0.1/validator_interface/{validator}", m.handleValidator)
 	m.server = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = m.server.Serve(l) }()
+	go func() { _ = m.server.Serve(recvstamp.Listener{Listener: l}) }()
 }
 
 func (m *miner) handleValidator(w http.ResponseWriter, r *http.Request) {

@@ -5,9 +5,11 @@ import (
 	"sync"
 )
 
-// Arrival records one frame a miner received from a validator. UnixNano is read right after
-// the frame came off the socket, before decoding, so comparing arrivals of the same message
-// type across miners measures how fairly the validator sent them.
+// Arrival records one frame a miner received from a validator. UnixNano is when the frame's last
+// byte reached this machine: on Linux the kernel's receive timestamp of the socket read that
+// brought it (SO_TIMESTAMPNS), elsewhere the instant that read returned, before decoding either
+// way. Comparing arrivals of the same message type across miners therefore measures how fairly
+// the validator sent them, not how the miners' readers were scheduled.
 type Arrival struct {
 	Miner       int    `json:"miner"`
 	MinerHotkey string `json:"miner_hotkey"`

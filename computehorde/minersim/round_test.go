@@ -15,7 +15,10 @@ import (
 func TestFleetAnswerAt(t *testing.T) {
 	t.Parallel()
 
-	const answerAt = 150 * time.Millisecond
+	// Wide enough for the third request, sent ~60 ms after the first, to be handled and its
+	// answer held before the round's instant on a loaded machine: the instant counts from the
+	// kernel's arrival stamp of the first request, not from when its reader got a core.
+	const answerAt = 300 * time.Millisecond
 	f := startFleet(t, Config{
 		Manifest: protocol.Manifest{{Class: testClass, Count: 3}},
 		Scenario: Scenario{Default: Behaviour{Answer: AnswerScripted, Stdout: "x", AnswerAt: Duration(answerAt)}},

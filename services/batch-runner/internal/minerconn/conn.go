@@ -19,6 +19,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/recvstamp"
 )
 
 // ErrClosed is the error of a send queued on a connection that is closing or broken.
@@ -93,7 +94,7 @@ type write struct {
 // Conn is one open connection. Its methods are safe for concurrent use.
 type Conn struct {
 	ws      *websocket.Conn
-	stamp   *stampConn
+	stamp   *recvstamp.Conn
 	opts    Options
 	handler Handler
 	decoder protocol.Decoder
@@ -111,7 +112,7 @@ type Conn struct {
 // Dial connects to url, then starts the reader and writer goroutines.
 func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, error) {
 	opts = opts.withDefaults()
-	var stamp *stampConn
+	var stamp *recvstamp.Conn
 	dialer := websocket.Dialer{
 		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			var d net.Dialer
@@ -119,7 +120,7 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 			if err != nil {
 				return nil, err
 			}
-			stamp = newStampConn(nc)
+			stamp = recvstamp.Wrap(nc)
 			return stamp, nil
 		},
 		HandshakeTimeout: opts.HandshakeTimeout,

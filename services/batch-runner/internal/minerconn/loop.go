@@ -106,7 +106,7 @@ func (c *Conn) write(w write) SendResult {
 	}
 }
 
-// readLoop reads until the connection ends. The receive instant is the stamp (see stampConn) of
+// readLoop reads until the connection ends. The receive instant is the stamp (see recvstamp.Conn) of
 // the socket read that brought the frame's last byte (gorilla never reads past a message it
 // returns without needing to), taken before any decoding, so that decoding and handling, of this
 // frame or of the ones read with it, never count against the miner.
@@ -114,7 +114,7 @@ func (c *Conn) readLoop() {
 	defer c.wg.Done()
 	for {
 		kind, frame, err := c.ws.ReadMessage()
-		at := c.stamp.lastRead
+		at := c.stamp.LastRead()
 		if err != nil {
 			c.shutdown()
 			c.handler.Closed(readError(err))

@@ -1,6 +1,6 @@
 //go:build linux
 
-package minerconn
+package recvstamp
 
 import (
 	"encoding/binary"
