@@ -123,7 +123,7 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", sub, &created))
 	g := waitGroup(t, base, created.ID)
 	require.Equal(t, jobgraph.GroupFailed, g.State)
-	require.Equal(t, map[string]int{"complete": 5, "job_failed": 1, "dependency_failed": 1}, g.Counts)
+	require.Equal(t, map[jobgraph.JobState]int{jobgraph.Complete: 5, jobgraph.JobFailed: 1, jobgraph.DependencyFailed: 1}, g.Counts)
 
 	var jobs struct{ Items []jobgraph.Job }
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs?state=complete&limit=1", base, g.ID), nil, &jobs))
@@ -155,11 +155,11 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 
 	var jobs struct{ Items []jobgraph.Job }
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", base, created.ID), nil, &jobs))
-	states := map[string]string{}
+	states := map[string]jobgraph.JobState{}
 	for _, j := range jobs.Items {
 		states[j.Name] = j.State
 	}
-	require.Equal(t, map[string]string{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
+	require.Equal(t, map[string]jobgraph.JobState{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
 
 	// River shows each build_run token as the build it carried ended, naming the job.
 	rows, err := testdb.NewPoolFor(t, dbURL).Query(context.Background(), `

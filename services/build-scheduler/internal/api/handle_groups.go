@@ -71,7 +71,7 @@ func (a *API) writeGroup(c *echo.Context, status int, id int64) error {
 }
 
 func (a *API) handleListGroups(c *echo.Context) error {
-	state, err := stateParam(c, jobgraph.GroupStates)
+	state, err := stateParam(c, jobgraph.GroupStates())
 	if err != nil {
 		return err
 	}
@@ -145,8 +145,8 @@ func (a *API) handleRecount(c *echo.Context) error {
 }
 
 // stateParam reads ?state=, which must be one of states when given.
-func stateParam(c *echo.Context, states []string) (string, error) {
-	s := c.QueryParam("state")
+func stateParam[S ~string](c *echo.Context, states []S) (S, error) {
+	s := S(c.QueryParam("state"))
 	if s != "" && !slices.Contains(states, s) {
 		return "", problem.Invalidf("state", "unknown state %q; one of %v", s, states)
 	}

@@ -20,7 +20,7 @@ func (a *API) handleListJobs(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	state, err := stateParam(c, jobgraph.JobStates)
+	state, err := stateParam(c, jobgraph.JobStates())
 	if err != nil {
 		return err
 	}

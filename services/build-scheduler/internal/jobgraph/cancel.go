@@ -15,7 +15,7 @@ import (
 // running ones become cancel_pending so their workers kill the process on the next heartbeat and
 // report. The group is canceled when nothing runs any more. Cancelling a canceled group again is
 // a no-op; a group that completed or failed cannot be cancelled (ErrConflict).
-func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason string) (string, error) {
+func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason string) (GroupState, error) {
 	state, err := groupState(ctx, tx, groupID)
 	if err != nil || state == GroupCanceled {
 		return state, err
@@ -38,7 +38,7 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 		reason, cancelled-running, running); err != nil {
 		return "", err
 	}
-	state, err = queries.GroupCancel(ctx, tx, dbsqlc.GroupCancelParams{ID: groupID, Running: int32(running)})
+	canceled, err := queries.GroupCancel(ctx, tx, dbsqlc.GroupCancelParams{ID: groupID, Running: int32(running)})
 	if errors.Is(err, pgx.ErrNoRows) { // the group settled while we waited for its jobs' locks
 		if state, err = groupState(ctx, tx, groupID); err != nil || state == GroupCanceled {
 			return state, err
@@ -48,7 +48,7 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 	if err != nil {
 		return "", fmt.Errorf("cancel group %d: %w", groupID, err)
 	}
-	return state, nil
+	return GroupState(canceled), nil
 }
 
 // RetryTx re-runs the failed, dependency-failed and cancelled jobs of a finished group; complete
@@ -57,14 +57,15 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 //
 // The job rows are reset before the group row is touched, in the lock order of the package
 // documentation; a group that turns out not to be finished rolls the reset back with the error.
-func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, error) {
+func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (GroupState, error) {
 	reset, err := queries.JobResetForRetry(ctx, tx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("reset jobs of group %d: %w", groupID, err)
 	}
-	state, err := queries.GroupRetry(ctx, tx, dbsqlc.GroupRetryParams{ID: groupID, Remaining: int32(reset)})
+	retried, err := queries.GroupRetry(ctx, tx, dbsqlc.GroupRetryParams{ID: groupID, Remaining: int32(reset)})
 	if errors.Is(err, pgx.ErrNoRows) {
-		if state, err = groupState(ctx, tx, groupID); err != nil {
+		state, err := groupState(ctx, tx, groupID)
+		if err != nil {
 			return "", err
 		}
 		return state, fmt.Errorf("retry group %d: it is %s; only failed or canceled groups can be retried: %w", groupID, state, problem.ErrConflict)
@@ -75,11 +76,11 @@ func (g *Graph) RetryTx(ctx context.Context, tx pgx.Tx, groupID int64) (string, 
 	if _, err := g.recountGroup(ctx, tx, groupID); err != nil {
 		return "", err
 	}
-	return state, nil
+	return GroupState(retried), nil
 }
 
 // groupState returns the state of a group, or ErrNotFound.
-func groupState(ctx context.Context, db pgx.Tx, groupID int64) (string, error) {
+func groupState(ctx context.Context, db pgx.Tx, groupID int64) (GroupState, error) {
 	state, err := queries.GroupGetState(ctx, db, groupID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("group %d: %w", groupID, problem.ErrNotFound)
@@ -87,5 +88,5 @@ func groupState(ctx context.Context, db pgx.Tx, groupID int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("get group %d: %w", groupID, err)
 	}
-	return state, nil
+	return GroupState(state), nil
 }

@@ -24,7 +24,7 @@ func TestCancelInEveryState(t *testing.T) {
 		state, err := b.graph.CancelTx(ctx, b.tx, g, "test")
 		require.NoError(t, err)
 		require.Equal(t, GroupCanceled, state)
-		require.Equal(t, map[string]int{CancelComplete: 2}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{CancelComplete: 2}, b.group(t, g).Counts)
 		_, ok, err := ClaimNext(ctx, b.tx, "linux", "w1", time.Minute)
 		require.NoError(t, err)
 		require.False(t, ok, "a cancelled group's ready job is never handed out")
@@ -39,13 +39,13 @@ func TestCancelInEveryState(t *testing.T) {
 		state, err := b.graph.CancelTx(ctx, b.tx, g, "test")
 		require.NoError(t, err)
 		require.Equal(t, GroupDispatching, state, "the group waits for its running job")
-		require.Equal(t, map[string]int{Complete: 1, CancelPending: 1, CancelComplete: 2}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Complete: 1, CancelPending: 1, CancelComplete: 2}, b.group(t, g).Counts)
 
 		beat, err := Heartbeat(ctx, b.tx, running.JobID, running.LeaseToken, time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, CancelPending, beat)
 		require.Equal(t, GroupCanceled, b.report(t, running, queue.BuildCancelled).GroupState)
-		require.Equal(t, map[string]int{Complete: 1, CancelComplete: 3}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Complete: 1, CancelComplete: 3}, b.group(t, g).Counts)
 	})
 
 	t.Run("DeadWorkerOfCancellingJob", func(t *testing.T) {
@@ -113,7 +113,7 @@ func TestCancelRacingTheLastReport(t *testing.T) {
 	require.NoError(t, report.Commit(ctx))
 
 	require.ErrorIs(t, <-cancelled, problem.ErrConflict)
-	var state string
+	var state GroupState
 	var events int
 	require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, (SELECT count(*) FROM system_events
 		WHERE group_id = $1 AND kind = $2) FROM groups WHERE id = $1`, g, EventCanceled).Scan(&state, &events))
@@ -133,7 +133,7 @@ func TestRetryRerunsOnlyWhatFailed(t *testing.T) {
 
 	_, err := b.graph.RetryTx(ctx, b.tx, g)
 	require.NoError(t, err)
-	require.Equal(t, map[string]int{Complete: 2, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
+	require.Equal(t, map[JobState]int{Complete: 2, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
 	left := b.take(t, "linux")
 	require.Equal(t, "left", left.Name)
 	b.report(t, left, queue.BuildSucceeded)

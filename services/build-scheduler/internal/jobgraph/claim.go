@@ -66,7 +66,7 @@ func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, l
 // Heartbeat extends the lease of an attempt and returns the job's state, so a worker learns of a
 // cancellation (cancel_pending) on its next beat. ErrLeaseLost means the attempt no longer holds
 // the job and must stop without reporting.
-func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease time.Duration) (string, error) {
+func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease time.Duration) (JobState, error) {
 	state, err := queries.JobHeartbeat(ctx, db, dbsqlc.JobHeartbeatParams{ID: jobID, LeaseToken: token, LeaseMs: lease.Milliseconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", fmt.Errorf("heartbeat job %d: %w", jobID, ErrLeaseLost)
@@ -74,7 +74,7 @@ func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease 
 	if err != nil {
 		return "", fmt.Errorf("heartbeat job %d: %w", jobID, err)
 	}
-	return state, nil
+	return JobState(state), nil
 }
 
 // MarkReportedTx records, in the transaction that enqueues the report, that the attempt has

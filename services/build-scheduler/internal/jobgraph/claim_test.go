@@ -41,7 +41,10 @@ func TestClaimCommitsAsynchronouslyAlone(t *testing.T) {
 		c, ok, err := ClaimNext(ctx, conn, "linux", "w1", time.Minute)
 		require.NoError(t, err)
 		require.True(t, ok)
-		var setting, state string
+		var (
+			setting string
+			state   JobState
+		)
 		require.NoError(t, conn.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&setting))
 		require.Equal(t, "on", setting)
 		require.NoError(t, conn.QueryRow(ctx, `SELECT state::text FROM job_graph WHERE id = $1 AND group_id = $2`,

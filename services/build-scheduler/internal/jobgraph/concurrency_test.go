@@ -84,7 +84,7 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		close(start)
 		wg.Wait()
 		require.NoError(t, errors.Join(errs...))
-		var state string
+		var state JobState
 		var count, tokens int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, waiting_on_count,
 			(SELECT count(*) FROM river_job WHERE kind = 'build_run' AND (args->>'job_id')::bigint = j.id)
@@ -127,8 +127,8 @@ func contains(s []string, v string) bool {
 
 // expectedStates is what the readiness rule says the final states must be: a job runs only when all its
 // dependencies completed; otherwise it is dependency_failed.
-func expectedStates(sub dag.Submission, fails map[string]bool) map[string]string {
-	out := map[string]string{}
+func expectedStates(sub dag.Submission, fails map[string]bool) map[string]JobState {
+	out := map[string]JobState{}
 	for _, j := range sub.Jobs { // dependencies come earlier, so one pass suffices
 		state := Complete
 		for _, d := range j.DependsOn {
@@ -174,9 +174,12 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 
 			rows, err := pool.Query(ctx, `SELECT name, state::text FROM job_graph WHERE group_id = $1`, g)
 			require.NoError(t, err)
-			got := map[string]string{}
+			got := map[string]JobState{}
 			for rows.Next() {
-				var name, state string
+				var (
+					name  string
+					state JobState
+				)
 				require.NoError(t, rows.Scan(&name, &state))
 				got[name] = state
 			}
@@ -198,7 +201,7 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 			return fmt.Errorf("worker %d claim: %w", w, err)
 		}
 		if !ok {
-			var state string
+			var state GroupState
 			if err := pool.QueryRow(ctx, `SELECT state::text FROM groups WHERE id = $1`, g).Scan(&state); err != nil {
 				return fmt.Errorf("worker %d: group %d not final: %w", w, g, err)
 			}
@@ -271,7 +274,7 @@ func TestCancelAndWatchdogUnderLoad(t *testing.T) {
 			wg.Wait()
 			require.NoError(t, errors.Join(errs...))
 
-			var state string
+			var state GroupState
 			var open int
 			require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, (SELECT count(*) FROM job_graph
 				WHERE group_id = $1 AND state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) FROM groups WHERE id = $1`, g).Scan(&state, &open))

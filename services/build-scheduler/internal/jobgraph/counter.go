@@ -29,7 +29,7 @@ func insertStripes(ctx context.Context, tx pgx.Tx, groupID int64, jobIDs []int64
 // state; emptied and state say what the transition's own statement already counted (ReportTx
 // counts the reported job). A transaction that takes a stripe to zero goes on to closeGroup, so
 // the group is settled in the transaction of the transition that finished its last job.
-func settle(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool, state string) (string, error) {
+func settle(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool, state GroupState) (GroupState, error) {
 	if len(finished) > 0 {
 		var err error
 		if emptied, state, err = countOff(ctx, tx, groupID, finished, emptied); err != nil {
@@ -45,15 +45,15 @@ func settle(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emp
 // countOff subtracts finished from their stripes and returns whether one of them reached zero
 // (or emptied already did) and the group's state. The statement locks the stripes in ascending
 // order before it writes them, so two transactions never wait on each other's stripes.
-func countOff(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool) (bool, string, error) {
+func countOff(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, emptied bool) (bool, GroupState, error) {
 	rows, err := queries.GroupStripeCountOff(ctx, tx, dbsqlc.GroupStripeCountOffParams{GroupID: groupID, JobIds: finished})
 	if err != nil {
 		return false, "", fmt.Errorf("count %d finished jobs off group %d: %w", len(finished), groupID, err)
 	}
-	var state string
+	var state GroupState
 	for _, r := range rows {
 		emptied = emptied || r.Emptied
-		state = r.GroupState
+		state = GroupState(r.GroupState)
 	}
 	return emptied, state, nil
 }
@@ -65,11 +65,12 @@ func countOff(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, e
 // takes, so it does not wait for the key-share locks that inserting a system event (a foreign key
 // to the group) holds in a transaction that may be waiting for our stripe. Transactions whose
 // decrement left a stripe above zero need not look, as a later one will take that stripe to zero.
-func closeGroup(ctx context.Context, tx pgx.Tx, groupID int64) (string, error) {
-	state, err := queries.GroupGetStateForUpdate(ctx, tx, groupID)
+func closeGroup(ctx context.Context, tx pgx.Tx, groupID int64) (GroupState, error) {
+	locked, err := queries.GroupGetStateForUpdate(ctx, tx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("lock group %d: %w", groupID, err)
 	}
+	state := GroupState(locked)
 	if state != GroupQueued && state != GroupDispatching {
 		return state, nil
 	}
@@ -80,7 +81,7 @@ func closeGroup(ctx context.Context, tx pgx.Tx, groupID int64) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("settle group %d: %w", groupID, err)
 	}
-	return settled, nil
+	return GroupState(settled), nil
 }
 
 // recountStripes recomputes a group's stripe counters from its jobs' states, for the paths that

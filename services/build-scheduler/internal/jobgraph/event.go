@@ -8,21 +8,24 @@ import (
 	"drover.dev/shared/postgres"
 )
 
-// Event kinds.
+// EventKind names what a system event is about.
+type EventKind string
+
+// The event kinds.
 const (
-	EventLeaseExpired = "lease_expired"
-	EventJobFailed    = "job_failed"
-	EventStalled      = "group_stalled"
-	EventNoWorkers    = "target_without_workers"
-	EventDrift        = "counter_drift"
-	EventSettled      = "group_settled"
-	EventCanceled     = "group_canceled"
+	EventLeaseExpired EventKind = "lease_expired"
+	EventJobFailed    EventKind = "job_failed"
+	EventStalled      EventKind = "group_stalled"
+	EventNoWorkers    EventKind = "target_without_workers"
+	EventDrift        EventKind = "counter_drift"
+	EventSettled      EventKind = "group_settled"
+	EventCanceled     EventKind = "group_canceled"
 )
 
 // addEvent records a system event on db, in the transaction of the decision it explains.
-func addEvent(ctx context.Context, db postgres.DBTX, groupID, jobID *int64, kind, format string, args ...any) error {
+func addEvent(ctx context.Context, db postgres.DBTX, groupID, jobID *int64, kind EventKind, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	err := queries.SystemEventInsert(ctx, db, dbsqlc.SystemEventInsertParams{GroupID: groupID, JobID: jobID, Kind: kind, Message: msg})
+	err := queries.SystemEventInsert(ctx, db, dbsqlc.SystemEventInsertParams{GroupID: groupID, JobID: jobID, Kind: string(kind), Message: msg})
 	if err != nil {
 		return fmt.Errorf("record %s event: %w", kind, err)
 	}
@@ -37,7 +40,7 @@ func Events(ctx context.Context, db postgres.DBTX, groupID int64, limit int) ([]
 	}
 	var out []Event
 	for _, r := range rows {
-		out = append(out, Event{ID: r.ID, GroupID: r.GroupID, JobID: r.JobID, Kind: r.Kind, Message: r.Message, CreatedAt: r.CreatedAt})
+		out = append(out, Event{ID: r.ID, GroupID: r.GroupID, JobID: r.JobID, Kind: EventKind(r.Kind), Message: r.Message, CreatedAt: r.CreatedAt})
 	}
 	return out, nil
 }

@@ -63,9 +63,9 @@ func (b *testBundle) group(t *testing.T, id int64) Group {
 	return g
 }
 
-func (b *testBundle) state(t *testing.T, groupID int64, name string) string {
+func (b *testBundle) state(t *testing.T, groupID int64, name string) JobState {
 	t.Helper()
-	var s string
+	var s JobState
 	require.NoError(t, b.tx.QueryRow(context.Background(),
 		`SELECT state::text FROM job_graph WHERE group_id = $1 AND name = $2`, groupID, name).Scan(&s))
 	return s

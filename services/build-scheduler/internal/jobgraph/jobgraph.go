@@ -39,33 +39,44 @@ import (
 // transaction to run on.
 var queries = dbsqlc.New()
 
-// Job states, as Habitat Builder's job server named them.
+// JobState is a build job's state, as Habitat Builder's job server named them.
+type JobState string
+
+// The job states.
 const (
-	Pending          = "pending"
-	Waiting          = "waiting_on_dependency"
-	Ready            = "ready"
-	Running          = "running"
-	Complete         = "complete"
-	JobFailed        = "job_failed"
-	DependencyFailed = "dependency_failed"
-	CancelPending    = "cancel_pending"
-	CancelComplete   = "cancel_complete"
+	Pending          JobState = "pending"
+	Waiting          JobState = "waiting_on_dependency"
+	Ready            JobState = "ready"
+	Running          JobState = "running"
+	Complete         JobState = "complete"
+	JobFailed        JobState = "job_failed"
+	DependencyFailed JobState = "dependency_failed"
+	CancelPending    JobState = "cancel_pending"
+	CancelComplete   JobState = "cancel_complete"
 )
 
-// JobStates lists every job state in lifecycle order.
-var JobStates = []string{Pending, Waiting, Ready, Running, Complete, JobFailed, DependencyFailed, CancelPending, CancelComplete}
+// JobStates returns every job state in lifecycle order.
+func JobStates() []JobState {
+	return []JobState{Pending, Waiting, Ready, Running, Complete, JobFailed, DependencyFailed, CancelPending, CancelComplete}
+}
 
-// Group states.
+// GroupState is a group's state: queued until a job of it is dispatched, then dispatching until
+// it settles complete, failed or canceled.
+type GroupState string
+
+// The group states.
 const (
-	GroupQueued      = "queued"
-	GroupDispatching = "dispatching"
-	GroupComplete    = "complete"
-	GroupFailed      = "failed"
-	GroupCanceled    = "canceled"
+	GroupQueued      GroupState = "queued"
+	GroupDispatching GroupState = "dispatching"
+	GroupComplete    GroupState = "complete"
+	GroupFailed      GroupState = "failed"
+	GroupCanceled    GroupState = "canceled"
 )
 
-// GroupStates lists every group state.
-var GroupStates = []string{GroupQueued, GroupDispatching, GroupComplete, GroupFailed, GroupCanceled}
+// GroupStates returns every group state.
+func GroupStates() []GroupState {
+	return []GroupState{GroupQueued, GroupDispatching, GroupComplete, GroupFailed, GroupCanceled}
+}
 
 // ErrLeaseLost is returned to a worker whose attempt no longer holds the job: its lease expired
 // and the job went back to ready, or the job was cancelled and settled without it.
@@ -79,15 +90,15 @@ type Graph struct {
 
 // Group is a group as clients see it.
 type Group struct {
-	ID              int64          `json:"id"`
-	Name            string         `json:"name"`
-	State           string         `json:"state"`
-	CancelRequested bool           `json:"cancel_requested"`
-	Counts          map[string]int `json:"counts"`
-	Total           int            `json:"total"`
-	CreatedAt       time.Time      `json:"created_at"`
-	UpdatedAt       time.Time      `json:"updated_at"`
-	FinishedAt      *time.Time     `json:"finished_at"`
+	ID              int64            `json:"id"`
+	Name            string           `json:"name"`
+	State           GroupState       `json:"state"`
+	CancelRequested bool             `json:"cancel_requested"`
+	Counts          map[JobState]int `json:"counts"`
+	Total           int              `json:"total"`
+	CreatedAt       time.Time        `json:"created_at"`
+	UpdatedAt       time.Time        `json:"updated_at"`
+	FinishedAt      *time.Time       `json:"finished_at"`
 }
 
 // Job is a job as clients see it.
@@ -96,7 +107,7 @@ type Job struct {
 	GroupID        int64             `json:"group_id"`
 	Name           string            `json:"name"`
 	Target         string            `json:"target"`
-	State          string            `json:"state"`
+	State          JobState          `json:"state"`
 	Priority       int               `json:"priority"`
 	Command        []string          `json:"command"`
 	Env            map[string]string `json:"env"`
@@ -121,13 +132,13 @@ type Event struct {
 	ID        int64     `json:"id"`
 	GroupID   *int64    `json:"group_id"`
 	JobID     *int64    `json:"job_id"`
-	Kind      string    `json:"kind"`
+	Kind      EventKind `json:"kind"`
 	Message   string    `json:"message"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // IsFinal reports whether a job in state s will not change again without a retry.
-func IsFinal(s string) bool {
+func IsFinal(s JobState) bool {
 	switch s {
 	case Complete, JobFailed, DependencyFailed, CancelComplete:
 		return true

@@ -46,7 +46,7 @@ func (g *Graph) ExpireTx(ctx context.Context, tx pgx.Tx, l Lease) (Result, error
 	if err != nil {
 		return res, fmt.Errorf("expire lease of job %d attempt %d: %w", l.JobID, l.Attempt, err)
 	}
-	res.Applied, res.GroupID, res.State = true, row.GroupID, row.State
+	res.Applied, res.GroupID, res.State = true, row.GroupID, JobState(row.State)
 	worker := "unknown"
 	if row.WorkerID != nil {
 		worker = *row.WorkerID

@@ -32,8 +32,8 @@ func GetGroup(ctx context.Context, db postgres.DBTX, id int64) (Group, error) {
 
 // ListGroups returns up to limit groups, newest first, older than the cursor id (0: from the
 // newest), optionally only those in state.
-func ListGroups(ctx context.Context, db postgres.DBTX, state string, before int64, limit int) ([]Group, error) {
-	rows, err := queries.GroupList(ctx, db, dbsqlc.GroupListParams{State: state, Before: before, MaxRows: int32(limit)})
+func ListGroups(ctx context.Context, db postgres.DBTX, state GroupState, before int64, limit int) ([]Group, error) {
+	rows, err := queries.GroupList(ctx, db, dbsqlc.GroupListParams{State: string(state), Before: before, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
@@ -50,7 +50,7 @@ func ListGroups(ctx context.Context, db postgres.DBTX, state string, before int6
 
 func toGroup(r dbsqlc.GroupListRow) (Group, error) {
 	g := Group{
-		ID: r.ID, Name: r.Name, State: r.State, CancelRequested: r.CancelRequested,
+		ID: r.ID, Name: r.Name, State: GroupState(r.State), CancelRequested: r.CancelRequested,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, FinishedAt: r.FinishedAt,
 	}
 	if err := json.Unmarshal(r.Counts, &g.Counts); err != nil {
@@ -80,8 +80,8 @@ func GetJob(ctx context.Context, db postgres.DBTX, id int64) (Job, error) {
 
 // ListJobs returns up to limit jobs of a group in id order after the cursor id, optionally only
 // those in state.
-func ListJobs(ctx context.Context, db postgres.DBTX, groupID int64, state string, after int64, limit int) ([]Job, error) {
-	rows, err := queries.JobListByGroup(ctx, db, dbsqlc.JobListByGroupParams{GroupID: groupID, State: state, After: after, MaxRows: int32(limit)})
+func ListJobs(ctx context.Context, db postgres.DBTX, groupID int64, state JobState, after int64, limit int) ([]Job, error) {
+	rows, err := queries.JobListByGroup(ctx, db, dbsqlc.JobListByGroupParams{GroupID: groupID, State: string(state), After: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list jobs of group %d: %w", groupID, err)
 	}
@@ -98,7 +98,7 @@ func ListJobs(ctx context.Context, db postgres.DBTX, groupID int64, state string
 
 func toJob(r dbsqlc.JobListByGroupRow) (Job, error) {
 	j := Job{
-		ID: r.ID, GroupID: r.GroupID, Name: r.Name, Target: r.Target, State: r.State, Priority: int(r.Priority),
+		ID: r.ID, GroupID: r.GroupID, Name: r.Name, Target: r.Target, State: JobState(r.State), Priority: int(r.Priority),
 		Command: r.Command, TimeoutSeconds: float64(r.TimeoutMs) / 1000, Dependencies: r.Dependencies,
 		WaitingOn: int(r.WaitingOnCount), Attempt: int(r.Attempt), MaxAttempts: int(r.MaxAttempts),
 		WorkerID: r.WorkerID, AsBuilt: r.AsBuilt, Error: r.Error, LogIncomplete: r.LogIncomplete,

@@ -93,7 +93,7 @@ func resettleGroup(ctx context.Context, tx pgx.Tx, groupID int64) (bool, error) 
 	if err != nil {
 		return false, fmt.Errorf("resettle group %d: %w", groupID, err)
 	}
-	return state != GroupQueued && state != GroupDispatching, nil
+	return GroupState(state) != GroupQueued && GroupState(state) != GroupDispatching, nil
 }
 
 // Drift lists the waiting jobs of active groups whose counter disagrees with the readiness query,

@@ -32,7 +32,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		require.True(t, ok)
 		return pool, graph, g, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
 	}
-	states := func(t *testing.T, pool *pgxpool.Pool, g int64) map[string]int {
+	states := func(t *testing.T, pool *pgxpool.Pool, g int64) map[JobState]int {
 		t.Helper()
 		group, err := GetGroup(context.Background(), pool, g)
 		require.NoError(t, err)
@@ -52,7 +52,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.Applied)
 		require.True(t, sawTx)
-		require.Equal(t, map[string]int{Complete: 1, Ready: 1}, states(t, pool, g))
+		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, states(t, pool, g))
 		var tokens int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&tokens))
 		require.Equal(t, 2, tokens, "b's token committed with the report")
@@ -69,7 +69,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		boom := errors.New("boom")
 		_, err := graph.Report(ctx, pool, args, func(pgx.Tx) error { return boom })
 		require.ErrorIs(t, err, boom)
-		require.Equal(t, map[string]int{Running: 1, Waiting: 1}, states(t, pool, g))
+		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1}, states(t, pool, g))
 		require.Equal(t, int32(0), pool.Stat().AcquiredConns(), "the connection went back to the pool")
 
 		res, err := graph.Report(ctx, pool, args, nil)

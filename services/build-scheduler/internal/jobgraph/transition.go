@@ -17,8 +17,8 @@ import (
 type Result struct {
 	Applied    bool
 	GroupID    int64
-	State      string // the job's new state
-	GroupState string // the group's state after the transition
+	State      JobState   // the job's new state
+	GroupState GroupState // the group's state after the transition
 }
 
 func reportParams(r queue.BuildReportArgs) dbsqlc.JobReportParams {
@@ -46,7 +46,7 @@ func report(ctx context.Context, db dbsqlc.DBTX, r queue.BuildReportArgs) (repor
 	if err != nil {
 		return rep, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
-	rep.Applied, rep.GroupID, rep.State, rep.GroupState, rep.emptied = true, row.GroupID, row.State, row.GroupState, row.Emptied
+	rep.Applied, rep.GroupID, rep.State, rep.GroupState, rep.emptied = true, row.GroupID, JobState(row.State), GroupState(row.GroupState), row.Emptied
 	for i := range row.ReadyIds {
 		rep.ready = append(rep.ready, readyJob{id: row.ReadyIds[i], groupID: rep.GroupID, target: row.ReadyTargets[i]})
 	}
@@ -127,7 +127,7 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportA
 // not fold them into their own statement as ReportTx does: a ready job dispatched, or a final job
 // and (when it failed) its dependents counted off the group, whose last one settles it. It
 // returns the group state.
-func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int64, target, state string) (string, error) {
+func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int64, target string, state JobState) (GroupState, error) {
 	finished := []int64{jobID}
 	switch state {
 	case JobFailed:

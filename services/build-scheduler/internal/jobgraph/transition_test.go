@@ -16,7 +16,7 @@ func TestReferenceScenarios(t *testing.T) {
 		t.Parallel()
 		b, ctx := setup(t)
 		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
-		require.Equal(t, map[string]int{Waiting: 1, Ready: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Waiting: 1, Ready: 1}, b.group(t, g).Counts)
 		require.Equal(t, 1, b.tokens(t, "linux"))
 
 		require.Equal(t, "a", b.take(t, "linux").Name)
@@ -31,7 +31,7 @@ func TestReferenceScenarios(t *testing.T) {
 		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 		res := b.report(t, b.take(t, "linux"), queue.BuildFailed)
 		require.Equal(t, GroupFailed, res.GroupState)
-		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
 	})
 
 	t.Run("ChainCompletes", func(t *testing.T) {
@@ -47,7 +47,7 @@ func TestReferenceScenarios(t *testing.T) {
 		require.Equal(t, "a/1.0", *job.AsBuilt)
 
 		require.Equal(t, GroupComplete, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
-		require.Equal(t, map[string]int{Complete: 2}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Complete: 2}, b.group(t, g).Counts)
 	})
 
 	t.Run("DiamondSideFails", func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestReferenceScenarios(t *testing.T) {
 		require.Equal(t, Ready, b.state(t, g, "right"), "an independent branch goes on")
 
 		require.Equal(t, GroupFailed, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
-		require.Equal(t, map[string]int{Complete: 2, JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Complete: 2, JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
 	})
 
 	t.Run("DiamondRootFails", func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestReferenceScenarios(t *testing.T) {
 		g := b.submit(t, spec("top", "linux"), spec("left", "linux", "top"), spec("right", "linux", "top"),
 			spec("bottom", "linux", "left", "right"))
 		b.report(t, b.take(t, "linux"), queue.BuildFailed)
-		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 3}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{JobFailed: 1, DependencyFailed: 3}, b.group(t, g).Counts)
 		require.Equal(t, GroupFailed, b.group(t, g).State)
 	})
 
@@ -102,12 +102,12 @@ func TestReferenceScenarios(t *testing.T) {
 		a2 := b.take(t, "linux")
 		require.Equal(t, g2, a2.GroupID)
 		b.report(t, a1, queue.BuildSucceeded)
-		require.Equal(t, map[string]int{Complete: 1, Ready: 1}, b.group(t, g1).Counts)
-		require.Equal(t, map[string]int{Running: 1, Waiting: 1}, b.group(t, g2).Counts)
+		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, b.group(t, g1).Counts)
+		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1}, b.group(t, g2).Counts)
 		b1 := b.take(t, "linux")
 		require.Equal(t, g1, b1.GroupID)
 		b.report(t, a2, queue.BuildFailed)
-		require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g2).Counts)
+		require.Equal(t, map[JobState]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g2).Counts)
 		b.report(t, b1, queue.BuildSucceeded)
 		require.Equal(t, GroupComplete, b.group(t, g1).State)
 		require.Equal(t, GroupFailed, b.group(t, g2).State)
@@ -128,7 +128,7 @@ func TestRepeatedAndLateReportsChangeNothing(t *testing.T) {
 		c, err := GetJob(ctx, b.tx, a.JobID+2)
 		require.NoError(t, err)
 		require.Equal(t, 1, c.WaitingOn, "a repeat must not decrement the dependent twice")
-		require.Equal(t, map[string]int{Complete: 1, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1, Waiting: 1}, b.group(t, g).Counts)
 	})
 
 	t.Run("FromDeadAttempt", func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestRepeatedAndLateReportsChangeNothing(t *testing.T) {
 		require.Equal(t, 2, second.Attempt)
 
 		require.False(t, b.report(t, first, queue.BuildFailed).Applied, "the dead attempt's report is ignored")
-		require.Equal(t, map[string]int{Running: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Running: 1}, b.group(t, g).Counts)
 		require.True(t, b.report(t, second, queue.BuildSucceeded).Applied)
 		require.Equal(t, GroupComplete, b.group(t, g).State)
 	})
@@ -163,7 +163,7 @@ func TestLostWorkerAttemptsAreBounded(t *testing.T) {
 		_, err = b.graph.ExpireTx(ctx, b.tx, Lease{JobID: c.JobID, Attempt: c.Attempt, Token: c.LeaseToken})
 		require.NoError(t, err)
 	}
-	require.Equal(t, map[string]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
+	require.Equal(t, map[JobState]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
 	require.Equal(t, GroupFailed, b.group(t, g).State)
 	events, err := Events(ctx, b.tx, g, 10)
 	require.NoError(t, err)

@@ -18,7 +18,8 @@ type watch struct {
 	id        int64
 	counts    string // "ready=1 running=2", the signature compared between passes
 	changedAt time.Time
-	byState   map[string]int
+	byState   map[JobState]int
+	active    int // jobs not final
 	idleFor   time.Duration
 	// unserved lists the targets of the group's ready jobs with no worker seen within stallAfter.
 	unserved []string
@@ -48,7 +49,7 @@ func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration
 	for _, w := range watches {
 		reason := w.verdict(stallAfter)
 		switch {
-		case w.byState["active"] == 0:
+		case w.active == 0:
 			if settled, err := resettleGroup(ctx, tx, w.id); err != nil {
 				return rep, err
 			} else if settled {
@@ -100,7 +101,7 @@ func observe(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) ([]watch,
 		if err := json.Unmarshal(r.Counts, &w.byState); err != nil {
 			return nil, fmt.Errorf("decode counts of group %d: %w", r.ID, err)
 		}
-		w.counts = signature(w.byState)
+		w.counts, w.active = signature(w.byState)
 		if w.counts != r.WatchCounts {
 			w.changedAt, w.idleFor = time.Now(), 0
 		}
@@ -120,12 +121,12 @@ func remember(ctx context.Context, tx pgx.Tx, watches []watch) error {
 	return nil
 }
 
-// signature is a stable text form of counts by state; it also sets byState["active"], the
-// number of jobs not final.
-func signature(byState map[string]int) string {
+// signature is a stable text form of counts by state; it also returns the number of jobs not
+// final.
+func signature(byState map[JobState]int) (string, int) {
 	var parts []string
 	active := 0
-	for _, s := range JobStates {
+	for _, s := range JobStates() {
 		if n := byState[s]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s=%d", s, n))
 			if !IsFinal(s) {
@@ -134,8 +135,7 @@ func signature(byState map[string]int) string {
 		}
 	}
 	sort.Strings(parts)
-	byState["active"] = active
-	return strings.Join(parts, " ")
+	return strings.Join(parts, " "), active
 }
 
 func reportDrift(ctx context.Context, tx pgx.Tx) (map[int64][]string, error) {
