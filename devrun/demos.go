@@ -37,6 +37,9 @@ var demos []demo
 func runDemos(ctx context.Context, opts options, f *fleet, p *printer) error {
 	p.step("probing every pair of services through their queues")
 	errs := []error{probeAll(ctx, opts, f, p)}
+	if f.minersim {
+		errs = append(errs, showSync(ctx, opts, f, p))
+	}
 	for _, d := range demos {
 		if ctx.Err() != nil {
 			break

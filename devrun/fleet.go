@@ -29,7 +29,9 @@ type service struct {
 func services() []*service {
 	return []*service{
 		{name: "miner-sync", prefix: "MINER_SYNC", port: 8081, env: map[string]string{
-			"MINER_SYNC_METAGRAPH_URL": minersimURL + "/metagraph",
+			"MINER_SYNC_METAGRAPH_URL":        "pylon+" + pylonURL,
+			"MINER_SYNC_PYLON_IDENTITY_TOKEN": pylonToken,
+			"MINER_SYNC_BITTENSOR_NETUID":     "12",
 		}},
 		{name: "batch-runner", prefix: "BATCH_RUNNER", port: 8082, env: batchRunnerEnv},
 		{name: "scorer", prefix: "SCORER", port: 8083, env: map[string]string{
@@ -48,6 +50,7 @@ func services() []*service {
 type fleet struct {
 	services []*service
 	extra    []*service // helpers such as build-worker
+	minersim bool       // the simulated fleet (and its Pylon stub) runs
 }
 
 // url returns the base URL of the named service.

@@ -9,16 +9,24 @@ import (
 
 // The simulated miner fleet make run tests: 50 miners on 127.0.0.2 and up, two always-on test
 // executors and one always-on GPU executor each, a few of them misbehaving the ways real miners
-// do. Its control address serves the metagraph miner-sync reads.
+// do. Its control address serves arrivals and statistics; its Pylon stub serves the neurons
+// miner-sync reads and records the weights scorer sets.
 const (
 	minersimAddr = "127.0.0.1:8089"
 	minersimURL  = "http://" + minersimAddr
+	pylonAddr    = "127.0.0.1:8090"
+	pylonURL     = "http://" + pylonAddr
+	// pylonToken is the identity token the stub requires and miner-sync and scorer send.
+	pylonToken = "drover-dev-pylon-token"
 )
 
 var minersimArgs = []string{
 	"-miners", "50",
 	"-classes", "always_on.test=2,always_on.gpu-24gb=1",
 	"-control", minersimAddr,
+	"-pylon", pylonAddr,
+	"-pylon-token", pylonToken,
+	"-block", "5000000",
 	"-spin-up", "300ms",
 	"-behaviour", "3:decline=busy_valid",
 	"-behaviour", "7:decline=busy",
@@ -55,10 +63,10 @@ func (f *fleet) startMinersim(ctx context.Context, opts options, p *printer) err
 	if err := s.start(ctx, opts, "minersim", minersimArgs, nil); err != nil {
 		return err
 	}
-	f.extra = append(f.extra, s)
+	f.extra, f.minersim = append(f.extra, s), true
 	if err := s.waitReady(ctx, 60*time.Second, "/healthz"); err != nil {
 		return err
 	}
-	p.ok("%-16s %s   50 simulated miners, 150 executors, 7 misbehaving (log %s)", "minersim", s.url, filepath.Join(opts.logs, "minersim.log"))
+	p.ok("%-16s %s   50 simulated miners, 150 executors, 7 misbehaving; Pylon stub at %s (log %s)", "minersim", s.url, pylonURL, filepath.Join(opts.logs, "minersim.log"))
 	return nil
 }

@@ -16,8 +16,10 @@ import (
 // config is the fleet's configuration plus what only the command needs.
 type config struct {
 	minersim.Config
-	classes  string
-	logLevel slog.Level
+	classes    string
+	logLevel   slog.Level
+	pylonAddr  string // where the Pylon stub listens; none when empty
+	pylonToken string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -49,6 +51,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", minersim.DefaultIdleTimeout, "close a connection silent for this long")
 	fs.DurationVar(&cfg.PingInterval, "ping-interval", minersim.DefaultPingInterval, "how often miners ping their validators")
 	fs.BoolVar(&cfg.KeepFrames, "keep-frames", false, "keep every received frame verbatim in /arrivals (memory grows with traffic)")
+	fs.StringVar(&cfg.pylonAddr, "pylon", "", "`address` of a Pylon stub serving the metagraph as Pylon's neurons endpoint and recording weights set through it (GET /weights-sets); off when empty")
+	fs.StringVar(&cfg.pylonToken, "pylon-token", "", "bearer `token` the Pylon stub requires; none when empty")
 	fs.BoolVar(&verbose, "v", false, "log connection-level events to stderr")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err

@@ -45,6 +45,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	stopPylon, err := servePylon(ctx, fleet, cfg.pylonAddr, cfg.pylonToken, stdout)
+	if err != nil {
+		return errors.Join(err, fleet.Close())
+	}
 	miners := fleet.Miners()
 	first, last := miners[0], miners[len(miners)-1]
 	fmt.Fprintf(stdout, "minersim: control %s\n", fleet.ControlURL())
@@ -53,5 +57,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		len(fleet.Metagraph().Miners)-len(miners), cfg.SpinUp, limit)
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "minersim: stopping")
-	return fleet.Close()
+	return errors.Join(stopPylon(), fleet.Close())
 }
