@@ -80,7 +80,7 @@ func (b *slowBundle) insertWhenListening(t *testing.T) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		return b.count(t, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND query = 'LISTEN populate_change'`) == 1
+			WHERE datname = current_database() AND rtrim(query, E' \n') LIKE '%LISTEN populate_change'`) == 1
 	}, 15*time.Second, 20*time.Millisecond, "the worker starts listening")
 	_, err := b.pool.Exec(context.Background(), `INSERT INTO populate_worker.slow_src VALUES (1)`)
 	require.NoError(t, err)

@@ -16,14 +16,17 @@ func atomicAdd(n *int64) { atomic.AddInt64(n, 1) }
 
 // reset leaves exactly o.jobs scheduled jobs of the bench table and nothing else.
 func (b *bench) reset(ctx context.Context) error {
-	for _, sql := range []string{
-		`TRUNCATE jobs, river_job, bench_dst`,
-		`INSERT INTO jobs (table_name, key_hash, status, key)
+	for _, st := range []struct {
+		sql  string
+		args []any
+	}{
+		{`TRUNCATE jobs, river_job, bench_dst`, nil},
+		{`INSERT INTO jobs (table_name, key_hash, status, key)
 			SELECT 'bench', md5(jsonb_build_object('k', k)::text), 'scheduled', jsonb_build_object('k', k)
-			FROM generate_series(1, ` + fmt.Sprint(b.o.jobs) + `) k`,
-		`ANALYZE jobs`,
+			FROM generate_series(1, $1::int) k`, []any{b.o.jobs}},
+		{`ANALYZE jobs`, nil},
 	} {
-		if _, err := b.pool.Exec(ctx, sql); err != nil {
+		if _, err := b.pool.Exec(ctx, st.sql, st.args...); err != nil {
 			return fmt.Errorf("reset jobs: %w", err)
 		}
 	}

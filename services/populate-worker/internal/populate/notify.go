@@ -11,10 +11,6 @@ import (
 	"drover.dev/shared/postgres"
 )
 
-// ChangeChannel is the channel the tables' statement triggers notify, with payload
-// "<schema>.<table> <TG_OP>".
-const ChangeChannel = "populate_change"
-
 // watch is what a change of one database table means for the computed tables.
 type watch struct {
 	upstreamOf []string // computed tables whose key_source reads it
@@ -22,7 +18,7 @@ type watch struct {
 }
 
 // InstallTriggers puts statement triggers on every upstream table (inserts, updates, deletes,
-// truncates) and every target table (deletes, truncates) that notify ChangeChannel. Statement
+// truncates) and every target table (deletes, truncates) that notify populate_change. Statement
 // triggers, not row triggers: a bulk insert of a million rows sends one notification.
 func (e *Engine) InstallTriggers(ctx context.Context) error {
 	for _, t := range e.tables.All() {
@@ -78,7 +74,7 @@ func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 	return out, nil
 }
 
-// Listen holds a dedicated connection listening on ChangeChannel until ctx ends, and turns the
+// Listen holds a dedicated connection listening on populate_change until ctx ends, and turns the
 // changes into populate_schedule jobs: inserts upstream schedule, deletes upstream or in the
 // target also clean up. Changes are gathered and flushed every flushEvery; a job skipped as a
 // duplicate of one already running stays pending for the next flush, so no change is lost to a
@@ -93,8 +89,8 @@ func (e *Engine) Listen(ctx context.Context, ins *queue.Client, flushEvery time.
 		return fmt.Errorf("acquire listen connection: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+ChangeChannel); err != nil {
-		return fmt.Errorf("listen on %s: %w", ChangeChannel, err)
+	if err := queries.ChangeListen(ctx, conn); err != nil {
+		return fmt.Errorf("listen on populate_change: %w", err)
 	}
 	pending := map[queue.PopulateScheduleArgs]bool{}
 	for {
@@ -110,7 +106,7 @@ func (e *Engine) Listen(ctx context.Context, ins *queue.Client, flushEvery time.
 			}
 			continue
 		case !errors.Is(err, context.DeadlineExceeded):
-			return fmt.Errorf("wait for %s: %w", ChangeChannel, err)
+			return fmt.Errorf("wait for populate_change: %w", err)
 		}
 		if err := flush(ctx, ins, pending); err != nil {
 			return err

@@ -89,3 +89,8 @@ SELECT id FROM river_job
 WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', @table_name::text, 'key_hash', @key_hash::text)
     AND state IN ('available', 'pending', 'retryable', 'scheduled')
 FOR UPDATE SKIP LOCKED;
+
+-- name: ChangeListen :exec
+-- ChangeListen subscribes the connection to populate_change, the channel that the tables'
+-- statement triggers (notify_change, migration 00001) notify with payload "<schema>.<table> <TG_OP>".
+LISTEN populate_change;

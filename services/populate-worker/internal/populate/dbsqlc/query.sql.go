@@ -10,6 +10,17 @@ import (
 	"time"
 )
 
+const changeListen = `-- name: ChangeListen :exec
+LISTEN populate_change
+`
+
+// ChangeListen subscribes the connection to populate_change, the channel that the tables'
+// statement triggers (notify_change, migration 00001) notify with payload "<schema>.<table> <TG_OP>".
+func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, changeListen)
+	return err
+}
+
 const jobDelete = `-- name: JobDelete :exec
 DELETE FROM jobs WHERE table_name = $1 AND key_hash = $2
 `
