@@ -7,7 +7,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 section() { printf '\n== %s\n' "$*"; }
 
-section "batch-runner hot phase vs a bare prepared-frame write loop, median of ${BENCH_ROUNDS:-3} rounds (BENCH_EXECUTORS=${BENCH_EXECUTORS:-1000,5000})"
+# The hot-phase benchmark compares Drover with ComputeHorde's asyncio method, a Python script
+# using the websockets client: Debian's python3 (BENCH_PYTHON) with Debian's package, installed
+# when missing.
+export BENCH_PYTHON=${BENCH_PYTHON:-$( [ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3 )}
+need_websockets() {
+	"$BENCH_PYTHON" -c 'import websockets' 2>/dev/null && return
+	echo "installing python3-websockets (apt-get) for the asyncio comparison"
+	local sudo=""
+	[ "$(id -u)" = 0 ] || sudo="sudo"
+	$sudo apt-get install -y -q python3-websockets >/dev/null ||
+		echo "could not install python3-websockets: the hot phase runs without the asyncio comparison"
+}
+
+section "batch-runner hot phase vs a bare prepared-frame write loop and the asyncio method, median of ${BENCH_ROUNDS:-5} rounds (BENCH_EXECUTORS=${BENCH_EXECUTORS:-1000,5000}; sharded: BENCH_SHARDED_EXECUTORS=${BENCH_SHARDED_EXECUTORS:-10000})"
+need_websockets
 (cd "$root/services/batch-runner" && go test -run '^$' -bench HotPhase -benchtime 1x -timeout 30m ./internal/batch/)
 
 section "build-scheduler: 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT"

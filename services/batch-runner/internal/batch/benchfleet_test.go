@@ -47,7 +47,27 @@ const benchClass = "always_on.test"
 // benchScenario answers every job with a fixed stdout at one fleet-wide instant, answerAt after
 // the first job request arrived: all executors answer within the same millisecond.
 func benchScenario(answerAt time.Duration) string {
-	return fmt.Sprintf("*:answer=scripted,stdout=x,answer_at=%s", answerAt)
+	return "*:" + benchBehaviour(answerAt)
+}
+
+func benchBehaviour(answerAt time.Duration) string {
+	return fmt.Sprintf("answer=scripted,stdout=x,answer_at=%s", answerAt)
+}
+
+// adversaries returns behaviours making the first 5 % of miners (at least one) misbehave, a
+// third each way: stop reading their socket once ready (so writes to them block), answer
+// slowloris-style (the final answer one byte per 100 ms), send an oversized frame before the
+// answer (during the send burst: progress messages go out at once). honest is the index of the
+// first well-behaved miner.
+func adversaries(miners int, answerAt time.Duration) (behaviours []string, honest int) {
+	n := max(1, miners*5/100)
+	for k, kind := range []string{"stop_reading=ready", "slowloris=answer", "oversize=answer"} {
+		lo, hi := n*k/3, n*(k+1)/3-1
+		if lo <= hi {
+			behaviours = append(behaviours, fmt.Sprintf("%d-%d:%s,%s", lo, hi, benchBehaviour(answerAt), kind))
+		}
+	}
+	return behaviours, n
 }
 
 func inProcess() bool { return os.Getenv("BENCH_MINERSIM") == "inprocess" }
@@ -61,13 +81,26 @@ func buildMinersim(b *testing.B) string {
 	return bin
 }
 
-func startBenchFleet(b *testing.B, bin string, miners, perMiner int, answerAt time.Duration) *benchFleet {
+// fleetSpec is what a round's minersim runs: its binary (empty: in this process), its size,
+// behaviours applied on top of benchScenario, and the cores its process is pinned to.
+type fleetSpec struct {
+	bin              string
+	miners, perMiner int
+	behaviours       []string
+	cpus             []int
+}
+
+func startBenchFleet(b *testing.B, spec fleetSpec) *benchFleet {
 	b.Helper()
 	if inProcess() {
-		return startInProcess(b, miners, perMiner, answerAt)
+		return startInProcess(b, spec)
 	}
-	cmd := exec.Command(bin, "-miners", strconv.Itoa(miners), "-classes", fmt.Sprintf("%s=%d", benchClass, perMiner),
-		"-spin-up", "50ms", "-behaviour", benchScenario(answerAt))
+	args := []string{"-miners", strconv.Itoa(spec.miners), "-classes", fmt.Sprintf("%s=%d", benchClass, spec.perMiner),
+		"-spin-up", "50ms", "-behaviour", benchScenario(answerAt)}
+	for _, be := range spec.behaviours {
+		args = append(args, "-behaviour", be)
+	}
+	cmd := pinned(spec.cpus, spec.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(b, err)
@@ -83,11 +116,14 @@ func startBenchFleet(b *testing.B, bin string, miners, perMiner int, answerAt ti
 	return f
 }
 
-func startInProcess(b *testing.B, miners, perMiner int, answerAt time.Duration) *benchFleet {
+func startInProcess(b *testing.B, spec fleetSpec) *benchFleet {
 	var scenario minersim.Scenario
 	require.NoError(b, scenario.Apply(benchScenario(answerAt)))
+	for _, be := range spec.behaviours {
+		require.NoError(b, scenario.Apply(be))
+	}
 	fleet, err := minersim.Start(context.Background(), minersim.Config{
-		Miners: miners, Manifest: protocol.Manifest{{Class: benchClass, Count: perMiner}},
+		Miners: spec.miners, Manifest: protocol.Manifest{{Class: benchClass, Count: spec.perMiner}},
 		SpinUp: 50 * time.Millisecond, Scenario: scenario,
 	})
 	require.NoError(b, err)

@@ -28,35 +28,50 @@ import (
 // the same miners' connections from one release. Every executor answers at one instant, so the
 // completion-timestamp error is measured when all answers arrive within the same millisecond.
 //
-// One round on a shared 2-core machine is mostly noise (three consecutive rounds of the same
-// code at 5,000 executors gave send-spread ratios of 1.35, 1.92 and 0.36), so each size runs
-// BENCH_ROUNDS rounds (default 3), each a batch against a fresh fleet and then the floor
-// against that fleet; a burst of load from elsewhere then lands on one round, not on every
-// comparison. Each round prints a line as it ends; then one line per figure gives the median
-// over the rounds, each number taken separately (the ratio is the median of the rounds'
-// ratios, not the medians' ratio), with the verdicts on those medians. Peak RSS is the largest
-// of the rounds.
+// Arrivals are minersim's kernel receive stamps (SO_TIMESTAMPNS), so the arrival spread is what
+// the network delivered, not when minersim's readers got a core; and where there are at least
+// two cores this process (and every validator-side process it starts) runs on one half of them
+// and minersim on the other (see cores), so neither side's figure includes waiting for a core
+// the other holds.
 //
-// minersim runs as a separate process (BENCH_MINERSIM=inprocess runs it in this one); both
-// processes share the machine's cores, and the CPU line says how much each used. Sizes come
-// from BENCH_EXECUTORS (default "1000,5000") and BENCH_PER_MINER (executors per miner,
-// default 10). Run with -benchtime 1x.
+// Each size runs BENCH_ROUNDS rounds (default 5). A round is: a batch against a fresh fleet;
+// the floor against that fleet; ComputeHorde's asyncio method (testdata/asyncio_validator.py)
+// sending the floor's frames over the floor's connection layout to the same fleet; then a batch
+// against a second fresh fleet whose first 5 % of miners misbehave (see adversaries), whose
+// honest executors' arrival spread is compared with the same miners' in the clean batch. Each
+// round prints a line as it ends; then one line per figure gives the median over the rounds,
+// each number taken separately (a ratio is the median of the rounds' ratios, not the medians'
+// ratio) with the rounds' range beside it, and the verdicts on those medians. Peak RSS is the
+// largest of the rounds.
+//
+// minersim runs as a separate process (BENCH_MINERSIM=inprocess runs it in this one, unpinned).
+// Sizes come from BENCH_EXECUTORS (default "1000,5000") and BENCH_PER_MINER (executors per
+// miner, default 10); BENCH_ADVERSARIES=0 leaves out the adversaries' batch. Run with
+// -benchtime 1x.
 func BenchmarkHotPhase(b *testing.B) {
 	raiseFileLimit(b)
 	perMiner := envInt(b, "BENCH_PER_MINER", 10)
-	rounds := envInt(b, "BENCH_ROUNDS", 3)
+	rounds := envInt(b, "BENCH_ROUNDS", 5)
 	require.Positive(b, rounds, "BENCH_ROUNDS")
-	bin := ""
+	withAdversaries := envInt(b, "BENCH_ADVERSARIES", 1) != 0
+	bin, cpus := "", cores{note: "minersim in this process: not pinned"}
 	if !inProcess() {
-		bin = buildMinersim(b)
+		bin, cpus = buildMinersim(b), splitCores()
+	}
+	if note := asyncioCheck(); note != "" {
+		fmt.Printf("hot-phase: no asyncio comparison: %s\n", note)
 	}
 	for _, n := range envInts(b, "BENCH_EXECUTORS", []int{1000, 5000}) {
 		b.Run(fmt.Sprintf("executors=%d", n), func(b *testing.B) {
 			for b.Loop() {
-				f := figures{executors: n, b: b}
+				f := figures{executors: n, b: b, cores: cpus}
 				rs := make([]round, rounds)
 				for i := range rs {
-					rs[i] = hotPhaseRound(b, bin, n, perMiner)
+					spec := fleetSpec{bin: bin, miners: (n + perMiner - 1) / perMiner, perMiner: perMiner, cpus: cpus.miners}
+					rs[i] = hotPhaseRound(b, spec, n, cpus.validator)
+					if withAdversaries {
+						rs[i].adversary = adversaryRound(b, spec, n, rs[i].clean)
+					}
 					f.round(i+1, rounds, rs[i])
 				}
 				f.summary(rs)
@@ -82,8 +97,8 @@ func benchConfig(b *testing.B) Config {
 	}
 }
 
-// round is what one round measured: a batch against a fresh fleet, then the floor against the
-// same fleet.
+// round is what one round measured: a batch against a fresh fleet, then the floor and the
+// asyncio method against the same fleet, then a batch against a fleet with adversaries.
 type round struct {
 	send, arrival        spread
 	completion           completion
@@ -92,6 +107,16 @@ type round struct {
 	wall                 time.Duration // of batch.Run
 	cpu                  usage         // used by each process during batch.Run
 	mode                 string        // how minersim ran
+
+	// asyncio is the arrival spread of ours against the asyncio method's in place of the
+	// floor; asyncioSend is that method's send spread. Zero when it did not run.
+	asyncio     spread
+	asyncioSend time.Duration
+	// clean is the clean batch's arrivals, which the adversaries' batch is compared with.
+	clean []minersim.Arrival
+	// adversary is the honest executors' arrival spread with adversaries (ours) and the same
+	// miners' in the clean batch (floor). Zero when it did not run.
+	adversary spread
 }
 
 // spread is a spread of ours and the floor's.
@@ -107,9 +132,8 @@ func (r round) completionRatio() float64 {
 	return float64(r.completion.p99) / float64(r.completionTarget())
 }
 
-func hotPhaseRound(b *testing.B, bin string, executors, perMiner int) round {
-	miners := (executors + perMiner - 1) / perMiner
-	fleet := startBenchFleet(b, bin, miners, perMiner, answerAt)
+func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []int) round {
+	fleet := startBenchFleet(b, spec)
 	defer fleet.stop()
 	cfg := benchConfig(b)
 	r := round{mode: fleet.mode, rssReset: resetPeakRSS()}
@@ -119,14 +143,36 @@ func hotPhaseRound(b *testing.B, bin string, executors, perMiner int) round {
 	r.wall, r.peakRSS = time.Since(start), peakRSSMiB("self")
 	r.cpu = usage{ours: u1.ours - u0.ours, minersim: u1.minersim - u0.minersim}
 	require.NoError(b, err)
-	requests := fleet.arrivals(b, "V0JobRequest", 0)
-	require.Equal(b, executors, len(requests), "every executor got its job; verdicts %v", reasons(res))
+	r.clean = fleet.arrivals(b, "V0JobRequest", 0)
+	require.Equal(b, executors, len(r.clean), "every executor got its job; verdicts %v", reasons(res))
 	r.completion = completionErrors(b, res, fleet.jobs(b))
 	require.Equal(b, executors, len(r.completion.errs), "every answer was timed on both sides")
-	r.send.ours, r.arrival.ours = res.SendSpread, arrivalSpread(requests)
-	r.send.floor, r.arrival.floor = floor(b, fleet, cfg.Key, perMiner)
+	r.send.ours, r.arrival.ours = res.SendSpread, arrivalSpread(r.clean)
+	r.send.floor, r.arrival.floor = floor(b, fleet, cfg.Key, spec.perMiner)
+	if send, arrival, ok := asyncioMethod(b, fleet, cfg.Key, spec.perMiner, validatorCPUs); ok {
+		r.asyncio, r.asyncioSend = spread{ours: r.arrival.ours, floor: arrival}, send
+	}
 	r.minersimRSS = fleet.minersimPeakRSSMiB()
 	return r
+}
+
+// adversaryRound runs a batch against a fresh fleet whose first 5 % of miners misbehave and
+// returns the honest executors' arrival spread against the same miners' in the clean batch.
+func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersim.Arrival) spread {
+	var honest int
+	spec.behaviours, honest = adversaries(spec.miners, answerAt)
+	fleet := startBenchFleet(b, spec)
+	defer fleet.stop()
+	res, err := Run(context.Background(), benchConfig(b), fleet.plan)
+	require.NoError(b, err)
+	got := honestArrivals(fleet.arrivals(b, "V0JobRequest", 0), honest)
+	require.Equal(b, executors-honest*spec.perMiner, len(got), "every honest executor got its job; verdicts %v", reasons(res))
+	return spread{ours: arrivalSpread(got), floor: arrivalSpread(honestArrivals(clean, honest))}
+}
+
+// honestArrivals keeps the arrivals at miners from index honest on.
+func honestArrivals(as []minersim.Arrival, honest int) []minersim.Arrival {
+	return slices.DeleteFunc(slices.Clone(as), func(a minersim.Arrival) bool { return a.Miner < honest })
 }
 
 func arrivalSpread(as []minersim.Arrival) time.Duration {
@@ -173,24 +219,37 @@ func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) comp
 	return c
 }
 
-// floor opens one connection per miner, authenticates, then has one goroutine, parked on a
-// gate, write each miner's prepared frames (perMiner V0JobRequests, as the batch did) in a bare
-// loop once the gate opens.
-func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int) (send, arrival time.Duration) {
-	conns := dialAll(b, fleet.plan, key)
-	frames := make([][]byte, len(conns))
-	uuids := map[string]bool{}
+// floorJobs prepares, for each miner of the fleet, perMiner V0JobRequests as the batch sends
+// them (unmasked JSON), with fresh job UUIDs, so that the floor and the asyncio method send the
+// same frames as the batch to the same miners.
+func floorJobs(b *testing.B, fleet *benchFleet, perMiner int) (payloads [][][]byte, uuids map[string]bool) {
+	payloads, uuids = make([][][]byte, len(fleet.plan.Miners)), map[string]bool{}
 	cfg := benchConfig(b).WithDefaults()
-	for i := range conns {
+	for i, m := range fleet.plan.Miners {
 		for range perMiner {
-			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(fleet.plan.Miners[i].Hotkey, benchClass, cfg.Rand)
+			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(m.Hotkey, benchClass, cfg.Rand)
 			require.NoError(b, err)
 			uuid, err := newUUID(cfg.Rand)
 			require.NoError(b, err)
 			uuids[uuid] = true
 			payload, err := protocol.Encode(jobRequest(&job{uuid: uuid, class: benchClass, spec: spec}))
 			require.NoError(b, err)
-			frames[i] = append(frames[i], minerconn.MaskedFrame(payload)...)
+			payloads[i] = append(payloads[i], payload)
+		}
+	}
+	return payloads, uuids
+}
+
+// floor opens one connection per miner, authenticates, then has one goroutine, parked on a
+// gate, write each miner's prepared frames (perMiner V0JobRequests, as the batch did) in a bare
+// loop once the gate opens.
+func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int) (send, arrival time.Duration) {
+	conns := dialAll(b, fleet.plan, key)
+	payloads, uuids := floorJobs(b, fleet, perMiner)
+	frames := make([][]byte, len(conns))
+	for i := range conns {
+		for _, p := range payloads[i] {
+			frames[i] = append(frames[i], minerconn.MaskedFrame(p)...)
 		}
 	}
 	gate := barrier.NewGate()
@@ -209,20 +268,27 @@ func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int) (
 	release := gate.Open()
 	<-done
 	send = slices.MaxFunc(after, func(a, b time.Time) int { return a.Compare(b) }).Sub(slices.MinFunc(before, func(a, b time.Time) int { return a.Compare(b) }))
+	got := fleet.waitArrivals(b, uuids, release.UnixNano())
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	return send, arrivalSpread(got)
+}
+
+// waitArrivals waits until minersim has recorded the arrival of every job request in uuids
+// since a unix ns instant, and returns those arrivals.
+func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int64) []minersim.Arrival {
 	var got []minersim.Arrival
 	require.Eventually(b, func() bool {
 		got = got[:0]
-		for _, a := range fleet.arrivals(b, "V0JobRequest", release.UnixNano()) {
+		for _, a := range f.arrivals(b, "V0JobRequest", since) {
 			if uuids[a.JobUUID] {
 				got = append(got, a)
 			}
 		}
 		return len(got) == len(uuids)
 	}, 30*time.Second, 50*time.Millisecond)
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	return send, arrivalSpread(got)
+	return got
 }
 
 func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*websocket.Conn {

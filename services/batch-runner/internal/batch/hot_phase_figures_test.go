@@ -24,10 +24,21 @@ func median[T ~int64 | ~float64](rs []round, of func(round) T) T {
 	return xs[m]
 }
 
+// span is the smallest and largest of one number over the rounds, printed beside its median
+// as "(rounds lo–hi)".
+func span[T ~int64 | ~float64](rs []round, of func(round) T, format func(T) string) string {
+	lo, hi := of(rs[0]), of(rs[0])
+	for _, r := range rs {
+		lo, hi = min(lo, of(r)), max(hi, of(r))
+	}
+	return fmt.Sprintf("(rounds %s–%s)", format(lo), format(hi))
+}
+
 // figures prints the lines of one size and reports its numbers as benchmark metrics.
 type figures struct {
 	executors int
 	b         *testing.B
+	cores     cores
 }
 
 func (f figures) line(name, format string, args ...any) {
@@ -59,28 +70,50 @@ func meets(v, target float64) string {
 
 // round prints the key numbers of round i of n as soon as it ends.
 func (f figures) round(i, n int, r round) {
-	f.line(fmt.Sprintf("round %d of %d", i, n), "send spread ours %s  floor %s  ratio %.2f;  completion p99 %s vs 2x floor send spread %s (%.2f)",
-		ms(r.send.ours), ms(r.send.floor), r.send.ratio(), ms(r.completion.p99), ms(r.completionTarget()), r.completionRatio())
+	f.line(fmt.Sprintf("round %d of %d", i, n), "send spread ours %s  floor %s  ratio %.2f;  arrival spread ours %s  floor %s  asyncio %s  ratio %.2f;  adversaries honest %s  clean %s;  completion p99 %s vs 2x floor send spread %s (%.2f)",
+		ms(r.send.ours), ms(r.send.floor), r.send.ratio(), ms(r.arrival.ours), ms(r.arrival.floor), ms(r.asyncio.floor), r.arrival.ratio(),
+		ms(r.adversary.ours), ms(r.adversary.floor), ms(r.completion.p99), ms(r.completionTarget()), r.completionRatio())
+}
+
+// figure is one ratio line: ours against a reference (the floor, the asyncio method, the clean
+// batch) with its target at 5,000 executors (0: none).
+type figure struct {
+	name, ref, note string
+	of              func(round) spread
+	target          float64
 }
 
 // summary prints one line per figure over all the rounds and reports the same numbers.
 func (f figures) summary(rs []round) {
-	f.ratio("send spread", rs, func(r round) spread { return r.send }, f.atTargetSize(1.25), "target <= 1.25 at 5,000 executors")
-	f.ratio("arrival spread", rs, func(r round) spread { return r.arrival }, 0, "seen by minersim, which reads on the same cores")
+	f.ratio(rs, figure{name: "send spread", ref: "floor", of: func(r round) spread { return r.send }, target: 1.25,
+		note: "target <= 1.25 at 5,000 executors"})
+	f.ratio(rs, figure{name: "arrival spread", ref: "floor", of: func(r round) spread { return r.arrival }, target: 1.25,
+		note: "minersim's kernel receive stamps; target <= 1.25 at 5,000 executors"})
+	if rs[0].asyncio.floor > 0 {
+		f.ratio(rs, figure{name: "vs asyncio", ref: "asyncio", of: func(r round) spread { return r.asyncio }, target: 1.0 / 3,
+			note: "arrival spread, ours / ComputeHorde's asyncio method (send spread median " + ms(median(rs, func(r round) time.Duration { return r.asyncioSend })) + "); target <= 0.33 at 5,000"})
+	}
+	if rs[0].adversary.floor > 0 {
+		f.ratio(rs, figure{name: "adversaries", ref: "clean", of: func(r round) spread { return r.adversary }, target: 1.1,
+			note: "honest executors' arrival spread, 5 % of miners misbehaving / the same miners in the clean batch; target <= 1.1 at 5,000"})
+	}
 	f.completion(rs)
 	f.rss(rs)
 	f.cpu(rs)
 }
 
-func (f figures) ratio(name string, rs []round, of func(round) spread, target float64, note string) {
-	ours := median(rs, func(r round) time.Duration { return of(r).ours })
-	floor := median(rs, func(r round) time.Duration { return of(r).floor })
-	ratio := median(rs, func(r round) float64 { return of(r).ratio() })
-	f.line(name, "median of %d rounds: ours %s  floor %s  ratio %.2f  (%s)%s", len(rs), ms(ours), ms(floor), ratio, note, meets(ratio, target))
-	key := strings.ReplaceAll(name, " ", "_")
-	f.metric(msf(ours), key+"_ms")
-	f.metric(msf(floor), "floor_"+key+"_ms")
-	f.metric(ratio, key+"_ratio")
+func (f figures) ratio(rs []round, fig figure) {
+	ours := func(r round) time.Duration { return fig.of(r).ours }
+	ref := func(r round) time.Duration { return fig.of(r).floor }
+	ratio := func(r round) float64 { return fig.of(r).ratio() }
+	m := median(rs, ratio)
+	f.line(fig.name, "median of %d rounds: ours %s %s  %s %s %s  ratio %.2f %s  (%s)%s", len(rs),
+		ms(median(rs, ours)), span(rs, ours, msShort), fig.ref, ms(median(rs, ref)), span(rs, ref, msShort),
+		m, span(rs, ratio, func(v float64) string { return fmt.Sprintf("%.2f", v) }), fig.note, meets(m, f.atTargetSize(fig.target)))
+	key := strings.ReplaceAll(fig.name, " ", "_")
+	f.metric(msf(median(rs, ours)), key+"_ms")
+	f.metric(msf(median(rs, ref)), fig.ref+"_"+key+"_ms")
+	f.metric(m, key+"_ratio")
 }
 
 // completion judges the median of the rounds' p99/(2x floor send spread), each p99 against the
@@ -124,12 +157,13 @@ func (f figures) cpu(rs []round) {
 	wall := median(rs, func(r round) time.Duration { return r.wall })
 	ours := median(rs, func(r round) time.Duration { return r.cpu.ours })
 	minersim := median(rs, func(r round) time.Duration { return r.cpu.minersim })
-	f.line("cpu", "median of %d rounds: %d cores shared; during batch.Run (%s wall) batch-runner used %s CPU, minersim %s (%s)",
-		len(rs), runtime.NumCPU(), ms(wall), ms(ours), ms(minersim), rs[0].mode)
+	f.line("cpu", "median of %d rounds: %d cores, %s; during batch.Run (%s wall) batch-runner used %s CPU, minersim %s (%s)",
+		len(rs), runtime.NumCPU(), f.cores.note, ms(wall), ms(ours), ms(minersim), rs[0].mode)
 	f.metric(sec(ours), "cpu_ours_s")
 	f.metric(sec(minersim), "cpu_minersim_s")
 }
 
-func ms(d time.Duration) string   { return fmt.Sprintf("%.1f ms", msf(d)) }
-func msf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-func sec(d time.Duration) float64 { return d.Seconds() }
+func ms(d time.Duration) string      { return fmt.Sprintf("%.1f ms", msf(d)) }
+func msShort(d time.Duration) string { return fmt.Sprintf("%.1f", msf(d)) }
+func msf(d time.Duration) float64    { return float64(d.Nanoseconds()) / 1e6 }
+func sec(d time.Duration) float64    { return d.Seconds() }
