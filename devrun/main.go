@@ -1,7 +1,8 @@
 // Command devrun is what make run runs: it migrates the database, starts every Drover service as
 // its own process on fixed local ports, waits until each is ready, runs the demonstrations (a probe
 // between every pair of services, then each workload's demo when its program is built), prints
-// what happened, and keeps serving until Ctrl-C (or exits after the demos with -once).
+// what happened and where each service's River UI is, and keeps serving until Ctrl-C (or exits
+// after the demos with -once).
 //
 // It talks to the services only over HTTP, as a user would.
 package main
@@ -66,6 +67,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	demoErr := runDemos(ctx, opts, fleet, p)
+	if ctx.Err() == nil {
+		demoErr = errors.Join(demoErr, showRiverUI(ctx, opts, fleet, p))
+	}
 	if opts.once || ctx.Err() != nil {
 		return demoErr
 	}

@@ -6,7 +6,8 @@
 # 1. docker-compose.yml is valid (`docker-compose config -q`) with dummy values for the required
 #    variables, and each required variable really is required.
 # 2. No drift: every service module listed in go.work (./services/<name>) has a compose service
-#    built from services/<name>, a River UI for its schema, and a Kubernetes Deployment + Service
+#    built from services/<name> (which serves River UI for its schema itself), and a Kubernetes
+#    Deployment + Service
 #    listed in infra/k8s/kustomization.yaml; every file kustomization lists exists and vice versa;
 #    every compose build CMD is a directory (the placeholder build-worker may be missing: warning).
 # 3. infra/k8s renders (`kubectl kustomize`, offline) when kubectl is installed, else every YAML
@@ -22,7 +23,7 @@ problem() { echo "compose-check: FAIL: $*" >&2; problems=$((problems + 1)); }
 warn() { echo "compose-check: warning: $*" >&2; }
 info() { echo "compose-check: $*"; }
 
-required_vars=(POSTGRES_PASSWORD DROVER_API_TOKEN RIVERUI_USER RIVERUI_PASSWORD)
+required_vars=(POSTGRES_PASSWORD DROVER_API_TOKEN)
 k8s_dir=infra/k8s
 
 # --- the compose tool ---------------------------------------------------------------------------
@@ -48,7 +49,7 @@ info "using: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || ech
 # environment out, so results are the same on every machine.
 empty_env=$(mktemp)
 trap 'rm -f "$empty_env"' EXIT
-dummy_env=(POSTGRES_PASSWORD=dummy-password DROVER_API_TOKEN=dummy-token RIVERUI_USER=dummy-user RIVERUI_PASSWORD=dummy-pass)
+dummy_env=(POSTGRES_PASSWORD=dummy-password DROVER_API_TOKEN=dummy-token)
 
 run_compose() { # run_compose VAR=value... -- compose args...
 	local envs=()
@@ -112,9 +113,6 @@ for name in $services; do
 	has_compose_service "$name" || problem "go.work lists services/$name but docker-compose.yml has no '$name' service"
 	grep -Eq "^[[:space:]]*CMD:[[:space:]]*\"?services/$name\"?[[:space:]]*$" docker-compose.yml ||
 		problem "docker-compose.yml does not build services/$name"
-	has_compose_service "riverui-$name" || problem "docker-compose.yml has no 'riverui-$name' (River UI for schema $schema)"
-	grep -Eq "^[[:space:]]*RIVER_SCHEMA:[[:space:]]*\"?$schema\"?[[:space:]]*$" docker-compose.yml ||
-		problem "docker-compose.yml has no River UI with RIVER_SCHEMA: $schema"
 
 	manifest="$k8s_dir/$name.yaml"
 	if [ ! -f "$manifest" ]; then

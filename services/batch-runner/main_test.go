@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -44,6 +45,7 @@ func startService(t *testing.T, cfg Config) string {
 func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
 	base := startService(t, testConfig(testdb.New(t)))
+	servicetest.RequireRiverUIQueues(t, base, queue.QueueProbe, queue.QueueBatches, queue.QueueBatchShards)
 
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
 	var probe struct{ ID int64 }

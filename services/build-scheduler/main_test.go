@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/buildworker"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/fakes3"
@@ -100,6 +101,7 @@ func waitGroup(t *testing.T, base string, id int64) jobgraph.Group {
 func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
 	base := startScheduler(t, testConfig(testdb.New(t)))
+	servicetest.RequireRiverUIQueues(t, base, queue.QueueProbe, queue.QueueBuildScheduler)
 
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
 	var probe struct{ ID int64 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"drover.dev/computehorde/hotkey"
+	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -123,6 +124,7 @@ type syncEvents struct {
 func TestRunSyncsAtStartAndServesMiners(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
+	servicetest.RequireRiverUIQueues(t, bundle.base, queue.QueueProbe, queue.QueueMetagraph)
 
 	require.Eventually(t, func() bool { return len(bundle.miners(t, "").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
 	require.Len(t, bundle.miners(t, "?validator=true").Miners, 1)

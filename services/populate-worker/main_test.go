@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -58,6 +59,7 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
+	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance)
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)

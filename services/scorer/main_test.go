@@ -54,6 +54,7 @@ func TestRunServesScoresAndWeights(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)
 	ctx := context.Background()
+	servicetest.RequireRiverUIQueues(t, bundle.base, queue.QueueProbe, queue.QueueScoring)
 
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, bundle.base+"/healthz", nil, nil))
 	require.Equal(t, http.StatusNotFound, servicetest.Call(t, http.MethodGet, bundle.base+"/v1/weights", nil, nil))

@@ -24,7 +24,8 @@ type Common struct {
 	DatabaseURL string `envconfig:"DATABASE_URL" required:"true" secret:"true" desc:"Postgres connection string"`
 
 	APITokens    []string `envconfig:"API_TOKENS" secret:"true" desc:"bearer tokens accepted on /v1, comma separated"`
-	AuthDisabled bool     `envconfig:"AUTH_DISABLED" default:"false" desc:"serve /v1 without tokens; for local development only"`
+	AuthDisabled bool     `envconfig:"AUTH_DISABLED" default:"false" desc:"serve /v1 and /riverui/ without credentials; for local development only"`
+	RiverUIUser  string   `envconfig:"RIVERUI_USER" default:"drover" desc:"user name that logs into River UI at /riverui/ (basic auth); the password is any of API_TOKENS"`
 
 	LogLevel  string `envconfig:"LOG_LEVEL" default:"info" desc:"debug, info, warn or error"`
 	LogFormat string `envconfig:"LOG_FORMAT" default:"auto" desc:"text, json, or auto (text on a terminal)"`

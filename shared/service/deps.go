@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"riverqueue.com/riverui"
+
 	"drover.dev/queue"
 	"drover.dev/shared/web"
 )
@@ -31,6 +33,7 @@ type Deps struct {
 	spec       Spec
 	background []func(context.Context) error
 	client     *queue.Client
+	riverUI    *riverui.Handler
 }
 
 // Go runs loop alongside the server for the life of the service. Its context ends at shutdown;

@@ -75,6 +75,9 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, spec.OpenAPI); err != nil {
 		return fmt.Errorf("%s: %w", spec.Service, err)
 	}
+	if deps.riverUI, err = mountRiverUI(deps); err != nil {
+		return err
+	}
 	return serve(ctx, spec, deps)
 }
 
@@ -114,6 +117,13 @@ func serve(ctx context.Context, spec Spec, deps *Deps) error {
 		if ln, err = net.Listen("tcp", spec.HTTPAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", spec.HTTPAddr, err)
 		}
+	}
+	// River UI's caches run until the service has stopped serving it.
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUI()
+	if err := deps.riverUI.Start(uiCtx); err != nil {
+		_ = ln.Close()
+		return fmt.Errorf("start river ui: %w", err)
 	}
 	// River's own context outlives ctx: stopping is ours to sequence below.
 	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {

@@ -6,9 +6,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,14 +19,17 @@ import (
 	"drover.dev/shared/config"
 )
 
-// Token is the bearer token Config sets up.
+// Token is the bearer token Config sets up; it is also River UI's password.
 const Token = "test-token"
+
+// RiverUIUser is the River UI user name Config sets up.
+const RiverUIUser = "operator"
 
 // Config returns the common settings for a service under test on databaseURL: auth on with Token,
 // quiet logs, short timeouts.
 func Config(databaseURL string) config.Common {
 	return config.Common{
-		DatabaseURL: databaseURL, APITokens: []string{Token},
+		DatabaseURL: databaseURL, APITokens: []string{Token}, RiverUIUser: RiverUIUser,
 		LogLevel: "warn", LogFormat: "text", BodyLimit: 1 << 20,
 		ReadHeaderTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: time.Second, ShutdownTimeout: 10 * time.Second, SoftStopTimeout: 5 * time.Second,
@@ -89,4 +94,46 @@ func Call(t testing.TB, method, url string, body, out any) int {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
 	}
 	return resp.StatusCode
+}
+
+// RequireRiverUIQueues checks that the service at base serves River UI behind its login and that,
+// logged in, its API lists exactly the queues want (in any order) within a few seconds: a River
+// client records its queues once it runs.
+func RequireRiverUIQueues(t testing.TB, base string, want ...string) {
+	t.Helper()
+	status, _ := riverUIGet(t, base+"/riverui/api/queues", false)
+	require.Equal(t, http.StatusUnauthorized, status, "River UI without login")
+	slices.Sort(want)
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		status, body := riverUIGet(t, base+"/riverui/api/queues", true)
+		require.Equal(t, http.StatusOK, status, "River UI queues: %s", body)
+		var list struct{ Data []struct{ Name string } }
+		require.NoError(t, json.Unmarshal(body, &list))
+		var got []string
+		for _, q := range list.Data {
+			got = append(got, q.Name)
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) {
+			return
+		}
+		last = fmt.Sprint(got)
+	}
+	t.Fatalf("River UI lists queues %s, want %v", last, want)
+}
+
+func riverUIGet(t testing.TB, url string, login bool) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if login {
+		req.SetBasicAuth(RiverUIUser, Token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, body
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"fmt"
 	"strings"
 
 	"github.com/labstack/echo/v5"
@@ -31,4 +32,34 @@ func bearerAuth(tokens []string, disabled bool) echo.MiddlewareFunc {
 			return problem.New(problem.Unauthorized, "", "the bearer token is not valid")
 		}
 	}
+}
+
+// BasicAuth accepts a request whose Authorization header carries Basic credentials naming user
+// and one of passwords. Any other request gets a 401 with a Basic challenge for realm, so a
+// browser asks for the credentials once and sends them with every later request to the server,
+// the requests a single-page app makes itself included. Disabled lets every request through.
+func BasicAuth(realm, user string, passwords []string, disabled bool) echo.MiddlewareFunc {
+	challenge := fmt.Sprintf("Basic realm=%q, charset=\"UTF-8\"", realm)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if disabled {
+			return next
+		}
+		return func(c *echo.Context) error {
+			gotUser, gotPassword, ok := c.Request().BasicAuth()
+			if ok && subtle.ConstantTimeCompare([]byte(gotUser), []byte(user)) == 1 && oneOf(gotPassword, passwords) {
+				return next(c)
+			}
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
+			return problem.New(problem.Unauthorized, "", "a user name and password are required (HTTP Basic)")
+		}
+	}
+}
+
+// oneOf compares got with every candidate in constant time.
+func oneOf(got string, candidates []string) bool {
+	found := 0
+	for _, want := range candidates {
+		found |= subtle.ConstantTimeCompare([]byte(got), []byte(want))
+	}
+	return found == 1 && got != ""
 }
