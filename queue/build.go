@@ -36,12 +36,20 @@ func (a BuildRunArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: BuildQueue(a.Target), MaxAttempts: 25}
 }
 
-// Outcomes a build worker reports.
+// BuildOutcome is how an attempt at a build ended, as its worker reports it.
+type BuildOutcome string
+
+// The build outcomes.
 const (
-	BuildSucceeded = "succeeded"
-	BuildFailed    = "failed"
-	BuildCancelled = "cancelled"
+	BuildSucceeded BuildOutcome = "succeeded"
+	BuildFailed    BuildOutcome = "failed"
+	BuildCancelled BuildOutcome = "cancelled"
 )
+
+// BuildOutcomes returns every build outcome.
+func BuildOutcomes() []BuildOutcome {
+	return []BuildOutcome{BuildSucceeded, BuildFailed, BuildCancelled}
+}
 
 // BuildReportArgs carries the outcome of one attempt at a job from a build worker to the
 // scheduler. Attempt and LeaseToken identify the attempt: a report from an attempt whose lease was
@@ -52,7 +60,7 @@ type BuildReportArgs struct {
 	LeaseToken int64 `json:"lease_token"`
 
 	// Outcome is BuildSucceeded, BuildFailed or BuildCancelled.
-	Outcome string `json:"outcome"`
+	Outcome BuildOutcome `json:"outcome"`
 
 	// AsBuilt identifies what a successful build produced.
 	AsBuilt string `json:"as_built,omitempty"`

@@ -17,7 +17,7 @@ import (
 
 // outcome is what one attempt produced.
 type outcome struct {
-	result        string // queue.BuildSucceeded, BuildFailed or BuildCancelled
+	result        queue.BuildOutcome
 	asBuilt       string
 	exitCode      int
 	err           string

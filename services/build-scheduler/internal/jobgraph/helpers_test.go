@@ -47,7 +47,7 @@ func (b *testBundle) take(t *testing.T, target string) Claim {
 	return c
 }
 
-func (b *testBundle) report(t *testing.T, c Claim, outcome string) Result {
+func (b *testBundle) report(t *testing.T, c Claim, outcome queue.BuildOutcome) Result {
 	t.Helper()
 	res, err := b.graph.ReportTx(context.Background(), b.tx, queue.BuildReportArgs{
 		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome, AsBuilt: c.Name + "/1.0",

@@ -23,7 +23,7 @@ type Result struct {
 
 func reportParams(r queue.BuildReportArgs) dbsqlc.JobReportParams {
 	return dbsqlc.JobReportParams{
-		ID: r.JobID, Attempt: int32(r.Attempt), LeaseToken: r.LeaseToken, Outcome: r.Outcome,
+		ID: r.JobID, Attempt: int32(r.Attempt), LeaseToken: r.LeaseToken, Outcome: string(r.Outcome),
 		AsBuilt: r.AsBuilt, ExitCode: int32(r.ExitCode), Error: r.Error, LogIncomplete: r.LogIncomplete,
 	}
 }
