@@ -25,12 +25,24 @@ import (
 // queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
 var queries = dbsqlc.New()
 
+// State is how far a probe has got: sent, then acked when its acknowledgement came back.
+type State string
+
+// The probe states.
+const (
+	StateSent  State = "sent"
+	StateAcked State = "acked"
+)
+
+// States returns every probe state.
+func States() []State { return []State{StateSent, StateAcked} }
+
 // Probe is one probe as its origin sees it.
 type Probe struct {
 	ID        int64         `json:"id"`
 	Origin    queue.Service `json:"origin"`
 	Target    queue.Service `json:"target"`
-	State     string        `json:"state"` // sent, acked
+	State     State         `json:"state"`
 	SentAt    time.Time     `json:"sent_at"`
 	ArrivedAt *time.Time    `json:"arrived_at"`
 	AckedAt   *time.Time    `json:"acked_at"`
@@ -42,7 +54,7 @@ type Probe struct {
 // Send writes a probe row and inserts its probe job into target's queue, both on tx: they commit
 // or roll back together.
 func Send(ctx context.Context, tx pgx.Tx, ins queue.Inserters, origin, target queue.Service) (Probe, error) {
-	p := Probe{Origin: origin, Target: target, State: "sent"}
+	p := Probe{Origin: origin, Target: target, State: StateSent}
 	row, err := queries.ProbeInsert(ctx, tx, string(target))
 	if err != nil {
 		return p, fmt.Errorf("insert probe to %s: %w", target, err)
@@ -64,13 +76,13 @@ func Get(ctx context.Context, db postgres.DBTX, origin queue.Service, id int64) 
 	if err != nil {
 		return Probe{ID: id, Origin: origin}, fmt.Errorf("get probe %d: %w", id, err)
 	}
-	p := Probe{ID: id, Origin: origin, Target: queue.Service(row.Target), State: "sent",
+	p := Probe{ID: id, Origin: origin, Target: queue.Service(row.Target), State: StateSent,
 		SentAt: row.SentAt, ArrivedAt: row.ArrivedAt, AckedAt: row.AckedAt}
 	if p.ArrivedAt != nil {
 		p.LatencyMS = millis(p.ArrivedAt.Sub(p.SentAt))
 	}
 	if p.AckedAt != nil {
-		p.State, p.RoundTripMS = "acked", millis(p.AckedAt.Sub(p.SentAt))
+		p.State, p.RoundTripMS = StateAcked, millis(p.AckedAt.Sub(p.SentAt))
 	}
 	return p, nil
 }

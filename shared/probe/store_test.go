@@ -80,14 +80,14 @@ func TestAckCompletesProbeOnce(t *testing.T) {
 	require.NoError(t, err)
 	got, err := Get(ctx, tx, queue.MinerSync, p.ID)
 	require.NoError(t, err)
-	require.Equal(t, "sent", got.State)
+	require.Equal(t, StateSent, got.State)
 	require.Nil(t, got.RoundTripMS)
 
 	ack := queue.ProbeAckArgs{ProbeID: p.ID, Target: queue.Scorer, ArrivedAt: p.SentAt.Add(3_000_000)}
 	require.NoError(t, recordAck(ctx, tx, ack))
 	first, err := Get(ctx, tx, queue.MinerSync, p.ID)
 	require.NoError(t, err)
-	require.Equal(t, "acked", first.State)
+	require.Equal(t, StateAcked, first.State)
 	require.InDelta(t, 3.0, *first.LatencyMS, 0.001)
 
 	require.NoError(t, recordAck(ctx, tx, ack))

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/labstack/echo/v5"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/store"
@@ -13,9 +14,9 @@ import (
 )
 
 type syncAnswer struct {
-	JobID         int64  `json:"job_id"`
-	State         string `json:"state"`
-	AlreadyQueued bool   `json:"already_queued"`
+	JobID         int64              `json:"job_id"`
+	State         rivertype.JobState `json:"state"`
+	AlreadyQueued bool               `json:"already_queued"`
 }
 
 // handleSync enqueues a sync now. sync_metagraph is unique while waiting or running, so a second
@@ -26,7 +27,7 @@ func handleSync(ins *queue.Client) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		answer := syncAnswer{JobID: res.Job.ID, State: string(res.Job.State), AlreadyQueued: res.UniqueSkippedAsDuplicate}
+		answer := syncAnswer{JobID: res.Job.ID, State: res.Job.State, AlreadyQueued: res.UniqueSkippedAsDuplicate}
 		if answer.AlreadyQueued {
 			return c.JSON(http.StatusOK, answer)
 		}

@@ -14,19 +14,25 @@ import (
 // MaxSkippedKept bounds the skipped entries an event records; the count is always exact.
 const MaxSkippedKept = 100
 
-// Outcomes of a sync.
+// Outcome is how a sync went.
+type Outcome string
+
+// The sync outcomes.
 const (
-	OutcomeOK      = "ok"      // every entry applied
-	OutcomePartial = "partial" // applied, some entries skipped
-	OutcomeFailed  = "failed"  // nothing applied: the last good list stays
+	OutcomeOK      Outcome = "ok"      // every entry applied
+	OutcomePartial Outcome = "partial" // applied, some entries skipped
+	OutcomeFailed  Outcome = "failed"  // nothing applied: the last good list stays
 )
+
+// Outcomes returns every sync outcome.
+func Outcomes() []Outcome { return []Outcome{OutcomeOK, OutcomePartial, OutcomeFailed} }
 
 // SyncEvent is how one sync went.
 type SyncEvent struct {
 	ID             int64            `json:"id"`
 	At             time.Time        `json:"at"`
 	Reason         string           `json:"reason"`
-	Outcome        string           `json:"outcome"`
+	Outcome        Outcome          `json:"outcome"`
 	Source         string           `json:"source"`
 	Netuid         *int             `json:"netuid"`
 	Block          *int64           `json:"block"`
@@ -53,7 +59,7 @@ func SyncEventInsert(ctx context.Context, db postgres.DBTX, e SyncEvent) (int64,
 		return 0, fmt.Errorf("encode skipped entries of a %s sync event: %w", e.Outcome, err)
 	}
 	id, err := queries.SyncEventInsert(ctx, db, dbsqlc.SyncEventInsertParams{
-		Reason: e.Reason, Outcome: e.Outcome, Source: e.Source, Netuid: int32Ptr(e.Netuid), Block: e.Block, BlockHash: e.BlockHash,
+		Reason: e.Reason, Outcome: string(e.Outcome), Source: e.Source, Netuid: int32Ptr(e.Netuid), Block: e.Block, BlockHash: e.BlockHash,
 		Entries: int32(e.Entries), Upserted: int32(e.Upserted), Deactivated: int32(e.Deactivated),
 		Skipped: int32(e.Skipped), Error: e.Error, SkippedEntries: skipped,
 	})
@@ -72,7 +78,7 @@ func SyncEventList(ctx context.Context, db postgres.DBTX, before int64, limit in
 	events := make([]SyncEvent, len(rows))
 	for i, r := range rows {
 		events[i] = SyncEvent{
-			ID: r.ID, At: r.At, Reason: r.Reason, Outcome: r.Outcome, Source: r.Source, Block: r.Block, BlockHash: r.BlockHash,
+			ID: r.ID, At: r.At, Reason: r.Reason, Outcome: Outcome(r.Outcome), Source: r.Source, Block: r.Block, BlockHash: r.BlockHash,
 			Entries: int(r.Entries), Upserted: int(r.Upserted), Deactivated: int(r.Deactivated), Skipped: int(r.Skipped),
 			Error: r.Error,
 		}

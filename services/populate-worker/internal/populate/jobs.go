@@ -28,10 +28,14 @@ const (
 	StatusSuccess   Status = "success"
 )
 
+// Statuses returns every status.
+func Statuses() []Status {
+	return []Status{StatusScheduled, StatusReserved, StatusError, StatusIgnore, StatusSuccess}
+}
+
 // ParseStatus returns the status named s.
 func ParseStatus(s string) (Status, error) {
-	switch st := Status(s); st {
-	case StatusScheduled, StatusReserved, StatusError, StatusIgnore, StatusSuccess:
+	if st := Status(s); slices.Contains(Statuses(), st) {
 		return st, nil
 	}
 	return "", fmt.Errorf("unknown status %q", s)

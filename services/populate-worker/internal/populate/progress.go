@@ -40,7 +40,7 @@ func (e *Engine) Progress(ctx context.Context, name string, r Restriction) (Prog
 	}
 	var st Status
 	var n int64
-	for _, s := range []Status{StatusScheduled, StatusReserved, StatusError, StatusIgnore, StatusSuccess} {
+	for _, s := range Statuses() {
 		p.Jobs[s] = 0
 	}
 	for rows.Next() {
