@@ -76,7 +76,7 @@ func (f figures) round(i, n int, r round) {
 }
 
 // figure is one ratio line: ours against a reference (the floor, the asyncio method, the clean
-// batch) with its target at 5,000 executors (0: none).
+// batch) with its target at this size (0: no verdict).
 type figure struct {
 	name, ref, note string
 	of              func(round) spread
@@ -85,16 +85,16 @@ type figure struct {
 
 // summary prints one line per figure over all the rounds and reports the same numbers.
 func (f figures) summary(rs []round) {
-	f.ratio(rs, figure{name: "send spread", ref: "floor", of: func(r round) spread { return r.send }, target: 1.25,
+	f.ratio(rs, figure{name: "send spread", ref: "floor", of: func(r round) spread { return r.send }, target: f.atTargetSize(1.25),
 		note: "target <= 1.25 at 5,000 executors"})
-	f.ratio(rs, figure{name: "arrival spread", ref: "floor", of: func(r round) spread { return r.arrival }, target: 1.25,
+	f.ratio(rs, figure{name: "arrival spread", ref: "floor", of: func(r round) spread { return r.arrival }, target: f.atTargetSize(1.25),
 		note: "minersim's kernel receive stamps; target <= 1.25 at 5,000 executors"})
 	if rs[0].asyncio.floor > 0 {
-		f.ratio(rs, figure{name: "vs asyncio", ref: "asyncio", of: func(r round) spread { return r.asyncio }, target: 1.0 / 3,
+		f.ratio(rs, figure{name: "vs asyncio", ref: "asyncio", of: func(r round) spread { return r.asyncio }, target: f.atTargetSize(1.0 / 3),
 			note: "arrival spread, ours / ComputeHorde's asyncio method (send spread median " + ms(median(rs, func(r round) time.Duration { return r.asyncioSend })) + "); target <= 0.33 at 5,000"})
 	}
 	if rs[0].adversary.floor > 0 {
-		f.ratio(rs, figure{name: "adversaries", ref: "clean", of: func(r round) spread { return r.adversary }, target: 1.1,
+		f.ratio(rs, figure{name: "adversaries", ref: "clean", of: func(r round) spread { return r.adversary }, target: f.atTargetSize(1.1),
 			note: "honest executors' arrival spread, 5 % of miners misbehaving / the same miners in the clean batch; target <= 1.1 at 5,000"})
 	}
 	f.completion(rs)
@@ -109,7 +109,7 @@ func (f figures) ratio(rs []round, fig figure) {
 	m := median(rs, ratio)
 	f.line(fig.name, "median of %d rounds: ours %s %s  %s %s %s  ratio %.2f %s  (%s)%s", len(rs),
 		ms(median(rs, ours)), span(rs, ours, msShort), fig.ref, ms(median(rs, ref)), span(rs, ref, msShort),
-		m, span(rs, ratio, func(v float64) string { return fmt.Sprintf("%.2f", v) }), fig.note, meets(m, f.atTargetSize(fig.target)))
+		m, span(rs, ratio, func(v float64) string { return fmt.Sprintf("%.2f", v) }), fig.note, meets(m, fig.target))
 	key := strings.ReplaceAll(fig.name, " ", "_")
 	f.metric(msf(median(rs, ours)), key+"_ms")
 	f.metric(msf(median(rs, ref)), fig.ref+"_"+key+"_ms")
