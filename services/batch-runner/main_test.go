@@ -53,6 +53,11 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	require.Positive(t, probe.ID)
 }
 
+func TestBadTextIsRejected(t *testing.T) {
+	t.Parallel()
+	servicetest.RequireBadInputRejected(t, startService(t, testConfig(testdb.New(t))))
+}
+
 func TestRunRefusesToStartWithoutHotkey(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig("postgres://unused")

@@ -109,6 +109,11 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	require.Positive(t, probe.ID)
 }
 
+func TestBadTextIsRejected(t *testing.T) {
+	t.Parallel()
+	servicetest.RequireBadInputRejected(t, startScheduler(t, testConfig(testdb.New(t))))
+}
+
 func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)

@@ -157,6 +157,11 @@ func TestRunSyncsAtStartAndServesMiners(t *testing.T) {
 	require.Equal(t, "cursor", p.Field)
 }
 
+func TestBadTextIsRejected(t *testing.T) {
+	t.Parallel()
+	servicetest.RequireBadInputRejected(t, setup(t).base)
+}
+
 func TestRunSyncOnDemand(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)

@@ -69,6 +69,17 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	require.NotContains(t, doc.Paths, "/v1/examples/seed", "documented only when served")
 }
 
+func TestBadTextIsRejected(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{Examples: true, ExamplesSeed: true})
+	// The progress query's names are the table's key columns, its values JSON.
+	servicetest.RequireBadInputRejected(t, b.base,
+		servicetest.BadRequest{Method: http.MethodGet, Path: "/v1/tables/example_signal_energy/progress?%00=1", Field: "query"},
+		servicetest.BadRequest{Method: http.MethodGet, Path: "/v1/tables/example_signal_energy/progress?signal_id=%ff", Field: "signal_id"},
+		servicetest.BadRequest{Method: http.MethodGet, Path: "/v1/tables/example_signal_energy/progress?signal_id=%22%5Cu0000%22", Field: "signal_id"},
+	)
+}
+
 func TestExamplesPopulateOverHTTP(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})

@@ -102,6 +102,11 @@ func TestRunServesScoresAndWeights(t *testing.T) {
 	require.Len(t, weights.Weights, 1, "a miner with weight 0 is not listed")
 }
 
+func TestBadTextIsRejected(t *testing.T) {
+	t.Parallel()
+	servicetest.RequireBadInputRejected(t, setup(t).base)
+}
+
 func TestRunRejectsBadRequests(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t)

@@ -73,8 +73,9 @@ func Start(t testing.TB, run func(ctx context.Context, ln net.Listener, stdout i
 	return base
 }
 
-// Call sends a JSON request with Token and decodes the JSON answer into out (when not nil). It
-// returns the status code.
+// Call sends a JSON request with Token, checks the answer against the service's OpenAPI
+// document (RequireDocumented) and decodes the JSON answer into out (when not nil). It returns
+// the status code.
 func Call(t testing.TB, method, url string, body, out any) int {
 	t.Helper()
 	var rd io.Reader
@@ -89,9 +90,10 @@ func Call(t testing.TB, method, url string, body, out any) int {
 	req.Header.Set("Authorization", "Bearer "+Token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	raw := readAll(t, resp)
+	RequireDocumented(t, req, resp.StatusCode, resp.Header, raw)
 	if out != nil {
-		require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+		require.NoError(t, json.Unmarshal(raw, out), "%s %s: %s", method, url, raw)
 	}
 	return resp.StatusCode
 }

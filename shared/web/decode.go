@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +17,14 @@ import (
 // DecodeJSON reads the request body into v strictly: one JSON value, no unknown fields, within
 // the body limit. Every failure is a problem naming what is wrong.
 func DecodeJSON(c *echo.Context, v any) error {
-	dec := json.NewDecoder(c.Request().Body)
+	raw, err := io.ReadAll(c.Request().Body)
+	if err != nil {
+		return decodeProblem(err)
+	}
+	if err := CheckJSON("", raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeProblem(err)
@@ -62,11 +70,18 @@ func unknownField(err error) (string, bool) {
 	return name, true
 }
 
-// PathInt64 parses the path parameter name as a positive integer id.
+// PathInt64 parses the path parameter name as a positive 64-bit id written in canonical decimal:
+// "+1", "01" and " 1" are not ids, so one id has one URL.
 func PathInt64(c *echo.Context, name string) (int64, error) {
-	id, err := strconv.ParseInt(c.Param(name), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, problem.Invalidf(name, "must be a positive integer, not %q", c.Param(name))
+	return ParseID(name, c.Param(name))
+}
+
+// ParseID parses s, the value of the parameter field, as a positive 64-bit id in canonical
+// decimal.
+func ParseID(field, s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 || strconv.FormatInt(id, 10) != s {
+		return 0, problem.Invalidf(field, "must be a positive 64-bit integer in decimal, not %q", s)
 	}
 	return id, nil
 }

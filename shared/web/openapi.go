@@ -12,7 +12,9 @@ import (
 
 // The OpenAPI document every service serves at /openapi.json is baseOpenAPI (the open endpoints
 // and the problem+json error body) with the documents of the service's parts merged in: their
-// paths and components.schemas.
+// paths and every kind of component. The answers every operation can give whatever its handler
+// does are added where a part leaves them out: 400 for an operation with parameters or a body
+// (the shared decoders reject bad text), 401 for one behind the bearer token.
 //
 // CheckOpenAPI holds the document to the routes that exist, so it cannot drift: a service whose
 // routes and document disagree does not start, and its main_test fails.
@@ -28,6 +30,15 @@ const baseOpenAPI = `{
         "detail": {"type": "string"}, "instance": {"type": "string"},
         "field": {"type": "string", "description": "the request field at fault"},
         "request_id": {"type": "string"}}}
+    },
+    "responses": {
+      "Problem": {"description": "an RFC 9457 problem", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+    },
+    "parameters": {
+      "Limit": {"name": "limit", "in": "query", "description": "the most items a page holds",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 100}},
+      "Cursor": {"name": "cursor", "in": "query", "description": "the next_cursor of the previous page; absent for the first",
+        "schema": {"type": "string", "maxLength": 2048}}
     }
   },
   "security": [{"bearer": []}],
@@ -39,8 +50,7 @@ const baseOpenAPI = `{
   }
 }`
 
-// ServeOpenAPI merges docs (OpenAPI 3.1 JSON documents; their paths and components.schemas)
-// into the base, serves the result at /openapi.json and checks it against the routes registered
+// ServeOpenAPI merges docs (OpenAPI 3.1 JSON documents; their paths and components) into the base, serves the result at /openapi.json and checks it against the routes registered
 // so far. Call it after every route is registered.
 func (s *Server) ServeOpenAPI(title string, docs ...[]byte) error {
 	doc, err := mergeOpenAPI(title, docs)
@@ -74,19 +84,49 @@ func mergeOpenAPI(title string, docs [][]byte) (openAPIDoc, error) {
 			return nil, fmt.Errorf("openapi document %d: %w", i, err)
 		}
 		merge(doc, extra, "paths")
-		if comps, ok := extra["components"].(map[string]any); ok {
-			merge(doc["components"].(map[string]any), comps, "schemas")
+		comps, _ := extra["components"].(map[string]any)
+		for kind := range comps {
+			merge(doc["components"].(map[string]any), comps, kind)
 		}
 	}
+	addCommonResponses(doc)
 	return doc, nil
 }
 
-// merge copies the entries of src[key] into dst[key].
+// merge copies the entries of src[key] into dst[key], creating dst[key] when needed.
 func merge(dst, src map[string]any, key string) {
 	from, _ := src[key].(map[string]any)
-	to, _ := dst[key].(map[string]any)
+	to, ok := dst[key].(map[string]any)
+	if !ok {
+		to = map[string]any{}
+		dst[key] = to
+	}
 	for k, v := range from {
 		to[k] = v
+	}
+}
+
+// addCommonResponses documents the problems the server answers before any handler runs.
+func addCommonResponses(doc openAPIDoc) {
+	problem := map[string]any{"$ref": "#/components/responses/Problem"}
+	paths, _ := doc["paths"].(map[string]any)
+	for _, item := range paths {
+		ops, _ := item.(map[string]any)
+		for _, op := range ops {
+			op, _ := op.(map[string]any)
+			responses, ok := op["responses"].(map[string]any)
+			if !ok {
+				continue
+			}
+			params, _ := op["parameters"].([]any)
+			if _, ok := responses["400"]; !ok && (len(params) > 0 || op["requestBody"] != nil) {
+				responses["400"] = problem
+			}
+			security, secured := op["security"].([]any)
+			if _, ok := responses["401"]; !ok && (!secured || len(security) > 0) {
+				responses["401"] = problem
+			}
+		}
 	}
 }
 

@@ -64,6 +64,7 @@ func New(cfg Config, logger *slog.Logger, checks ...Check) (*Server, error) {
 		instrument(s.Metrics),
 		middleware.Recover(),
 		middleware.BodyLimit(cfg.BodyLimit),
+		checkParams,
 	)
 	e.GET("/healthz", func(c *echo.Context) error { return c.JSON(http.StatusOK, map[string]string{"status": "ok"}) })
 	e.GET("/readyz", readiness(checks))

@@ -26,12 +26,16 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	b := &testBundle{}
-	s, err := New(Config{Tokens: []string{"good"}, BodyLimit: 64}, slog.New(slog.DiscardHandler),
+	s, err := New(Config{Tokens: []string{"good"}, BodyLimit: 256}, slog.New(slog.DiscardHandler),
 		Check{Name: "database", Func: func(context.Context) error { return b.ready }})
 	require.NoError(t, err)
 	type item struct {
-		Name  string `json:"name"`
-		Count int    `json:"count"`
+		Name  string            `json:"name"`
+		Count int               `json:"count"`
+		Tags  map[string]string `json:"tags"`
+		Parts []struct {
+			Name string `json:"name"`
+		} `json:"parts"`
 	}
 	s.API.POST("/items", func(c *echo.Context) error {
 		var it item
@@ -46,6 +50,7 @@ func setup(t *testing.T) *testBundle {
 		}
 		return problem.Unprocessablef("id", "item is archived")
 	})
+	s.API.GET("/things/:name", func(c *echo.Context) error { return c.JSON(http.StatusOK, c.Param("name")) })
 	s.API.GET("/boom", func(*echo.Context) error { return errors.New("pq: secret internals") })
 	b.server = s
 	return b
@@ -143,8 +148,25 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"Malformed", "POST", "/v1/items", `{"name":`, 400, "invalid", ""},
 		{"Empty", "POST", "/v1/items", ``, 400, "invalid", ""},
 		{"Trailing", "POST", "/v1/items", `{"name":"a"} {}`, 400, "invalid", ""},
-		{"TooLarge", "POST", "/v1/items", `{"name":"` + strings.Repeat("a", 100) + `"}`, 413, "too-large", ""},
+		{"TooLarge", "POST", "/v1/items", `{"name":"` + strings.Repeat("a", 300) + `"}`, 413, "too-large", ""},
 		{"Internal", "GET", "/v1/boom", "", 500, "internal", ""},
+		{"PlusID", "GET", "/v1/items/+1", "", 400, "invalid", "id"},
+		{"ZeroPaddedID", "GET", "/v1/items/01", "", 400, "invalid", "id"},
+		{"SpacedID", "GET", "/v1/items/%201", "", 400, "invalid", "id"},
+		{"ZeroID", "GET", "/v1/items/0", "", 400, "invalid", "id"},
+		{"IDPast64Bits", "GET", "/v1/items/9223372036854775808", "", 400, "invalid", "id"},
+		{"NULInPath", "GET", "/v1/things/a%00b", "", 400, "invalid", "name"},
+		{"BadUTF8InPath", "GET", "/v1/things/%ff", "", 400, "invalid", "name"},
+		{"EscapedNULInPath", "GET", "/v1/things/%41%00", "", 400, "invalid", "name"},
+		{"NULInQuery", "GET", "/v1/things/a?hotkey=%00", "", 400, "invalid", "hotkey"},
+		{"BadUTF8InQuery", "GET", "/v1/things/a?table=%ff", "", 400, "invalid", "table"},
+		{"BadUTF8InQueryName", "GET", "/v1/things/a?%ff=1", "", 400, "invalid", "query"},
+		{"NULInJSON", "POST", "/v1/items", `{"name":"a\u0000"}`, 400, "invalid", "name"},
+		{"BadUTF8InJSON", "POST", "/v1/items", "{\"name\":\"\xff\"}", 400, "invalid", "name"},
+		{"NULInJSONMapKey", "POST", "/v1/items", `{"tags":{"a\u0000":"b"}}`, 400, "invalid", "tags"},
+		{"BadUTF8InJSONMapValue", "POST", "/v1/items", "{\"tags\":{\"k\":\"\xc3\"}}", 400, "invalid", "tags.k"},
+		{"NULInJSONArray", "POST", "/v1/items", `{"parts":[{"name":"a"},{"name":"\u0000"}]}`, 400, "invalid", "parts[1].name"},
+		{"BadUTF8InJSONMemberName", "POST", "/v1/items", "{\"na\xffme\":\"a\"}", 400, "invalid", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,9 +188,12 @@ func TestErrorsAreProblems(t *testing.T) {
 func TestDecodeJSONAcceptsGoodBody(t *testing.T) {
 	t.Parallel()
 
-	resp, body := setup(t).do(t, http.MethodPost, "/v1/items", "good", `{"name":"a","count":2}`)
-	require.Equal(t, http.StatusCreated, resp.StatusCode)
-	require.Equal(t, "a", body["name"])
+	b := setup(t)
+	resp, body := b.do(t, http.MethodPost, "/v1/items", "good", `{"name":"a\u00e9\\u0000","tags":{"k":"v"},"parts":[{"name":"é"}]}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, body)
+	require.Equal(t, "aé\\u0000", body["name"], "an escaped backslash before u0000 is no NUL")
+	resp, _ = b.do(t, http.MethodGet, "/v1/items/9223372036854775807", "good", "")
+	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "the largest 64-bit id is an id")
 }
 
 func TestServeAndShutdown(t *testing.T) {
@@ -195,12 +220,13 @@ func TestServeOpenAPIChecksRoutes(t *testing.T) {
 	const complete = `{"paths": {
 		"/v1/items": {"post": {"responses": {"201": {"description": "created"}}}},
 		"/v1/items/{id}": {"get": {"responses": {"200": {"description": "an item"}}}},
+		"/v1/things/{name}": {"get": {"responses": {"200": {"description": "a thing"}}}},
 		"/v1/boom": {"get": {"responses": {"500": {"description": "always"}}}}}}`
 	tests := []struct {
 		name, doc, wantErr string
 	}{
 		{"Complete", complete, ""},
-		{"MissingRoute", `{"paths": {"/v1/items": {"post": {}}, "/v1/boom": {"get": {}}}}`, "undocumented route GET /v1/items/{id}"},
+		{"MissingRoute", `{"paths": {"/v1/items": {"post": {}}, "/v1/boom": {"get": {}}, "/v1/things/{name}": {"get": {}}}}`, "undocumented route GET /v1/items/{id}"},
 		{"NoSuchRoute", strings.Replace(complete, `"/v1/boom"`, `"/v1/bang"`, 1), "documented operation with no route GET /v1/bang"},
 	}
 	for _, tt := range tests {

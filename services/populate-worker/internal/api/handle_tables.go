@@ -132,6 +132,9 @@ func handleProgress(e *populate.Engine) echo.HandlerFunc {
 				b, _ := json.Marshal(v)
 				v = string(b)
 			}
+			if err := web.CheckJSON(col, []byte(v)); err != nil {
+				return err
+			}
 			r[col] = json.RawMessage(v)
 		}
 		p, err := e.Progress(c.Request().Context(), c.Param("name"), r)
