@@ -75,11 +75,10 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		if _, err := d.NewClient(); err != nil {
 			return err
 		}
-		a := &api.API{Pool: d.Pool, Graph: graph, Logs: logs, Limits: dag.Limits{
+		api.Routes(d.Server.API, d.Pool, graph, logs, api.Submit{Limits: dag.Limits{
 			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
 			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
-		}, MaxAttempts: cfg.MaxAttempts}
-		a.Routes(d.Server.API)
+		}, MaxAttempts: cfg.MaxAttempts})
 		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger}
 		d.Go(reaper.Run)
 		return nil

@@ -4,23 +4,24 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
 )
 
-// Page is one page of a list; NextCursor is passed back as ?cursor= for the next page and is
-// empty on the last one.
-type Page[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor,omitempty"`
-}
+// groupEvents is how many of its latest events a group's answer carries, and eventsPage how many
+// GET /v1/groups/{id}/events lists.
+const (
+	groupEvents = 20
+	eventsPage  = 500
+)
 
 // GroupView is a group with its latest events.
 type GroupView struct {
@@ -28,120 +29,140 @@ type GroupView struct {
 	Events []jobgraph.Event `json:"events"`
 }
 
-func (a *API) handleSubmit(c *echo.Context) error {
-	var sub dag.Submission
-	if err := web.DecodeJSON(c, &sub); err != nil {
-		return err
+func handleSubmit(pool *pgxpool.Pool, graph *jobgraph.Graph, submit Submit) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var sub dag.Submission
+		if err := web.DecodeJSON(c, &sub); err != nil {
+			return err
+		}
+		plan, err := dag.Validate(sub, submit.Limits)
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		var id int64
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			id, err = graph.SubmitTx(ctx, tx, plan, submit.MaxAttempts)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return writeGroup(c, pool, http.StatusCreated, id)
 	}
-	plan, err := dag.Validate(sub, a.Limits)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	var id int64
-	err = pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error {
-		id, err = a.Graph.SubmitTx(ctx, tx, plan, a.MaxAttempts)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return a.writeGroup(c, http.StatusCreated, id)
 }
 
-func (a *API) handleGetGroup(c *echo.Context) error {
-	id, err := web.PathInt64(c, "id")
-	if err != nil {
-		return err
+func handleGetGroup(pool *pgxpool.Pool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		return writeGroup(c, pool, http.StatusOK, id)
 	}
-	return a.writeGroup(c, http.StatusOK, id)
 }
 
-func (a *API) writeGroup(c *echo.Context, status int, id int64) error {
+func writeGroup(c *echo.Context, db postgres.DBTX, status int, id int64) error {
 	ctx := c.Request().Context()
-	g, err := jobgraph.GetGroup(ctx, a.Pool, id)
+	g, err := jobgraph.GetGroup(ctx, db, id)
 	if err != nil {
 		return err
 	}
-	events, err := jobgraph.Events(ctx, a.Pool, id, 20)
+	events, err := jobgraph.Events(ctx, db, id, groupEvents)
 	if err != nil {
 		return err
+	}
+	if events == nil {
+		events = []jobgraph.Event{}
 	}
 	return c.JSON(status, GroupView{Group: g, Events: events})
 }
 
-func (a *API) handleListGroups(c *echo.Context) error {
-	state, err := stateParam(c, jobgraph.GroupStates())
-	if err != nil {
-		return err
+func handleListGroups(pool *pgxpool.Pool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		state, err := stateParam(c, jobgraph.GroupStates())
+		if err != nil {
+			return err
+		}
+		p, err := web.ParseListParams(c)
+		if err != nil {
+			return err
+		}
+		var before int64
+		if _, err := p.After(&before); err != nil {
+			return err
+		}
+		groups, err := jobgraph.ListGroups(c.Request().Context(), pool, state, before, p.Limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, web.NewPage(groups, p, func(g jobgraph.Group) any { return g.ID }))
 	}
-	cursor, limit, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	groups, err := jobgraph.ListGroups(c.Request().Context(), a.Pool, state, cursor, limit)
-	if err != nil {
-		return err
-	}
-	page := Page[jobgraph.Group]{Items: groups}
-	if len(groups) == limit {
-		page.NextCursor = strconv.FormatInt(groups[len(groups)-1].ID, 10)
-	}
-	return c.JSON(http.StatusOK, page)
 }
 
-func (a *API) handleGroupEvents(c *echo.Context) error {
-	id, err := web.PathInt64(c, "id")
-	if err != nil {
-		return err
+// handleGroupEvents lists a group's latest events, newest first, in one page.
+func handleGroupEvents(pool *pgxpool.Pool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		if _, err := jobgraph.GetGroup(ctx, pool, id); err != nil {
+			return err
+		}
+		events, err := jobgraph.Events(ctx, pool, id, eventsPage)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, web.OnePage(events))
 	}
-	events, err := jobgraph.Events(c.Request().Context(), a.Pool, id, 500)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, Page[jobgraph.Event]{Items: events})
 }
 
-func (a *API) handleCancel(c *echo.Context) error {
-	return a.groupTransition(c, func(ctx context.Context, tx pgx.Tx, id int64) error {
-		_, err := a.Graph.CancelTx(ctx, tx, id, "cancelled through the API")
+func handleCancel(pool *pgxpool.Pool, graph *jobgraph.Graph) echo.HandlerFunc {
+	return groupTransition(pool, func(ctx context.Context, tx pgx.Tx, id int64) error {
+		_, err := graph.CancelTx(ctx, tx, id, "cancelled through the API")
 		return err
 	})
 }
 
-func (a *API) handleRetry(c *echo.Context) error {
-	return a.groupTransition(c, func(ctx context.Context, tx pgx.Tx, id int64) error {
-		_, err := a.Graph.RetryTx(ctx, tx, id)
+func handleRetry(pool *pgxpool.Pool, graph *jobgraph.Graph) echo.HandlerFunc {
+	return groupTransition(pool, func(ctx context.Context, tx pgx.Tx, id int64) error {
+		_, err := graph.RetryTx(ctx, tx, id)
 		return err
 	})
 }
 
 // groupTransition runs fn on the group named in the path in one transaction and answers with
 // the group.
-func (a *API) groupTransition(c *echo.Context, fn func(context.Context, pgx.Tx, int64) error) error {
-	id, err := web.PathInt64(c, "id")
-	if err != nil {
-		return err
+func groupTransition(pool *pgxpool.Pool, fn func(context.Context, pgx.Tx, int64) error) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return fn(ctx, tx, id) }); err != nil {
+			return err
+		}
+		return writeGroup(c, pool, http.StatusOK, id)
 	}
-	ctx := c.Request().Context()
-	if err := pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error { return fn(ctx, tx, id) }); err != nil {
-		return err
-	}
-	return a.writeGroup(c, http.StatusOK, id)
 }
 
-func (a *API) handleRecount(c *echo.Context) error {
-	ctx := c.Request().Context()
-	var rep jobgraph.Recount
-	err := pgx.BeginFunc(ctx, a.Pool, func(tx pgx.Tx) error {
-		var err error
-		rep, err = a.Graph.RecountTx(ctx, tx)
-		return err
-	})
-	if err != nil {
-		return err
+func handleRecount(pool *pgxpool.Pool, graph *jobgraph.Graph) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		ctx := c.Request().Context()
+		var rep jobgraph.Recount
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var err error
+			rep, err = graph.RecountTx(ctx, tx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, rep)
 	}
-	return c.JSON(http.StatusOK, rep)
 }
 
 // stateParam reads ?state=, which must be one of states when given.
@@ -151,25 +172,4 @@ func stateParam[S ~string](c *echo.Context, states []S) (S, error) {
 		return "", problem.Invalidf("state", "unknown state %q; one of %v", s, states)
 	}
 	return s, nil
-}
-
-// pageParams reads ?cursor= (an id from next_cursor) and ?limit= (1..500, default 100).
-func pageParams(c *echo.Context) (int64, int, error) {
-	var cursor int64
-	if s := c.QueryParam("cursor"); s != "" {
-		n, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || n <= 0 {
-			return 0, 0, problem.Invalidf("cursor", "not a cursor this API returned: %q", s)
-		}
-		cursor = n
-	}
-	limit := 100
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 500 {
-			return 0, 0, problem.Invalidf("limit", "must be an integer from 1 to 500, not %q", s)
-		}
-		limit = n
-	}
-	return cursor, limit, nil
 }

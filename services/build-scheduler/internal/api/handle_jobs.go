@@ -3,69 +3,78 @@ package api
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/shared/web"
 )
 
 // followPoll is how often a followed log looks for new chunks.
 const followPoll = 200 * time.Millisecond
 
-func (a *API) handleListJobs(c *echo.Context) error {
-	id, err := web.PathInt64(c, "id")
-	if err != nil {
-		return err
+func handleListJobs(pool *pgxpool.Pool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		state, err := stateParam(c, jobgraph.JobStates())
+		if err != nil {
+			return err
+		}
+		p, err := web.ParseListParams(c)
+		if err != nil {
+			return err
+		}
+		var after int64
+		if _, err := p.After(&after); err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		if _, err := jobgraph.GetGroup(ctx, pool, id); err != nil {
+			return err
+		}
+		jobs, err := jobgraph.ListJobs(ctx, pool, id, state, after, p.Limit)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, web.NewPage(jobs, p, func(j jobgraph.Job) any { return j.ID }))
 	}
-	state, err := stateParam(c, jobgraph.JobStates())
-	if err != nil {
-		return err
-	}
-	cursor, limit, err := pageParams(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	if _, err := jobgraph.GetGroup(ctx, a.Pool, id); err != nil {
-		return err
-	}
-	jobs, err := jobgraph.ListJobs(ctx, a.Pool, id, state, cursor, limit)
-	if err != nil {
-		return err
-	}
-	page := Page[jobgraph.Job]{Items: jobs}
-	if len(jobs) == limit {
-		page.NextCursor = strconv.FormatInt(jobs[len(jobs)-1].ID, 10)
-	}
-	return c.JSON(http.StatusOK, page)
 }
 
-func (a *API) handleGetJob(c *echo.Context) error {
-	id, err := web.PathInt64(c, "id")
-	if err != nil {
-		return err
+func handleGetJob(pool *pgxpool.Pool) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		j, err := jobgraph.GetJob(c.Request().Context(), pool, id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, j)
 	}
-	j, err := jobgraph.GetJob(c.Request().Context(), a.Pool, id)
-	if err != nil {
-		return err
-	}
-	return c.JSON(http.StatusOK, j)
 }
 
 // handleLog writes a job's output as plain text, each attempt introduced by a marker line. With
 // follow=true it keeps the response open and writes new output as it is stored, until the job
 // is final and everything has been sent: plain chunked HTTP, readable with curl -N.
-func (a *API) handleLog(c *echo.Context) error {
+func handleLog(pool *pgxpool.Pool, logs logstore.Store) echo.HandlerFunc {
+	return func(c *echo.Context) error { return writeLog(c, pool, logs) }
+}
+
+func writeLog(c *echo.Context, pool *pgxpool.Pool, logs logstore.Store) error {
 	id, err := web.PathInt64(c, "id")
 	if err != nil {
 		return err
 	}
 	follow := c.QueryParam("follow") == "true"
 	ctx := c.Request().Context()
-	if _, err := jobgraph.GetJob(ctx, a.Pool, id); err != nil {
+	if _, err := jobgraph.GetJob(ctx, pool, id); err != nil {
 		return err
 	}
 	w := c.Response()
@@ -75,11 +84,11 @@ func (a *API) handleLog(c *echo.Context) error {
 	for {
 		// Whether the job was final is read before its chunks, so none stored before it became
 		// final can be missed.
-		done, err := a.logDone(c, id, follow)
+		done, err := logDone(c, pool, id, follow)
 		if err != nil {
 			return err
 		}
-		chunks, err := a.Logs.Read(ctx, id, after, 500)
+		chunks, err := logs.Read(ctx, id, after, 500)
 		if err != nil {
 			return err
 		}
@@ -118,11 +127,11 @@ func (a *API) handleLog(c *echo.Context) error {
 
 // logDone reports whether a log response may end after the next read: always without follow,
 // and with follow once the job is final (a worker stores its last chunks before it reports).
-func (a *API) logDone(c *echo.Context, id int64, follow bool) (bool, error) {
+func logDone(c *echo.Context, pool *pgxpool.Pool, id int64, follow bool) (bool, error) {
 	if !follow {
 		return true, nil
 	}
-	j, err := jobgraph.GetJob(c.Request().Context(), a.Pool, id)
+	j, err := jobgraph.GetJob(c.Request().Context(), pool, id)
 	if err != nil {
 		return false, err
 	}

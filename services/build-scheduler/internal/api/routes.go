@@ -19,25 +19,22 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-// API holds what the handlers need.
-type API struct {
-	Pool        *pgxpool.Pool
-	Graph       *jobgraph.Graph
-	Logs        logstore.Store
+// Submit bounds what POST /v1/groups accepts and how often each job may be handed out.
+type Submit struct {
 	Limits      dag.Limits
 	MaxAttempts int
 }
 
-// Routes lists every route of the service under /v1.
-func (a *API) Routes(g *echo.Group) {
-	g.POST("/groups", a.handleSubmit)
-	g.GET("/groups", a.handleListGroups)
-	g.GET("/groups/:id", a.handleGetGroup)
-	g.GET("/groups/:id/jobs", a.handleListJobs)
-	g.GET("/groups/:id/events", a.handleGroupEvents)
-	g.POST("/groups/:id/cancel", a.handleCancel)
-	g.POST("/groups/:id/retry", a.handleRetry)
-	g.GET("/jobs/:id", a.handleGetJob)
-	g.GET("/jobs/:id/log", a.handleLog)
-	g.POST("/admin/recount", a.handleRecount)
+// Routes lists every route of the service under /v1 (g).
+func Routes(g *echo.Group, pool *pgxpool.Pool, graph *jobgraph.Graph, logs logstore.Store, submit Submit) {
+	g.POST("/groups", handleSubmit(pool, graph, submit))
+	g.GET("/groups", handleListGroups(pool))
+	g.GET("/groups/:id", handleGetGroup(pool))
+	g.GET("/groups/:id/jobs", handleListJobs(pool))
+	g.GET("/groups/:id/events", handleGroupEvents(pool))
+	g.POST("/groups/:id/cancel", handleCancel(pool, graph))
+	g.POST("/groups/:id/retry", handleRetry(pool, graph))
+	g.GET("/jobs/:id", handleGetJob(pool))
+	g.GET("/jobs/:id/log", handleLog(pool, logs))
+	g.POST("/admin/recount", handleRecount(pool, graph))
 }
