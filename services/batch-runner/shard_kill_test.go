@@ -44,7 +44,7 @@ func TestKilledShardRetriesOnce(t *testing.T) {
 	require.Equal(t, 2, b.Shards[victimShard].Attempt, "the retry took the killed shard over")
 	require.Equal(t, 1, b.Shards[1-victimShard].Attempt)
 	requireScoredOnce(t, pool, fleet, b.ID)
-	late := map[string]int{}
+	late := map[sysevent.Subtype]int{}
 	for _, e := range b.Events {
 		late[e.Subtype]++
 	}

@@ -41,8 +41,8 @@ type shardedView struct {
 		AfterSendAt   *time.Time `json:"after_send_at"`
 	} `json:"jobs"`
 	Events []struct {
-		Shard   *int   `json:"shard"`
-		Subtype string `json:"subtype"`
+		Shard   *int             `json:"shard"`
+		Subtype sysevent.Subtype `json:"subtype"`
 	} `json:"events"`
 }
 
@@ -200,7 +200,7 @@ func TestShardNotReadyHoldsNobody(t *testing.T) {
 	require.Equal(t, map[string]int{"completed": 8}, b.Counts)
 	requireScoredOnce(t, pool, fleet, b.ID)
 
-	shards := map[string][]int{}
+	shards := map[sysevent.Subtype][]int{}
 	for _, e := range b.Events {
 		if e.Subtype == sysevent.ShardNotReady || e.Subtype == sysevent.ShardLate {
 			require.NotNil(t, e.Shard)

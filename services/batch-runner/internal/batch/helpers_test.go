@@ -103,7 +103,7 @@ func reasons(res *Result) map[Reason]int {
 	return out
 }
 
-func eventCount(res *Result, subtype string) int {
+func eventCount(res *Result, subtype sysevent.Subtype) int {
 	n := 0
 	for _, e := range res.Events {
 		if e.Subtype == subtype {

@@ -75,7 +75,7 @@ func (r *run) jobResult(j *job, v verdict) JobResult {
 }
 
 // eventSubtype maps a failure reason to upstream's event subtype.
-var eventSubtype = map[Reason]string{
+var eventSubtype = map[Reason]sysevent.Subtype{
 	ReasonDeclined: sysevent.JobRejected, ReasonBusyUnexcused: sysevent.JobRejected,
 	ReasonNoResponse: sysevent.JobNotStarted, ReasonNotReady: sysevent.JobNotStarted,
 	ReasonExecutorFailed: sysevent.JobNotStarted, ReasonHordeFailed: sysevent.HordeFailed,

@@ -154,7 +154,7 @@ func (m *miner) Closed(err error) {
 	}
 }
 
-func (m *miner) protocolEvent(subtype, description, uuid string) {
+func (m *miner) protocolEvent(subtype sysevent.Subtype, description, uuid string) {
 	m.events.Add(sysevent.TypeProtocol, subtype, description, map[string]string{"miner_hotkey": m.Hotkey, "job_uuid": uuid})
 }
 

@@ -23,7 +23,7 @@ func TestRunSingleMinerScenarios(t *testing.T) {
 		jobs      int
 		outcome   Outcome
 		reason    Reason
-		event     string
+		event     sysevent.Subtype
 	}{
 		{"Success", minersim.Behaviour{}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Success},
 		{"Late", minersim.Behaviour{AnswerDelay: dur(1100 * time.Millisecond)}, 1, OutcomeFailed, ReasonOverTimeLimit, sysevent.JobExecutionTimeout},

@@ -8,6 +8,7 @@ import (
 
 	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/store/dbsqlc"
+	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/postgres"
 )
 
@@ -122,12 +123,12 @@ func JobList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Job, error
 type Event struct {
 	Attempt int `json:"attempt"`
 	// Shard is the shard that saw the event, absent for a batch run in one process.
-	Shard       *int            `json:"shard,omitempty"`
-	Type        string          `json:"type"`
-	Subtype     string          `json:"subtype"`
-	Description string          `json:"description"`
-	Data        json.RawMessage `json:"data"`
-	At          time.Time       `json:"at"`
+	Shard       *int             `json:"shard,omitempty"`
+	Type        sysevent.Type    `json:"type"`
+	Subtype     sysevent.Subtype `json:"subtype"`
+	Description string           `json:"description"`
+	Data        json.RawMessage  `json:"data"`
+	At          time.Time        `json:"at"`
 }
 
 // EventList returns a batch's events in the order they were written.
@@ -138,7 +139,7 @@ func EventList(ctx context.Context, db postgres.DBTX, batchID int64) ([]Event, e
 	}
 	out := make([]Event, len(rows))
 	for i, r := range rows {
-		out[i] = Event{Attempt: int(r.Attempt), Type: r.Type, Subtype: r.Subtype, Description: r.Description,
+		out[i] = Event{Attempt: int(r.Attempt), Type: sysevent.Type(r.Type), Subtype: sysevent.Subtype(r.Subtype), Description: r.Description,
 			Data: r.Data, At: r.At}
 		if r.Shard != nil {
 			shard := int(*r.Shard)

@@ -11,71 +11,80 @@ import (
 	"time"
 )
 
-// The event types and subtypes upstream validators record; Drover keeps the names so operators
-// can compare.
+// Type is an event's type. The types and subtypes are the ones upstream validators record;
+// Drover keeps the names so operators can compare.
+type Type string
+
+// Subtype refines an event's type.
+type Subtype string
+
+// The event types.
 const (
-	TypeJobFailure       = "MINER_SYNTHETIC_JOB_FAILURE"
-	TypeJobSuccess       = "MINER_SYNTHETIC_JOB_SUCCESS"
-	TypeExecutorClipped  = "MINER_EXECUTOR_COUNT_CLIPPED"
-	TypeReceiptFailure   = "RECEIPT_FAILURE"
-	TypeTelemetry        = "VALIDATOR_TELEMETRY"
-	TypeValidatorFailure = "VALIDATOR_FAILURE"
+	TypeJobFailure       Type = "MINER_SYNTHETIC_JOB_FAILURE"
+	TypeJobSuccess       Type = "MINER_SYNTHETIC_JOB_SUCCESS"
+	TypeExecutorClipped  Type = "MINER_EXECUTOR_COUNT_CLIPPED"
+	TypeReceiptFailure   Type = "RECEIPT_FAILURE"
+	TypeTelemetry        Type = "VALIDATOR_TELEMETRY"
+	TypeValidatorFailure Type = "VALIDATOR_FAILURE"
 	// TypeProtocol records frames that change nothing: duplicates, unknown job_uuids, late
 	// answers and malformed frames.
-	TypeProtocol = "MINER_PROTOCOL_EVENT"
+	TypeProtocol Type = "MINER_PROTOCOL_EVENT"
 )
 
-// Subtypes used with the types above.
+// The event subtypes, used with the types above.
 const (
-	Unauthorized         = "UNAUTHORIZED"
-	GenericError         = "GENERIC_ERROR"
-	MinerSendError       = "MINER_SEND_ERROR"
-	MinerConnectionError = "MINER_CONNECTION_ERROR"
-	ManifestTimeout      = "MANIFEST_TIMEOUT"
-	ManifestError        = "MANIFEST_ERROR"
-	JobExecutionTimeout  = "JOB_EXECUTION_TIMEOUT"
-	JobExcused           = "JOB_EXCUSED"
-	JobRejected          = "JOB_REJECTED"
-	JobNotStarted        = "JOB_NOT_STARTED"
-	HordeFailed          = "HORDE_FAILED"
-	Failure              = "FAILURE"
-	Success              = "SUCCESS"
-	Warning              = "WARNING"
-	ReceiptSendError     = "RECEIPT_SEND_ERROR"
-	SlowSend             = "SLOW_SEND"
-	SyntheticBatch       = "SYNTHETIC_BATCH"
-	Duplicate            = "DUPLICATE_MESSAGE"
-	UnknownJob           = "UNKNOWN_JOB_UUID"
-	LateMessage          = "LATE_MESSAGE"
-	MalformedFrame       = "MALFORMED_FRAME"
-	Panic                = "PANIC"
-	Dropped              = "EVENTS_DROPPED"
+	Unauthorized         Subtype = "UNAUTHORIZED"
+	GenericError         Subtype = "GENERIC_ERROR"
+	MinerSendError       Subtype = "MINER_SEND_ERROR"
+	MinerConnectionError Subtype = "MINER_CONNECTION_ERROR"
+	ManifestTimeout      Subtype = "MANIFEST_TIMEOUT"
+	ManifestError        Subtype = "MANIFEST_ERROR"
+	JobExecutionTimeout  Subtype = "JOB_EXECUTION_TIMEOUT"
+	JobExcused           Subtype = "JOB_EXCUSED"
+	JobRejected          Subtype = "JOB_REJECTED"
+	JobNotStarted        Subtype = "JOB_NOT_STARTED"
+	HordeFailed          Subtype = "HORDE_FAILED"
+	Failure              Subtype = "FAILURE"
+	Success              Subtype = "SUCCESS"
+	Warning              Subtype = "WARNING"
+	ReceiptSendError     Subtype = "RECEIPT_SEND_ERROR"
+	SlowSend             Subtype = "SLOW_SEND"
+	SyntheticBatch       Subtype = "SYNTHETIC_BATCH"
+	Duplicate            Subtype = "DUPLICATE_MESSAGE"
+	UnknownJob           Subtype = "UNKNOWN_JOB_UUID"
+	LateMessage          Subtype = "LATE_MESSAGE"
+	MalformedFrame       Subtype = "MALFORMED_FRAME"
+	Panic                Subtype = "PANIC"
+	Dropped              Subtype = "EVENTS_DROPPED"
 	// ShardNotReady: the send instant of a sharded batch was fixed without these shards, which
 	// were not ready within the wait. ShardLate: this shard was ready only after the instant.
-	ShardNotReady = "SHARD_NOT_READY"
-	ShardLate     = "SHARD_LATE"
+	ShardNotReady Subtype = "SHARD_NOT_READY"
+	ShardLate     Subtype = "SHARD_LATE"
 )
 
 // Event is one system event. Data is a JSON object with the ids involved.
 type Event struct {
-	Type        string          `json:"type"`
-	Subtype     string          `json:"subtype"`
+	Type        Type            `json:"type"`
+	Subtype     Subtype         `json:"subtype"`
 	Description string          `json:"description"`
 	At          time.Time       `json:"at"`
 	Data        json.RawMessage `json:"data"`
 }
 
 // Kind is a type and subtype pair, the unit limits apply to.
-type Kind struct{ Type, Subtype string }
+type Kind struct {
+	Type    Type
+	Subtype Subtype
+}
 
 // DefaultLimits bounds the kinds a single miner can produce in numbers: per-job failures and
 // protocol noise. Kinds not listed are unbounded (one per batch or per miner at most).
 func DefaultLimits() map[Kind]int {
 	limits := map[Kind]int{}
-	for _, sub := range []string{JobExecutionTimeout, JobRejected, JobNotStarted, Failure, HordeFailed, MinerSendError, JobExcused} {
+	for _, sub := range []Subtype{JobExecutionTimeout, JobRejected, JobNotStarted, Failure, HordeFailed, MinerSendError, JobExcused} {
 		limits[Kind{TypeJobFailure, sub}] = 10
 	}
-	for _, sub := range []string{Duplicate, UnknownJob, LateMessage, MalformedFrame} {
+	for _, sub := range []Subtype{Duplicate, UnknownJob, LateMessage, MalformedFrame} {
 		limits[Kind{TypeProtocol, sub}] = 10
 	}
 	limits[Kind{TypeJobSuccess, Success}] = 10
@@ -102,7 +111,7 @@ func New(limits map[Kind]int) *Recorder {
 }
 
 // Add records an event of the kind, with data marshalled to JSON (nil for none).
-func (r *Recorder) Add(typ, subtype, description string, data any) {
+func (r *Recorder) Add(typ Type, subtype Subtype, description string, data any) {
 	raw := json.RawMessage(`{}`)
 	if data != nil {
 		if b, err := json.Marshal(data); err == nil {
@@ -122,7 +131,7 @@ func (r *Recorder) Add(typ, subtype, description string, data any) {
 }
 
 // Addf records an event with a formatted description and no data.
-func (r *Recorder) Addf(typ, subtype, format string, args ...any) {
+func (r *Recorder) Addf(typ Type, subtype Subtype, format string, args ...any) {
 	r.Add(typ, subtype, fmt.Sprintf(format, args...), nil)
 }
 
