@@ -50,6 +50,41 @@ func TestContractsMatchGoldenJSON(t *testing.T) {
 	}
 }
 
+// insertOpts is the part of a contract's InsertOpts that other services rely on: the queue its
+// consumer works, how often it is tried, and which jobs it is unique among.
+type insertOpts struct {
+	Queue         string   `json:"queue"`
+	MaxAttempts   int      `json:"max_attempts"`
+	UniqueByArgs  bool     `json:"unique_by_args,omitempty"`
+	UniqueByState []string `json:"unique_by_state,omitempty"`
+}
+
+func TestContractsInsertOptsMatchGoldenJSON(t *testing.T) {
+	t.Parallel()
+
+	for _, args := range contracts {
+		t.Run(args.Kind(), func(t *testing.T) {
+			t.Parallel()
+
+			opts := args.InsertOpts()
+			view := insertOpts{Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, UniqueByArgs: opts.UniqueOpts.ByArgs}
+			for _, s := range opts.UniqueOpts.ByState {
+				view.UniqueByState = append(view.UniqueByState, string(s))
+			}
+			got, err := json.MarshalIndent(view, "", "  ")
+			require.NoError(t, err)
+			path := filepath.Join("testdata", "insert_opts", args.Kind()+".json")
+			if *update {
+				require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+				require.NoError(t, os.WriteFile(path, append(got, '\n'), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "golden file missing: run go test ./... -update")
+			require.JSONEq(t, string(want), string(got), "insert options changed: every producer and consumer must agree")
+		})
+	}
+}
+
 func TestContractKindsAreUnique(t *testing.T) {
 	t.Parallel()
 
