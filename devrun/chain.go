@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 )
 
@@ -54,4 +56,93 @@ func deref[T any](v *T) T {
 		return zero
 	}
 	return *v
+}
+
+// weightsSet is one weights request minersim's Pylon stub accepted.
+type weightsSet struct {
+	Identity string             `json:"identity"`
+	Block    int64              `json:"block"`
+	Weights  map[string]float64 `json:"weights"`
+}
+
+// showWeights waits for scorer to set the batch's weights through minersim's Pylon stub and
+// prints what the stub received, and scorer's record of the attempt.
+func showWeights(ctx context.Context, opts options, f *fleet, p *printer) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var sets []weightsSet
+		if err := getJSON(ctx, pylonURL+"/weights-sets", &sets); err != nil {
+			return err
+		}
+		if len(sets) > 0 {
+			last := sets[len(sets)-1]
+			p.ok("weights set through minersim's Pylon for identity %q at block %d: %d hotkeys", last.Identity, last.Block, len(last.Weights))
+			for _, line := range topWeights(last.Weights, 5) {
+				p.info("  %s", line)
+			}
+			return showSubmission(ctx, opts, f, p)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	p.fail("scorer set no weights through minersim's Pylon within 30s (see GET /v1/weights/submissions)")
+	return errors.New("no weights set through Pylon")
+}
+
+// showSubmission prints scorer's latest weight submission.
+func showSubmission(ctx context.Context, opts options, f *fleet, p *printer) error {
+	var page struct {
+		Submissions []struct {
+			Outcome   string `json:"outcome"`
+			Block     int64  `json:"block"`
+			BlockHash string `json:"block_hash"`
+			Weights   []any  `json:"weights"`
+		} `json:"submissions"`
+	}
+	if err := apiCall(ctx, opts, http.MethodGet, f.url("scorer")+"/v1/weights/submissions?limit=1", "", &page); err != nil {
+		return err
+	}
+	if len(page.Submissions) > 0 {
+		s := page.Submissions[0]
+		p.info("scorer's record: %s, %d uids mapped at block %d (%s)", s.Outcome, len(s.Weights), s.Block, s.BlockHash)
+	}
+	return nil
+}
+
+// topWeights lists the n largest weights, largest first, as "hotkey weight" lines.
+func topWeights(weights map[string]float64, n int) []string {
+	keys := make([]string, 0, len(weights))
+	for k := range weights {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if weights[keys[i]] != weights[keys[j]] {
+			return weights[keys[i]] > weights[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	lines := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		lines = append(lines, fmt.Sprintf("%s %.4f", k, weights[k]))
+	}
+	return lines
+}
+
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
 }

@@ -45,6 +45,9 @@ func runDemos(ctx context.Context, opts options, f *fleet, p *printer) error {
 			break
 		}
 		errs = append(errs, runDemo(ctx, opts, f, p, d))
+		if d.name == "batch" && f.minersim {
+			errs = append(errs, showWeights(ctx, opts, f, p))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		p.fail("some demos failed: %v", err)

@@ -37,6 +37,10 @@ func services() []*service {
 		{name: "scorer", prefix: "SCORER", port: 8083, env: map[string]string{
 			// Upstream weighs always_on.test 0; make run's fleet has only always-on classes.
 			"SCORER_CLASS_WEIGHTS": "spin_up-4min.gpu-24gb=99,always_on.gpu-24gb=10,always_on.test=1",
+			// Weights go to the chain through minersim's Pylon stub.
+			"SCORER_PYLON_ADDRESS":        pylonURL,
+			"SCORER_PYLON_IDENTITY_TOKEN": pylonToken,
+			"SCORER_BITTENSOR_NETUID":     "12",
 		}},
 		{name: "build-scheduler", prefix: "BUILD_SCHEDULER", port: 8084},
 		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085, env: map[string]string{

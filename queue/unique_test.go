@@ -24,6 +24,7 @@ func TestUniqueContractsInsertOnceWhileUnfinished(t *testing.T) {
 			again: RunBatchArgs{Reason: "api", RequestedAt: goldenTime.Add(time.Hour)},
 		},
 		"SyncMetagraph": {first: SyncMetagraphArgs{Reason: "periodic"}, again: SyncMetagraphArgs{Reason: "api"}},
+		"SetWeights":    {first: SetWeightsArgs{Reason: "periodic"}, again: SetWeightsArgs{Reason: "scored"}},
 		"PopulateSchedule": {
 			first: PopulateScheduleArgs{Table: "signal_stats"},
 			again: PopulateScheduleArgs{Table: "signal_stats"},

@@ -8,11 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/api"
+	"drover.dev/services/scorer/internal/pylon"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/work"
 	"drover.dev/shared/config"
@@ -36,6 +40,14 @@ type Config struct {
 	DancingRatio      float64 `envconfig:"DANCING_RATIO" default:"1.4" desc:"change (high/low) of the weighted executor count that earns the dancing bonus"`
 	NonPeakPenalty    float64 `envconfig:"NON_PEAK_PENALTY" default:"0.8" desc:"multiplier for a miner keeping too few of its peak executors in a non-peak batch"`
 	NonPeakMinRatio   float64 `envconfig:"NON_PEAK_MIN_RATIO" default:"0.1" desc:"share of its peak executors, per class, a miner must keep outside the peak"`
+
+	PylonAddress     string        `envconfig:"PYLON_ADDRESS" desc:"Pylon's http(s)://host:port: the weights are set on chain through it; when empty they are only served on GET /v1/weights"`
+	PylonIdentity    string        `envconfig:"PYLON_IDENTITY_NAME" default:"validator" desc:"the identity Pylon sets weights for"`
+	PylonToken       string        `envconfig:"PYLON_IDENTITY_TOKEN" secret:"true" desc:"bearer token sent to Pylon"`
+	PylonTimeout     time.Duration `envconfig:"PYLON_TIMEOUT" default:"30s" desc:"longest each call to Pylon may take, answer included"`
+	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet the weights are set on"`
+	WeightsInterval  time.Duration `envconfig:"WEIGHTS_INTERVAL" default:"5m" desc:"how often the latest weights are sent (also after every scoring, and once at start)"`
+	WeightsRateLimit int64         `envconfig:"WEIGHTS_RATE_LIMIT_BLOCKS" default:"100" desc:"the subnet's weights_set_rate_limit: blocks that must pass between two weight settings"`
 }
 
 func main() {
@@ -51,18 +63,27 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
+	cfg = cfg.withDefaults()
+	if cfg.PylonAddress, err = pylonAddress(cfg); err != nil {
+		return err
+	}
+	queues := map[string]int{queue.QueueScoring: max(cfg.Workers, 1)}
+	if cfg.PylonAddress != "" {
+		queues[queue.QueueWeights] = 1
+	}
 	spec := service.Spec{
 		Service:  queue.Scorer,
 		Config:   cfg.Common,
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
-		Queues:   map[string]int{queue.QueueScoring: max(cfg.Workers, 1)},
+		Queues:   queues,
 		OpenAPI:  api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
-		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{DB: deps.Pool, Params: params, Logger: deps.Logger})
+		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != ""})
+		addWeightSetting(deps, cfg)
 		if _, err := deps.NewClient(); err != nil {
 			return err
 		}
@@ -84,4 +105,59 @@ func (c Config) params() (scoring.Params, error) {
 		NonPeakPenalty: c.NonPeakPenalty, NonPeakMinRatio: c.NonPeakMinRatio,
 	}
 	return p, p.Validate()
+}
+
+// addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured.
+func addWeightSetting(deps *service.Deps, cfg Config) {
+	if cfg.PylonAddress == "" {
+		deps.Logger.Info("no PYLON_ADDRESS: weights are served on GET /v1/weights, not set on chain")
+		return
+	}
+	client := &pylon.Client{
+		BaseURL: cfg.PylonAddress, Identity: cfg.PylonIdentity, Token: cfg.PylonToken, Netuid: cfg.Netuid,
+		Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
+	}
+	river.AddWorker(deps.Workers, &work.SetWeightsWorker{
+		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger,
+	})
+	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
+		river.PeriodicInterval(cfg.WeightsInterval),
+		func() (river.JobArgs, *river.InsertOpts) { return queue.SetWeightsArgs{Reason: "periodic"}, nil },
+		&river.PeriodicJobOpts{ID: "set_weights", RunOnStart: true},
+	))
+}
+
+// withDefaults fills the weight-setting settings a config struct built in code (tests) left at
+// zero with the defaults the environment would give.
+func (c Config) withDefaults() Config {
+	if c.PylonIdentity == "" {
+		c.PylonIdentity = "validator"
+	}
+	if c.PylonTimeout <= 0 {
+		c.PylonTimeout = 30 * time.Second
+	}
+	if c.WeightsInterval <= 0 {
+		c.WeightsInterval = 5 * time.Minute
+	}
+	return c
+}
+
+// pylonAddress checks PYLON_ADDRESS and the netuid; an address without a scheme (host:port, as
+// ComputeHorde's deployments often write it) is taken as http.
+func pylonAddress(c Config) (string, error) {
+	if c.PylonAddress == "" {
+		return "", nil
+	}
+	addr := c.PylonAddress
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	u, err := url.Parse(addr)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("SCORER_PYLON_ADDRESS: %q is not an http(s)://host:port address", c.PylonAddress)
+	}
+	if c.Netuid < 0 || c.Netuid > 65535 {
+		return "", fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
+	}
+	return addr, nil
 }

@@ -123,6 +123,8 @@ func TestRunRefusesBadScoringConfig(t *testing.T) {
 	for name, change := range map[string]func(*Config){
 		"ClassWeights": func(c *Config) { c.ClassWeights = "a=x" },
 		"Dancing":      func(c *Config) { c.DancingMultiplier = 0 },
+		"PylonScheme":  func(c *Config) { c.PylonAddress = "ftp://pylon:8000" },
+		"PylonNetuid":  func(c *Config) { c.PylonAddress, c.Netuid = "pylon:8000", 65536 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

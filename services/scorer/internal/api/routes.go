@@ -17,4 +17,5 @@ var OpenAPI []byte
 func Routes(api *echo.Group, db postgres.DBTX) {
 	api.GET("/batches/:id/scores", handleBatchScores(db))
 	api.GET("/weights", handleWeights(db))
+	api.GET("/weights/submissions", handleSubmissions(db))
 }

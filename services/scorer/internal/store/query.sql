@@ -85,3 +85,25 @@ ON CONFLICT (river_job_id) DO NOTHING;
 -- name: FailureLatestGet :one
 -- FailureLatestGet returns why the latest attempt to score a batch failed.
 SELECT error FROM scoring_failures WHERE batch_id = @batch_id ORDER BY failed_at DESC LIMIT 1;
+
+-- name: SignerTryLock :one
+-- SignerTryLock takes the weight signer's advisory lock until the transaction ends; false when
+-- another transaction holds it.
+SELECT pg_try_advisory_xact_lock(@key::bigint);
+
+-- name: SubmissionInsert :one
+INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error)
+VALUES (@reason, @batch_id, @block, @block_hash, @outcome, @weights, @unregistered, @pylon_status, @pylon_answer, @error)
+RETURNING id;
+
+-- name: SubmissionLastSentBlock :one
+-- SubmissionLastSentBlock returns the block of the latest weights sent, 0 when none was.
+SELECT coalesce((SELECT block FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1), 0)::bigint;
+
+-- name: SubmissionList :many
+-- SubmissionList returns attempts newest first, older than before (every attempt when 0).
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error
+FROM weight_submissions
+WHERE (@before::bigint = 0 OR id < @before::bigint)
+ORDER BY id DESC
+LIMIT @max;

@@ -34,6 +34,9 @@ type ScoreBatchWorker struct {
 	DB     Beginner
 	Params scoring.Params
 	Logger *slog.Logger
+	// SetWeights enqueues a set_weights job in the transaction of every scoring, so that new
+	// weights reach the chain without waiting for the periodic job (weights through Pylon are on).
+	SetWeights bool
 }
 
 // Work scores the batch. Inputs that can never be scored are recorded as a scoring failure in
@@ -84,7 +87,16 @@ func (w *ScoreBatchWorker) score(ctx context.Context, tx pgx.Tx, b store.Batch) 
 	if err := store.ScoresReplace(ctx, tx, b.ID, out); err != nil {
 		return err
 	}
-	return store.BatchMarkScored(ctx, tx, b.ID)
+	if err := store.BatchMarkScored(ctx, tx, b.ID); err != nil {
+		return err
+	}
+	if !w.SetWeights {
+		return nil
+	}
+	if _, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, queue.SetWeightsArgs{Reason: "scored"}, nil); err != nil {
+		return fmt.Errorf("enqueue set_weights after scoring batch %d: %w", b.ID, err)
+	}
+	return nil
 }
 
 // batchOf checks the job's arguments and converts them. A batch with no miners is valid: it is

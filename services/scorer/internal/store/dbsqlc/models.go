@@ -52,3 +52,18 @@ type ScoringFailure struct {
 	Error      string
 	FailedAt   time.Time
 }
+
+type WeightSubmission struct {
+	ID           int64
+	At           time.Time
+	Reason       string
+	BatchID      *int64
+	Block        *int64
+	BlockHash    *string
+	Outcome      string
+	Weights      []byte
+	Unregistered int32
+	PylonStatus  *int32
+	PylonAnswer  *string
+	Error        *string
+}

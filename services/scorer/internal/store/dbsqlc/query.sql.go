@@ -435,3 +435,112 @@ func (q *Queries) MinerWeightList(ctx context.Context, db DBTX, batchID int64) (
 	}
 	return items, nil
 }
+
+const signerTryLock = `-- name: SignerTryLock :one
+SELECT pg_try_advisory_xact_lock($1::bigint)
+`
+
+// SignerTryLock takes the weight signer's advisory lock until the transaction ends; false when
+// another transaction holds it.
+func (q *Queries) SignerTryLock(ctx context.Context, db DBTX, key int64) (bool, error) {
+	row := db.QueryRow(ctx, signerTryLock, key)
+	var pg_try_advisory_xact_lock bool
+	err := row.Scan(&pg_try_advisory_xact_lock)
+	return pg_try_advisory_xact_lock, err
+}
+
+const submissionInsert = `-- name: SubmissionInsert :one
+INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING id
+`
+
+type SubmissionInsertParams struct {
+	Reason       string
+	BatchID      *int64
+	Block        *int64
+	BlockHash    *string
+	Outcome      string
+	Weights      []byte
+	Unregistered int32
+	PylonStatus  *int32
+	PylonAnswer  *string
+	Error        *string
+}
+
+func (q *Queries) SubmissionInsert(ctx context.Context, db DBTX, arg SubmissionInsertParams) (int64, error) {
+	row := db.QueryRow(ctx, submissionInsert,
+		arg.Reason,
+		arg.BatchID,
+		arg.Block,
+		arg.BlockHash,
+		arg.Outcome,
+		arg.Weights,
+		arg.Unregistered,
+		arg.PylonStatus,
+		arg.PylonAnswer,
+		arg.Error,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const submissionLastSentBlock = `-- name: SubmissionLastSentBlock :one
+SELECT coalesce((SELECT block FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1), 0)::bigint
+`
+
+// SubmissionLastSentBlock returns the block of the latest weights sent, 0 when none was.
+func (q *Queries) SubmissionLastSentBlock(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, submissionLastSentBlock)
+	var column_1 int64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const submissionList = `-- name: SubmissionList :many
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error
+FROM weight_submissions
+WHERE ($1::bigint = 0 OR id < $1::bigint)
+ORDER BY id DESC
+LIMIT $2
+`
+
+type SubmissionListParams struct {
+	Before int64
+	Max    int32
+}
+
+// SubmissionList returns attempts newest first, older than before (every attempt when 0).
+func (q *Queries) SubmissionList(ctx context.Context, db DBTX, arg SubmissionListParams) ([]WeightSubmission, error) {
+	rows, err := db.Query(ctx, submissionList, arg.Before, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WeightSubmission
+	for rows.Next() {
+		var i WeightSubmission
+		if err := rows.Scan(
+			&i.ID,
+			&i.At,
+			&i.Reason,
+			&i.BatchID,
+			&i.Block,
+			&i.BlockHash,
+			&i.Outcome,
+			&i.Weights,
+			&i.Unregistered,
+			&i.PylonStatus,
+			&i.PylonAnswer,
+			&i.Error,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -1,0 +1,5 @@
+package queue
+
+func init() {
+	register(SetWeightsArgs{Reason: "scored"})
+}

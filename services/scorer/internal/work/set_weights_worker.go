@@ -1,0 +1,138 @@
+package work
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"drover.dev/queue"
+	"drover.dev/services/scorer/internal/pylon"
+	"drover.dev/services/scorer/internal/store"
+	"drover.dev/shared/problem"
+)
+
+// SignerBusySnooze is how long a set_weights job waits when another replica holds the signer
+// lock; by then that replica has sent the weights and the rate limit skips this attempt.
+const SignerBusySnooze = 30 * time.Second
+
+// SetWeightsWorker works set_weights: it maps the latest weights' hotkeys to uids at Pylon's
+// latest block and asks Pylon to set them, recording the attempt. One signer at a time: the
+// attempt runs under an advisory lock held by its transaction, which also records the attempt
+// and completes the job. A failed attempt is recorded and the job completes; the next periodic
+// job tries again (retrying at once would only hit the same outage).
+type SetWeightsWorker struct {
+	river.WorkerDefaults[queue.SetWeightsArgs]
+	DB    Beginner
+	Pylon *pylon.Client
+	// RateLimitBlocks is the subnet's weights_set_rate_limit: no weights are sent until that many
+	// blocks have passed since the last weights sent.
+	RateLimitBlocks int64
+	Logger          *slog.Logger
+}
+
+// Timeout covers the two Pylon calls.
+func (w *SetWeightsWorker) Timeout(*river.Job[queue.SetWeightsArgs]) time.Duration {
+	return 2*w.Pylon.Timeout + 10*time.Second
+}
+
+// Work makes one attempt, unless another signer is at work (snoozed) or there are no weights yet.
+func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWeightsArgs]) error {
+	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		locked, err := store.SignerTryLock(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if !locked {
+			w.Logger.InfoContext(ctx, "another weight signer is at work; waiting", "job_id", job.ID)
+			return river.JobSnooze(SignerBusySnooze)
+		}
+		sub, err := w.attempt(ctx, tx, job.Args.Reason)
+		if err != nil {
+			return err
+		}
+		if sub != nil {
+			if _, err := store.SubmissionInsert(ctx, tx, *sub); err != nil {
+				return err
+			}
+			w.log(ctx, *sub)
+		}
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}
+
+// attempt builds the submission to record; nil when there are no weights to send yet. Only a
+// database error is returned.
+func (w *SetWeightsWorker) attempt(ctx context.Context, tx pgx.Tx, reason string) (*store.Submission, error) {
+	weights, err := store.WeightsLatest(ctx, tx)
+	if errors.Is(err, problem.ErrNotFound) {
+		w.Logger.InfoContext(ctx, "no weights to set yet")
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	sub := &store.Submission{Reason: reason, BatchID: &weights.BatchID, Outcome: store.SubmissionFailed}
+	neurons, err := w.Pylon.Neurons(ctx)
+	if err != nil {
+		return sub.Because(err), nil
+	}
+	sub.Block, sub.BlockHash = &neurons.Block, &neurons.Hash
+	last, err := store.SubmissionLastSentBlock(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if last > 0 && neurons.Block < last+w.RateLimitBlocks {
+		sub.Outcome = store.SubmissionSkipped
+		return sub.Because(fmt.Errorf("rate limit: weights were set at block %d, the next may be set from block %d", last, last+w.RateLimitBlocks)), nil
+	}
+	send := mapToUIDs(sub, weights, neurons)
+	if len(send) == 0 {
+		sub.Outcome = store.SubmissionSkipped
+		return sub.Because(fmt.Errorf("none of the %d weighted hotkeys is registered at block %d", len(weights.Weights), neurons.Block)), nil
+	}
+	answer, err := w.Pylon.SetWeights(ctx, send)
+	sub.PylonStatus, sub.PylonAnswer = &answer.Status, &answer.Body
+	switch {
+	case err != nil:
+		return sub.Because(err), nil
+	case answer.Status < 200 || answer.Status > 299:
+		return sub.Because(fmt.Errorf("pylon refused the weights: status %d", answer.Status)), nil
+	}
+	sub.Outcome = store.SubmissionSent
+	return sub, nil
+}
+
+// mapToUIDs fills sub's weights with the uid of each weighted hotkey registered at the neurons'
+// block, counts the others, and returns the weights to send by hotkey.
+func mapToUIDs(sub *store.Submission, weights store.Weights, neurons pylon.Neurons) map[string]float64 {
+	send := make(map[string]float64, len(weights.Weights))
+	for _, mw := range weights.Weights {
+		uid, ok := neurons.UIDs[mw.Hotkey]
+		if !ok {
+			sub.Unregistered++
+			continue
+		}
+		sub.Weights = append(sub.Weights, store.SentWeight{UID: uid, Hotkey: mw.Hotkey, Weight: mw.Weight})
+		send[mw.Hotkey] = mw.Weight
+	}
+	return send
+}
+
+func (w *SetWeightsWorker) log(ctx context.Context, s store.Submission) {
+	attrs := []any{"reason", s.Reason, "outcome", s.Outcome, "weights", len(s.Weights), "unregistered", s.Unregistered}
+	if s.Block != nil {
+		attrs = append(attrs, "block", *s.Block)
+	}
+	if s.Error != nil {
+		w.Logger.WarnContext(ctx, "weights not set", append(attrs, "error", *s.Error)...)
+		return
+	}
+	w.Logger.InfoContext(ctx, "weights set through pylon", attrs...)
+}
