@@ -27,13 +27,15 @@ func showSync(ctx context.Context, opts options, f *fleet, p *printer) error {
 	for time.Now().Before(deadline) {
 		var page struct {
 			Events []syncEvent `json:"events"`
+			Items  []syncEvent `json:"items"` // the shared list page, should miner-sync adopt it
 		}
 		err := apiCall(ctx, opts, http.MethodGet, f.url("miner-sync")+"/v1/sync/events?limit=1", "", &page)
 		if err != nil {
 			return err
 		}
-		if len(page.Events) > 0 {
-			e := page.Events[0]
+		events := append(page.Events, page.Items...)
+		if len(events) > 0 {
+			e := events[0]
 			if e.Outcome == "failed" {
 				p.fail("miner-sync could not sync from %s: %s", e.Source, deref(e.Error))
 				return fmt.Errorf("metagraph sync failed: %s", deref(e.Error))
@@ -95,18 +97,18 @@ func showWeights(ctx context.Context, opts options, f *fleet, p *printer) error 
 // showSubmission prints scorer's latest weight submission.
 func showSubmission(ctx context.Context, opts options, f *fleet, p *printer) error {
 	var page struct {
-		Submissions []struct {
+		Items []struct {
 			Outcome   string `json:"outcome"`
 			Block     int64  `json:"block"`
 			BlockHash string `json:"block_hash"`
 			Weights   []any  `json:"weights"`
-		} `json:"submissions"`
+		} `json:"items"`
 	}
 	if err := apiCall(ctx, opts, http.MethodGet, f.url("scorer")+"/v1/weights/submissions?limit=1", "", &page); err != nil {
 		return err
 	}
-	if len(page.Submissions) > 0 {
-		s := page.Submissions[0]
+	if len(page.Items) > 0 {
+		s := page.Items[0]
 		p.info("scorer's record: %s, %d uids mapped at block %d (%s)", s.Outcome, len(s.Weights), s.Block, s.BlockHash)
 	}
 	return nil

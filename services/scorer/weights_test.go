@@ -66,18 +66,18 @@ func TestRunSetsWeightsThroughPylon(t *testing.T) {
 	require.NoError(t, err)
 
 	var page struct {
-		Submissions []struct {
+		Items []struct {
 			Outcome string `json:"outcome"`
 			Block   int64  `json:"block"`
 			Reason  string `json:"reason"`
-		} `json:"submissions"`
+		} `json:"items"`
 	}
 	require.Eventually(t, func() bool {
 		servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?limit=5", nil, &page)
-		return len(page.Submissions) > 0
+		return len(page.Items) > 0
 	}, 15*time.Second, 50*time.Millisecond)
-	require.Equal(t, "sent", page.Submissions[0].Outcome)
-	require.Equal(t, int64(4000), page.Submissions[0].Block)
+	require.Equal(t, "sent", page.Items[0].Outcome)
+	require.Equal(t, int64(4000), page.Items[0].Block)
 	fake.mu.Lock()
 	require.Equal(t, []map[string]float64{{"5A": 1}}, fake.puts)
 	fake.mu.Unlock()
@@ -85,4 +85,6 @@ func TestRunSetsWeightsThroughPylon(t *testing.T) {
 	var p struct{ Field string }
 	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?limit=0", nil, &p))
 	require.Equal(t, "limit", p.Field)
+	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?cursor=x", nil, &p))
+	require.Equal(t, "cursor", p.Field)
 }
