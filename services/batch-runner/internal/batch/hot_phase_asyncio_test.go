@@ -52,11 +52,11 @@ type asyncioMiner struct {
 // the floor's frames and connection layout (one connection per miner, its executors' frames
 // on it), and returns its send spread and the arrival spread minersim saw. ok is false, with
 // nothing run, when python3 or its websockets package is missing.
-func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int, cpus []int) (send, arrival time.Duration, ok bool) {
+func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int, cpus []int) (send, arrival time.Duration, ok bool) {
 	if asyncioCheck() != "" {
 		return 0, 0, false
 	}
-	payloads, uuids := floorJobs(b, fleet, perMiner)
+	payloads, uuids := floorJobs(b, fleet, jobs)
 	miners := make([]asyncioMiner, len(fleet.plan.Miners))
 	for i, m := range fleet.plan.Miners {
 		auth, err := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))

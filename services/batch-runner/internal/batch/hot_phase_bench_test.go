@@ -148,8 +148,9 @@ func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []
 	r.completion = completionErrors(b, res, fleet.jobs(b))
 	require.Equal(b, executors, len(r.completion.errs), "every answer was timed on both sides")
 	r.send.ours, r.arrival.ours = res.SendSpread, arrivalSpread(r.clean)
-	r.send.floor, r.arrival.floor = floor(b, fleet, cfg.Key, spec.perMiner)
-	if send, arrival, ok := asyncioMethod(b, fleet, cfg.Key, spec.perMiner, validatorCPUs); ok {
+	jobs := jobsPerMiner(fleet.plan, r.clean)
+	r.send.floor, r.arrival.floor = floor(b, fleet, cfg.Key, jobs)
+	if send, arrival, ok := asyncioMethod(b, fleet, cfg.Key, jobs, validatorCPUs); ok {
 		r.asyncio, r.asyncioSend = spread{ours: r.arrival.ours, floor: arrival}, send
 	}
 	r.minersimRSS = fleet.minersimPeakRSSMiB()
@@ -173,6 +174,19 @@ func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersi
 // honestArrivals keeps the arrivals at miners from index honest on.
 func honestArrivals(as []minersim.Arrival, honest int) []minersim.Arrival {
 	return slices.DeleteFunc(slices.Clone(as), func(a minersim.Arrival) bool { return a.Miner < honest })
+}
+
+// jobsPerMiner counts the job requests each miner of the plan received.
+func jobsPerMiner(plan Plan, arrivals []minersim.Arrival) []int {
+	index := make(map[string]int, len(plan.Miners))
+	for i, m := range plan.Miners {
+		index[m.Hotkey] = i
+	}
+	jobs := make([]int, len(plan.Miners))
+	for _, a := range arrivals {
+		jobs[index[a.MinerHotkey]]++
+	}
+	return jobs
 }
 
 func arrivalSpread(as []minersim.Arrival) time.Duration {
@@ -219,14 +233,14 @@ func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) comp
 	return c
 }
 
-// floorJobs prepares, for each miner of the fleet, perMiner V0JobRequests as the batch sends
+// floorJobs prepares, for each miner i of the fleet, jobs[i] V0JobRequests as the batch sends
 // them (unmasked JSON), with fresh job UUIDs, so that the floor and the asyncio method send the
 // same frames as the batch to the same miners.
-func floorJobs(b *testing.B, fleet *benchFleet, perMiner int) (payloads [][][]byte, uuids map[string]bool) {
+func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (payloads [][][]byte, uuids map[string]bool) {
 	payloads, uuids = make([][][]byte, len(fleet.plan.Miners)), map[string]bool{}
 	cfg := benchConfig(b).WithDefaults()
 	for i, m := range fleet.plan.Miners {
-		for range perMiner {
+		for range jobs[i] {
 			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(m.Hotkey, benchClass, cfg.Rand)
 			require.NoError(b, err)
 			uuid, err := newUUID(cfg.Rand)
@@ -241,11 +255,11 @@ func floorJobs(b *testing.B, fleet *benchFleet, perMiner int) (payloads [][][]by
 }
 
 // floor opens one connection per miner, authenticates, then has one goroutine, parked on a
-// gate, write each miner's prepared frames (perMiner V0JobRequests, as the batch did) in a bare
-// loop once the gate opens.
-func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, perMiner int) (send, arrival time.Duration) {
+// gate, write each miner's prepared frames (jobs[i] V0JobRequests to miner i, as many as the
+// batch sent it) in a bare loop once the gate opens.
+func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
 	conns := dialAll(b, fleet.plan, key)
-	payloads, uuids := floorJobs(b, fleet, perMiner)
+	payloads, uuids := floorJobs(b, fleet, jobs)
 	frames := make([][]byte, len(conns))
 	for i := range conns {
 		for _, p := range payloads[i] {
