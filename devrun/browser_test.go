@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/testdb"
+)
+
+// playwrightVersion is the playwright-core the browser test installs under .data/browsertest; it
+// drives the machine's own Chromium (Debian's chromium package), so no browser is downloaded.
+const playwrightVersion = "1.65.1"
+
+// riverUIExpectations is what an operator must see in each service's River UI after make run's
+// demos: its queues and a job with its args, and the demo's failures shown as failed.
+var riverUIExpectations = []struct {
+	service string
+	queues  []string
+	jobs    []jobExpectation
+}{
+	{"miner-sync", []string{"metagraph", "probe"}, []jobExpectation{{"a job with its args", "sync_metagraph", "completed"}}},
+	{"batch-runner", []string{"batches", "batch_shards", "probe"}, []jobExpectation{{"a job with its args", "run_batch", "completed"}}},
+	{"scorer", []string{"scoring", "probe"}, []jobExpectation{{"a job with its args", "score_batch", "completed"}}},
+	{"build-scheduler", []string{"build_scheduler", "build_x86_64-linux", "probe"}, []jobExpectation{
+		{"a job with its args", "build_run", "completed"},
+		{"failed build shown as failed", "build_run", "discarded"},
+	}},
+	{"populate-worker", []string{"populate", "populate_maintenance", "probe"}, []jobExpectation{
+		{"a job with its args", "populate_make", "completed"},
+		{"errored make shown as failed", "populate_make", "discarded"},
+	}},
+}
+
+type jobExpectation struct{ check, kind, state string }
+
+// browserSpec is what testdata/riverui-browser.mjs reads.
+type browserSpec struct {
+	Playwright  string         `json:"playwright"`
+	Chromium    string         `json:"chromium"`
+	UserDataDir string         `json:"userDataDir"`
+	User        string         `json:"user"`
+	Password    string         `json:"password"`
+	Services    []serviceCheck `json:"services"`
+}
+
+type serviceCheck struct {
+	Name   string     `json:"name"`
+	URL    string     `json:"url"`
+	Queues []string   `json:"queues"`
+	Jobs   []jobCheck `json:"jobs"`
+}
+
+type jobCheck struct {
+	Check string   `json:"check"`
+	ID    int64    `json:"id"`
+	Texts []string `json:"texts"`
+}
+
+// TestRiverUIInABrowser runs make run's fleet and demos, then logs into every service's River UI
+// in headless Chromium and checks what an operator sees. Without Chromium, Node and npm it is
+// skipped, except under CI=true, where it fails.
+func TestRiverUIInABrowser(t *testing.T) {
+	t.Parallel()
+	chromium := browserTools(t)
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	playwright := installPlaywright(t, root)
+	opts := options{bin: buildCommands(t, root), databaseURL: testdb.New(t), logs: t.TempDir(), token: "browser-test-token", once: true}
+	requireFreePorts(t)
+
+	ctx := context.Background()
+	p := newPrinter(testLog{t})
+	f, err := startFleet(ctx, opts, p)
+	t.Cleanup(func() { f.stop(p) })
+	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
+	require.NoError(t, runDemos(ctx, opts, f, p))
+
+	spec := browserSpec{
+		Playwright: playwright, Chromium: chromium, UserDataDir: t.TempDir(),
+		User: riverUIUser, Password: opts.token,
+	}
+	for _, want := range riverUIExpectations {
+		url := f.url(want.service)
+		check := serviceCheck{Name: want.service, URL: url, Queues: want.queues}
+		for _, job := range want.jobs {
+			check.Jobs = append(check.Jobs, findJob(t, url, opts.token, job))
+		}
+		spec.Services = append(spec.Services, check)
+	}
+	runBrowser(t, spec)
+}
+
+// browserTools returns Chromium's path once Chromium, Node and npm are all there.
+func browserTools(t *testing.T) string {
+	t.Helper()
+	var missing []string
+	chromium := os.Getenv("CHROMIUM")
+	if chromium == "" {
+		for _, name := range []string{"chromium", "chromium-browser"} {
+			if path, err := exec.LookPath(name); err == nil {
+				chromium = path
+				break
+			}
+		}
+	}
+	if chromium == "" {
+		missing = append(missing, "chromium")
+	}
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			missing = append(missing, tool)
+		}
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("River UI browser test needs %s: apt-get install chromium nodejs npm (.ci/run does)", strings.Join(missing, ", "))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg + "; under CI=true it must run")
+		}
+		t.Skip(msg)
+	}
+	return chromium
+}
