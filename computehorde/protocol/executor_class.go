@@ -22,7 +22,10 @@ type ExecutorClass struct {
 	Name string
 	// SpinUp is how long an executor of the class takes to start.
 	SpinUp time.Duration
-	Note   string
+	// GPU says whether the class's executors have a GPU; a job that needs one (docker preset
+	// nvidia_all) is never sent to a class without.
+	GPU  bool
+	Note string
 }
 
 // ClassTable is a set of known executor classes. Miners may advertise classes it does not
@@ -41,11 +44,13 @@ func DefaultClassTable() ClassTable {
 	return table
 }
 
-// ParseClassTable reads a class table: a JSON list of {"name", "spin_up_seconds", "note"}.
+// ParseClassTable reads a class table: a JSON list of {"name", "spin_up_seconds", "gpu", "note"}.
+// A class without "gpu": true is taken to have no GPU.
 func ParseClassTable(data []byte) (ClassTable, error) {
 	var rows []struct {
 		Name          string `json:"name"`
 		SpinUpSeconds int    `json:"spin_up_seconds"`
+		GPU           bool   `json:"gpu"`
 		Note          string `json:"note"`
 	}
 	if err := json.Unmarshal(data, &rows); err != nil {
@@ -60,7 +65,9 @@ func ParseClassTable(data []byte) (ClassTable, error) {
 			return ClassTable{}, fmt.Errorf("parse class table: duplicate class %q", row.Name)
 		}
 		table.byName[row.Name] = len(table.classes)
-		table.classes = append(table.classes, ExecutorClass{Name: row.Name, SpinUp: time.Duration(row.SpinUpSeconds) * time.Second, Note: row.Note})
+		table.classes = append(table.classes, ExecutorClass{
+			Name: row.Name, SpinUp: time.Duration(row.SpinUpSeconds) * time.Second, GPU: row.GPU, Note: row.Note,
+		})
 	}
 	return table, nil
 }

@@ -30,6 +30,13 @@ type Generator interface {
 	Generate(minerHotkey, executorClass string, rnd io.Reader) (Job, error)
 }
 
+// NeedsGPU reports whether g's jobs need a GPU (they name the nvidia_all preset): such a job is
+// only sent to an executor class that has one. A generator says so by a NeedsGPU method.
+func NeedsGPU(g Generator) bool {
+	n, ok := g.(interface{ NeedsGPU() bool })
+	return ok && n.NeedsGPU()
+}
+
 // InlineVolume is a volume carried inside the message itself: a zip archive, base64-encoded with
 // the standard alphabet, that the executor unpacks into /volume.
 type InlineVolume struct {

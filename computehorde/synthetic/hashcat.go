@@ -70,6 +70,9 @@ var _ Generator = HashcatGenerator{}
 // Name implements Generator.
 func (HashcatGenerator) Name() string { return HashcatName }
 
+// NeedsGPU is true: hashcat cracks on the GPU, with every GPU exposed (nvidia_all).
+func (HashcatGenerator) NeedsGPU() bool { return true }
+
 // TimeLimit implements Generator.
 func (HashcatGenerator) TimeLimit() time.Duration { return HashcatTimeLimit }
 

@@ -30,7 +30,7 @@ type Config struct {
 	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch may run before River cancels it"`
 	RescueAfter time.Duration `envconfig:"RESCUE_AFTER" desc:"retry a batch whose process died once it has run this long (at least JOB_TIMEOUT); JOB_TIMEOUT + 1m when zero"`
 
-	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat" desc:"job generator per executor class: pow or hashcat, e.g. *=pow,spin_up-4min.gpu-24gb=hashcat"`
+	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat,always_on.test=pow,always_on.cpu.8c.16gb=pow" desc:"job generator per executor class: pow (CPU) or hashcat (needs a GPU), e.g. *=pow,spin_up-4min.gpu-24gb=hashcat; a class without a GPU never gets hashcat: named, it stops the start; through *, the class is skipped with an event"`
 	PoWTimeLimit time.Duration `envconfig:"POW_TIME_LIMIT" default:"10s" desc:"time limit of proof-of-work jobs"`
 	Headroom     float64       `envconfig:"HEADROOM" default:"1.2" desc:"jobs pregenerated per job of the previous batch"`
 

@@ -64,6 +64,9 @@ func batchConfig(cfg Config) (batch.Config, error) {
 			return batch.Config{}, fmt.Errorf("class table %s: %w", cfg.ClassTablePath, err)
 		}
 	}
+	if gens, _, err = gens.ForClasses(classes); err != nil {
+		return batch.Config{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
+	}
 	return batch.Config{
 		Key: key, Classes: classes, SpinUps: cfg.SpinUps, MinSpinUp: cfg.MinSpinUp, ClassCaps: cfg.ClassCaps,
 		Generators: gens, ManifestTimeout: cfg.ManifestTimeout, ReadyGrace: cfg.ReadyGrace, JobExtra: cfg.JobExtra,

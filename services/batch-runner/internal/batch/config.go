@@ -66,7 +66,14 @@ func (c Config) WithDefaults() Config {
 		c.ClassCaps = map[string]int{"always_on.llm.a6000": 100}
 	}
 	if c.Generators == nil {
-		c.Generators = Generators{"*": synthetic.HashcatGenerator{}}
+		gens, err := ParseGenerators(DefaultGenerators, 0)
+		if err == nil {
+			gens, _, err = gens.ForClasses(c.Classes)
+		}
+		if err != nil {
+			panic("default generators: " + err.Error()) // unreachable: tested
+		}
+		c.Generators = gens
 	}
 	setDefault(&c.ManifestTimeout, 30*time.Second)
 	setDefault(&c.ReadyGrace, 10*time.Second)
@@ -108,10 +115,11 @@ func (c Config) spinUp(class string) (time.Duration, bool) {
 	return max(d, c.MinSpinUp), true
 }
 
-// Generators maps an executor class to the generator of its jobs; "*" covers the rest.
+// Generators maps an executor class to the generator of its jobs; "*" covers the rest. A class
+// mapped to nil has no job it can run (see ForClasses) and is not tested.
 type Generators map[string]synthetic.Generator
 
-// For returns the generator of class.
+// For returns the generator of class; nil when the class has none it can run.
 func (g Generators) For(class string) synthetic.Generator {
 	if gen, ok := g[class]; ok {
 		return gen

@@ -20,6 +20,11 @@ func (r *run) assignJobs(context.Context) error {
 					map[string]any{"miner_hotkey": m.Hotkey, "executor_class": e.Class, "count": e.Count})
 				continue
 			}
+			if r.cfg.Generators.For(e.Class) == nil {
+				r.events.Add(sysevent.TypeExecutorClipped, sysevent.NoSuitableGenerator, "no job this executor class can run: skipped",
+					map[string]any{"miner_hotkey": m.Hotkey, "executor_class": e.Class, "count": e.Count})
+				continue
+			}
 			n := e.Count
 			if limit, ok := r.cfg.ClassCaps[e.Class]; ok && n > limit {
 				r.events.Add(sysevent.TypeExecutorClipped, sysevent.Warning, "executor count clipped to the class cap",

@@ -26,6 +26,9 @@ type JobPool struct {
 func Pregenerate(gens Generators, previous map[Pair]int, headroom float64, rnd io.Reader) (*JobPool, error) {
 	p := &JobPool{jobs: map[Pair][]synthetic.Job{}}
 	for pair, n := range previous {
+		if gens.For(pair.Class) == nil {
+			continue // no job this class can run: it is skipped when the batch assigns jobs
+		}
 		want := int(math.Ceil(float64(n) * headroom))
 		for range want {
 			job, err := gens.For(pair.Class).Generate(pair.Miner, pair.Class, rnd)

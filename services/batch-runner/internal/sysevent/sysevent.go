@@ -60,6 +60,9 @@ const (
 	// were not ready within the wait. ShardLate: this shard was ready only after the instant.
 	ShardNotReady Subtype = "SHARD_NOT_READY"
 	ShardLate     Subtype = "SHARD_LATE"
+	// NoSuitableGenerator: an executor class has no job it can run (a GPU job, and no GPU), so
+	// its executors are not tested.
+	NoSuitableGenerator Subtype = "NO_SUITABLE_GENERATOR"
 )
 
 // Event is one system event. Data is a JSON object with the ids involved.
