@@ -23,6 +23,10 @@ type Config struct {
 
 	HotkeyURI  string `envconfig:"HOTKEY_URI" secret:"true" desc:"validator hotkey as a secret URI, e.g. //Alice for development"`
 	WalletPath string `envconfig:"WALLET_PATH" desc:"validator hotkey as a Bittensor wallet hotkey file (used when HOTKEY_URI is empty)"`
+	// ComputeHorde's names for the same wallet: <HOST_WALLET_DIR>/<WALLET_NAME>/hotkeys/<HOTKEY_NAME>.
+	WalletName   string `envconfig:"BITTENSOR_WALLET_NAME" desc:"validator wallet name, ComputeHorde's setting (used when HOTKEY_URI and WALLET_PATH are empty)"`
+	WalletHotkey string `envconfig:"BITTENSOR_WALLET_HOTKEY_NAME" default:"default" desc:"the wallet's hotkey name"`
+	WalletDir    string `envconfig:"HOST_WALLET_DIR" default:"~/.bittensor/wallets" desc:"folder of wallets in Bittensor's layout: <dir>/<wallet>/hotkeys/<hotkey>"`
 
 	Cycle       time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
 	RunOnStart  bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`

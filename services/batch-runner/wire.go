@@ -89,6 +89,16 @@ func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
 			return nil, fmt.Errorf("BATCH_RUNNER_WALLET_PATH: %w", err)
 		}
 		return key, nil
+	case cfg.WalletName != "":
+		path, err := walletPath(cfg)
+		if err != nil {
+			return nil, err
+		}
+		key, err := hotkey.LoadWallet(path)
+		if err != nil {
+			return nil, fmt.Errorf("BITTENSOR_WALLET_NAME %s: %w", cfg.WalletName, err)
+		}
+		return key, nil
 	}
-	return nil, errors.New("no validator hotkey: set BATCH_RUNNER_HOTKEY_URI (e.g. //Alice for development) or BATCH_RUNNER_WALLET_PATH")
+	return nil, errors.New("no validator hotkey: set BATCH_RUNNER_HOTKEY_URI (e.g. //Alice for development), BATCH_RUNNER_WALLET_PATH, or BITTENSOR_WALLET_NAME (+ BITTENSOR_WALLET_HOTKEY_NAME, HOST_WALLET_DIR)")
 }

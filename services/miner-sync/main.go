@@ -30,6 +30,8 @@ type Config struct {
 	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: pylon+http(s)://host:port (Pylon's neurons endpoint), http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
 	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet whose neurons Pylon is asked for"`
 	PylonToken       string        `envconfig:"PYLON_IDENTITY_TOKEN" secret:"true" desc:"bearer token sent to Pylon"`
+	PylonAddress     string        `envconfig:"PYLON_ADDRESS" desc:"Pylon's http(s)://host:port (host:port means http), ComputeHorde's setting: the source when METAGRAPH_URL is empty"`
+	Network          string        `envconfig:"BITTENSOR_NETWORK" desc:"finney, test or host:port of a subtensor node, ComputeHorde's setting; reading the chain directly is not implemented, so it only names what is missing when no other source is set"`
 	SyncInterval     time.Duration `envconfig:"SYNC_INTERVAL" default:"1m" desc:"how often the metagraph is synced (also once at start)"`
 	SourceTimeout    time.Duration `envconfig:"SOURCE_TIMEOUT" default:"10s" desc:"longest a metagraph fetch may take, body included"`
 	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes"`
@@ -76,10 +78,14 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	})
 }
 
-// sourceOf builds the metagraph source METAGRAPH_URL names; nil when it is empty.
+// sourceOf builds the metagraph source METAGRAPH_URL names, or ComputeHorde's PYLON_ADDRESS when
+// it is empty; nil when neither is set.
 func sourceOf(cfg Config) (metagraph.Source, error) {
 	if cfg.MetagraphURL == "" {
-		return nil, nil
+		var err error
+		if cfg.MetagraphURL, err = aliasSource(cfg); cfg.MetagraphURL == "" || err != nil {
+			return nil, err
+		}
 	}
 	u, err := url.Parse(cfg.MetagraphURL)
 	if err != nil {

@@ -23,6 +23,13 @@ func TestSourceOf(t *testing.T) {
 		{"HTTP", Config{MetagraphURL: "http://fleet/metagraph"}, "http://fleet/metagraph", false},
 		{"File", Config{MetagraphURL: "file:///tmp/m.json"}, "file:/tmp/m.json", false},
 		{"Unknown", Config{MetagraphURL: "ftp://x"}, `scheme "ftp"`, true},
+		{"PylonAddress", Config{PylonAddress: "pylon:8000", Netuid: 12}, "pylon+http://pylon:8000 netuid 12", false},
+		{"PylonAddressTLS", Config{PylonAddress: "https://pylon.example", Netuid: 12}, "pylon+https://pylon.example netuid 12", false},
+		{"MetagraphURLWins", Config{MetagraphURL: "file:///m.json", PylonAddress: "pylon:8000"}, "file:/m.json", false},
+		{"NetworkFinney", Config{Network: "finney"}, "BITTENSOR_NETWORK finney (wss://entrypoint-finney.opentensor.ai:443): reading a subtensor node directly is not implemented", true},
+		{"NetworkHostPort", Config{Network: "10.0.0.5:9944"}, "(ws://10.0.0.5:9944)", true},
+		{"NetworkBad", Config{Network: "nowhere"}, `"nowhere" is not finney, test or host:port`, true},
+		{"PylonWinsOverNetwork", Config{PylonAddress: "pylon:8000", Network: "finney", Netuid: 1}, "pylon+http://pylon:8000 netuid 1", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// aliceSeed is //Alice's secret seed, as a btcli hotkey file holds it.
+const aliceSeed = `{"secretSeed": "0xe5be9a5092b81bca64be81d212e7f2f9eba183bb7a90954f7b76361f6edb5c0a"}`
+
+const aliceSS58 = "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
+
+func TestLoadHotkeyFromComputeHordeWalletSettings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "validator", "hotkeys"), 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "validator", "hotkeys", "default"), []byte(aliceSeed), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "validator", "hotkeys", "second"), []byte(aliceSeed), 0o600))
+
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"DefaultHotkey", Config{WalletName: "validator", WalletDir: dir}, ""},
+		{"NamedHotkey", Config{WalletName: "validator", WalletHotkey: "second", WalletDir: dir}, ""},
+		{"MissingHotkey", Config{WalletName: "validator", WalletHotkey: "nope", WalletDir: dir}, "BITTENSOR_WALLET_NAME validator"},
+		{"PathInName", Config{WalletName: "../validator", WalletDir: dir}, "BITTENSOR_WALLET_NAME: \"../validator\" is not a wallet name"},
+		{"PathInHotkey", Config{WalletName: "validator", WalletHotkey: "..", WalletDir: dir}, "BITTENSOR_WALLET_HOTKEY_NAME"},
+		{"NothingSet", Config{WalletDir: dir}, "no validator hotkey"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			key, err := loadHotkey(tt.cfg)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, aliceSS58, key.Address())
+		})
+	}
+}
+
+func TestWalletPathDefaultsToBittensorsFolder(t *testing.T) {
+	t.Parallel()
+	home, err := os.UserHomeDir()
+	require.NoError(t, err)
+	path, err := walletPath(Config{WalletName: "validator", WalletHotkey: "default", WalletDir: defaultWalletDir})
+	require.NoError(t, err)
+	require.Equal(t, filepath.Join(home, ".bittensor", "wallets", "validator", "hotkeys", "default"), path)
+}

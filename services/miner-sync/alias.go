@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strings"
+)
+
+// aliasSource is the METAGRAPH_URL that ComputeHorde's settings name: pylon+PYLON_ADDRESS. A
+// BITTENSOR_NETWORK alone asks for the subtensor source, which is not written: that is an error
+// naming the way out rather than a service that syncs nothing.
+func aliasSource(cfg Config) (string, error) {
+	if cfg.PylonAddress != "" {
+		addr := cfg.PylonAddress
+		if !strings.Contains(addr, "://") {
+			addr = "http://" + addr
+		}
+		return "pylon+" + addr, nil
+	}
+	if cfg.Network == "" {
+		return "", nil
+	}
+	node, err := subtensorURL(cfg.Network)
+	if err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("BITTENSOR_NETWORK %s (%s): reading a subtensor node directly is not implemented; set PYLON_ADDRESS (or MINER_SYNC_METAGRAPH_URL)", cfg.Network, node)
+}
+
+// subtensorURL maps BITTENSOR_NETWORK to a node's websocket URL as Bittensor does: finney and
+// test are the public entry points, anything else is host:port of a node.
+func subtensorURL(network string) (string, error) {
+	switch network {
+	case "finney":
+		return "wss://entrypoint-finney.opentensor.ai:443", nil
+	case "test":
+		return "wss://test.finney.opentensor.ai:443", nil
+	}
+	if strings.Contains(network, "://") {
+		return network, nil
+	}
+	if _, _, err := net.SplitHostPort(network); err != nil {
+		return "", fmt.Errorf("BITTENSOR_NETWORK: %q is not finney, test or host:port", network)
+	}
+	return "ws://" + network, nil
+}
