@@ -11,6 +11,17 @@ import (
 	"drover.dev/shared/config"
 )
 
+// durationsInMS writes every duration as milliseconds under its key with an _ms suffix
+// ("duration_ms": 12.5), so neither a person nor a log query meets raw nanoseconds, which is what
+// the JSON handler would otherwise print.
+func durationsInMS(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() != slog.KindDuration {
+		return a
+	}
+	ms := float64(a.Value.Duration().Microseconds()) / 1000
+	return slog.Float64(a.Key+"_ms", ms)
+}
+
 // New returns a logger writing to w at the given level ("debug", "info", "warn", "error") in the
 // given format ("text", "json", or "auto": text when w is a terminal).
 func New(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -18,7 +29,7 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log level %q: want debug, info, warn or error", level)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationsInMS}
 	switch strings.ToLower(format) {
 	case "text":
 		return slog.New(slog.NewTextHandler(w, opts)), nil

@@ -3,7 +3,9 @@ package logging
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -28,6 +30,23 @@ func TestNew(t *testing.T) {
 		require.NoError(t, err)
 		logger.Info("quiet")
 		require.Empty(t, buf.String())
+	})
+	t.Run("DurationsAreMilliseconds", func(t *testing.T) {
+		t.Parallel()
+		for _, format := range []string{"json", "text"} {
+			var buf bytes.Buffer
+			logger, err := New(&buf, "info", format)
+			require.NoError(t, err)
+			logger.Info("batch done", "send_spread", 1500*time.Microsecond, slog.Group("stage", "took", 2*time.Second))
+			if format == "text" {
+				require.Contains(t, buf.String(), "send_spread_ms=1.5 stage.took_ms=2000")
+				continue
+			}
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &rec))
+			require.Equal(t, 1.5, rec["send_spread_ms"])
+			require.Equal(t, map[string]any{"took_ms": 2000.0}, rec["stage"])
+		}
 	})
 	t.Run("BadValues", func(t *testing.T) {
 		t.Parallel()

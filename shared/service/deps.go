@@ -7,11 +7,13 @@ import (
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"riverqueue.com/riverui"
 
 	"drover.dev/queue"
+	"drover.dev/shared/metrics"
 	"drover.dev/shared/web"
 )
 
@@ -34,6 +36,15 @@ type Deps struct {
 	background []func(context.Context) error
 	client     *queue.Client
 	riverUI    *riverui.Handler
+	failures   *prometheus.CounterVec // failed gauge statements, for Gauge
+}
+
+// Gauges registers gauge families on the service's /metrics, each computed at scrape time by one
+// bounded SQL statement on the service's pool (see metrics.QueryGauge).
+func (d *Deps) Gauges(gauges ...metrics.Gauge) {
+	for _, g := range gauges {
+		d.Server.Metrics.MustRegister(metrics.NewQueryGauge(d.Pool, d.failures, g))
+	}
 }
 
 // Go runs loop alongside the server for the life of the service. Its context ends at shutdown;

@@ -21,6 +21,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/shared/config"
 	"drover.dev/shared/logging"
+	"drover.dev/shared/metrics"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/probe"
 	"drover.dev/shared/web"
@@ -28,7 +29,10 @@ import (
 
 // Spec describes one service process.
 type Spec struct {
-	Service  queue.Service
+	Service queue.Service
+	// Name is what the process logs as ("service" on every line); Service's name when empty. A
+	// process that works a service's schema without being the service (build-worker) sets it.
+	Name     string
 	Config   config.Common
 	Settings any // the service's whole config, logged masked at start
 
@@ -58,7 +62,11 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	if err != nil {
 		return err
 	}
-	logger = logger.With("service", string(spec.Service))
+	name := spec.Name
+	if name == "" {
+		name = string(spec.Service)
+	}
+	logger = logger.With("service", name)
 	logger.LogAttrs(ctx, slog.LevelInfo, "starting", slog.GroupValue(config.Masked(spec.Settings)...).Group()...)
 
 	deps, err := newDeps(ctx, spec, logger)
@@ -105,6 +113,8 @@ func newDeps(ctx context.Context, spec Spec, logger *slog.Logger) (*Deps, error)
 		return nil, err
 	}
 	deps.Server = server
+	deps.failures = metrics.NewQueryFailures()
+	server.Metrics.MustRegister(deps.failures)
 	probe.Register(deps.Workers, server.API, pool, inserters, spec.Service)
 	return deps, nil
 }
@@ -132,6 +142,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps) error {
 	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return deps.Server.Serve(ln) })
+	g.Go(func() error { observeRiver(gctx, deps); return nil })
 	for _, loop := range deps.background {
 		g.Go(func() error { return loop(gctx) })
 	}
@@ -165,6 +176,14 @@ func shutdown(cfg config.Common, deps *Deps) error {
 		return fmt.Errorf("stop river within %s: %w", cfg.ShutdownTimeout, err)
 	}
 	return httpErr
+}
+
+// observeRiver feeds the service's River metrics from its client's events until ctx ends.
+func observeRiver(ctx context.Context, deps *Deps) {
+	r := metrics.NewRiver(deps.Server.Metrics, deps.Pool, deps.failures)
+	events, cancel := deps.client.Subscribe(metrics.RiverEvents...)
+	defer cancel()
+	r.Consume(ctx, events)
 }
 
 func withProbeQueue(queues map[string]int) map[string]int {

@@ -7,7 +7,12 @@ import (
 	"github.com/labstack/echo/v5"
 )
 
-// accessLog logs one line per request with its id, route, status and duration.
+// quietPaths are answered to probes and scrapers every few seconds; they log at debug so that
+// info shows the work and the requests of people.
+var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// accessLog logs one line per request with its id, route, status and duration; probes and
+// scrapes that succeed log at debug.
 func accessLog(logger *slog.Logger) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c *echo.Context) error {
@@ -15,8 +20,11 @@ func accessLog(logger *slog.Logger) echo.MiddlewareFunc {
 			err := next(c)
 			status := responseStatus(c, err)
 			level := slog.LevelInfo
-			if status >= 500 {
+			switch {
+			case status >= 500:
 				level = slog.LevelError
+			case quietPaths[c.Request().URL.Path]:
+				level = slog.LevelDebug
 			}
 			logger.LogAttrs(c.Request().Context(), level, "http request",
 				slog.String("request_id", requestID(c)),

@@ -1,0 +1,102 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"drover.dev/shared/postgres"
+)
+
+// queryTimeout bounds one gauge statement, so a slow database delays a scrape by at most this.
+const queryTimeout = 2 * time.Second
+
+// QueryGauge is a gauge family computed at scrape time by one SQL statement, whose rows are the
+// label values in order followed by the value (a float8). The statement is the whole cost of a
+// scrape, so it must be bounded: an indexed lookup, a small table, or a LIMIT in a subquery.
+type QueryGauge struct {
+	desc   *prometheus.Desc
+	db     postgres.DBTX
+	sql    string
+	args   []any
+	labels int
+	failed prometheus.Counter
+}
+
+// Gauge describes a QueryGauge: its family name, help and labels, and the statement (with its
+// arguments) whose rows are the label values in order followed by the value.
+type Gauge struct {
+	Name, Help string
+	Labels     []string
+	SQL        string
+	Args       []any
+}
+
+// NewQueryGauge returns the gauge family g, read from db. failures counts statements that
+// failed; a failed statement leaves its family out of that scrape, and the rest is served.
+func NewQueryGauge(db postgres.DBTX, failures *prometheus.CounterVec, g Gauge) *QueryGauge {
+	return &QueryGauge{
+		desc: prometheus.NewDesc(g.Name, g.Help, g.Labels, nil), db: db, sql: g.SQL, args: g.Args,
+		labels: len(g.Labels), failed: failures.WithLabelValues(g.Name),
+	}
+}
+
+// NewQueryFailures returns the counter of failed gauge statements, labelled by gauge; register
+// it once per registry.
+func NewQueryFailures() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "drover_metrics_query_failures_total",
+		Help: "Gauge statements that failed at scrape time, by gauge; that gauge is missing from the scrape.",
+	}, []string{"gauge"})
+}
+
+// Describe implements prometheus.Collector.
+func (g *QueryGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+
+// Collect implements prometheus.Collector.
+func (g *QueryGauge) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
+	defer cancel()
+	metrics, err := g.read(ctx)
+	if err != nil {
+		g.failed.Inc()
+		return
+	}
+	for _, m := range metrics {
+		ch <- m
+	}
+}
+
+func (g *QueryGauge) read(ctx context.Context) ([]prometheus.Metric, error) {
+	rows, err := g.db.Query(ctx, g.sql, g.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []prometheus.Metric
+	for rows.Next() {
+		values, err := rows.Values()
+		if err != nil {
+			return nil, err
+		}
+		if len(values) != g.labels+1 {
+			return nil, fmt.Errorf("gauge %s: %d columns, want %d", g.desc, len(values), g.labels+1)
+		}
+		labels := make([]string, g.labels)
+		for i := range labels {
+			labels[i] = fmt.Sprint(values[i])
+		}
+		v, ok := values[g.labels].(float64)
+		if !ok {
+			return nil, fmt.Errorf("gauge %s: value is %T, want float8", g.desc, values[g.labels])
+		}
+		m, err := prometheus.NewConstMetric(g.desc, prometheus.GaugeValue, v, labels...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,121 @@
+package metrics
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riverqueue/river"
+
+	"drover.dev/shared/postgres"
+)
+
+// RiverEvents are the River events River consumes: one per finished attempt.
+var RiverEvents = []river.EventKind{
+	river.EventKindJobCompleted, river.EventKindJobFailed, river.EventKindJobCancelled, river.EventKindJobSnoozed,
+}
+
+// riverOutcomes maps River's event kinds to the outcome label.
+var riverOutcomes = map[river.EventKind]string{
+	river.EventKindJobCompleted: "completed", river.EventKindJobFailed: "failed",
+	river.EventKindJobCancelled: "cancelled", river.EventKindJobSnoozed: "snoozed",
+}
+
+// riverJobsLimit bounds the rows the jobs gauge reads per scrape: past it the counts saturate,
+// which a backlog alert still sees, and a scrape never scans a huge table.
+const riverJobsLimit = 100000
+
+// River is the metrics of one River client's work: the jobs of its schema by queue and state
+// read at scrape time, and from the client's own events the wait from available to started, the
+// run time and the outcome of every attempt it works.
+type River struct {
+	wait, run *prometheus.HistogramVec
+	finished  *prometheus.CounterVec
+	errors    *prometheus.CounterVec
+}
+
+// NewRiver registers on reg the River metrics of the schema db's search path points at.
+func NewRiver(reg prometheus.Registerer, db postgres.DBTX, failures *prometheus.CounterVec) *River {
+	buckets := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900}
+	r := &River{
+		wait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_river_job_wait_seconds", Buckets: buckets,
+			Help: "Time River jobs waited from available to started, by queue and kind.",
+		}, []string{"queue", "kind"}),
+		run: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_river_job_run_seconds", Buckets: buckets,
+			Help: "Time River jobs ran, per attempt, by queue and kind.",
+		}, []string{"queue", "kind"}),
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_river_job_attempts_total",
+			Help: "River job attempts this process finished, by queue, kind and outcome (completed, failed, cancelled, snoozed).",
+		}, []string{"queue", "kind", "outcome"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_river_job_errors_total",
+			Help: "River job attempts that ended with an error (failed or cancelled), by queue and kind.",
+		}, []string{"queue", "kind"}),
+	}
+	reg.MustRegister(r.wait, r.run, r.finished, r.errors, riverJobs(db, failures), riverOldest(db, failures))
+	return r
+}
+
+// riverJobs counts each queue's unfinished jobs by state, each count an index range of River's
+// fetching index on (state, queue, ...) capped at riverJobsLimit; queues come from river_queue,
+// so a queue with nothing waiting reports zeros rather than nothing.
+func riverJobs(db postgres.DBTX, failures *prometheus.CounterVec) *QueryGauge {
+	return NewQueryGauge(db, failures, Gauge{
+		Name:   "drover_river_jobs",
+		Help:   "River jobs not yet finished, by queue and state, read at scrape time (saturates at 100000 per queue and state).",
+		Labels: []string{"queue", "state"},
+		SQL: `SELECT q.name, s, (SELECT count(*) FROM (
+				SELECT 1 FROM river_job j WHERE j.state = s::river_job_state AND j.queue = q.name LIMIT $1) x)::float8
+			FROM river_queue q, unnest(ARRAY['available', 'pending', 'retryable', 'running', 'scheduled']) s`,
+		Args: []any{riverJobsLimit},
+	})
+}
+
+// riverOldest is the age of the job River would hand out next in each queue (the highest
+// priority, then the earliest scheduled): one index lookup per queue.
+func riverOldest(db postgres.DBTX, failures *prometheus.CounterVec) *QueryGauge {
+	return NewQueryGauge(db, failures, Gauge{
+		Name:   "drover_river_oldest_available_seconds",
+		Help:   "How long the job River would hand out next in each queue has been available; 0 when none waits.",
+		Labels: []string{"queue"},
+		SQL: `SELECT q.name, coalesce(extract(epoch FROM now() - (
+				SELECT j.scheduled_at FROM river_job j WHERE j.state = 'available' AND j.queue = q.name AND j.scheduled_at <= now()
+				ORDER BY j.priority, j.scheduled_at, j.id LIMIT 1)), 0)::float8
+			FROM river_queue q`,
+	})
+}
+
+// Observe records one finished attempt.
+func (r *River) Observe(ev *river.Event) {
+	outcome, ok := riverOutcomes[ev.Kind]
+	if !ok || ev.Job == nil {
+		return
+	}
+	q, kind := ev.Job.Queue, ev.Job.Kind
+	r.finished.WithLabelValues(q, kind, outcome).Inc()
+	errs := r.errors.WithLabelValues(q, kind) // at zero from the kind's first attempt, for rate()
+	if outcome == "failed" || outcome == "cancelled" {
+		errs.Inc()
+	}
+	if ev.JobStats != nil {
+		r.wait.WithLabelValues(q, kind).Observe(ev.JobStats.QueueWaitDuration.Seconds())
+		r.run.WithLabelValues(q, kind).Observe(ev.JobStats.RunDuration.Seconds())
+	}
+}
+
+// Consume observes events until ctx ends or the subscription closes.
+func (r *River) Consume(ctx context.Context, events <-chan *river.Event) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			r.Observe(ev)
+		}
+	}
+}
