@@ -143,6 +143,7 @@ func TestRunBatchEndToEnd(t *testing.T) {
 	require.Equal(t, 4, b.Miners, "the fleet's validators are not tested")
 	require.Equal(t, map[string]int{"completed": 4, "excused": 2, "failed": 2}, b.Counts)
 	require.Len(t, b.Jobs, 8)
+	requireBatchMetrics(t, base)
 
 	m := fleet.Miners()
 	want := map[string]queue.MinerClassResult{}
@@ -189,4 +190,21 @@ func TestFailedBatchIsAFailedRiverJob(t *testing.T) {
 	require.Equal(t, b.ID, batchID)
 	require.Contains(t, msg, fmt.Sprintf("batch %d failed on attempt 1 of 1", b.ID))
 	require.Contains(t, msg, *b.Error)
+}
+
+// requireBatchMetrics checks what /metrics says of TestRunBatchEndToEnd's batch, and that it
+// exposes every batch-runner family the dashboards and alert rules name.
+func requireBatchMetrics(t *testing.T, base string) {
+	t.Helper()
+	servicetest.RequireMetrics(t, base, servicetest.NamedMetrics(t, "drover_batch_runner_")...)
+	servicetest.RequireMetrics(t, base, "drover_batch_runner_batches_total", "drover_batch_runner_stage_duration_seconds",
+		"drover_batch_runner_executors_total", "drover_batch_runner_last_batch_send_spread_seconds",
+		"drover_batch_runner_last_batch_arrival_spread_seconds", "drover_batch_runner_cycle_seconds",
+		"drover_batch_runner_last_batch_age_seconds", "drover_batch_runner_last_batch_failed")
+	m := servicetest.Metrics(t, base)
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_batch_runner_batches_total", map[string]string{"outcome": "done"}))
+	require.Equal(t, 2.0, servicetest.Value(t, m, "drover_batch_runner_executors_total", map[string]string{"outcome": "excused", "class": "always_on.test"}))
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_batch_runner_stage_duration_seconds", map[string]string{"stage": "hot"}))
+	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_batch_runner_last_batch_failed", nil))
+	require.Positive(t, servicetest.Value(t, m, "drover_batch_runner_last_batch_send_spread_seconds", nil))
 }

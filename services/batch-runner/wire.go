@@ -21,13 +21,15 @@ import (
 // River client, and registers the routes, which insert batches with it.
 func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	progress := &batch.Tracker{}
+	m := work.NewMetrics(d.Server.Metrics, cfg.Cycle)
+	d.Gauges(work.Gauges...)
 	river.AddWorker(d.Workers, &work.RunBatchWorker{
 		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
 		Headroom: cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery, BusySnooze: 30 * time.Second,
-		Progress: progress, ShardMiners: cfg.ShardMiners,
+		Progress: progress, ShardMiners: cfg.ShardMiners, Metrics: m,
 	})
 	river.AddWorker(d.Workers, &work.RunBatchShardWorker{
-		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg,
+		Pool: d.Pool, Inserters: d.Inserters, Logger: d.Logger, Batch: batchCfg, Metrics: m,
 		Agreement: work.Agreement{Margin: cfg.SendMargin, Wait: cfg.ShardWait, Poll: cfg.ShardPoll},
 		Headroom:  cfg.Headroom, JobTimeout: cfg.JobTimeout, PeakEvery: cfg.PeakEvery,
 	})

@@ -70,7 +70,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		// The scheduler works no build queue; it registers the build worker only so that its
 		// River leader knows the kind (see package work).
 		build := &buildworker.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
-		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter}
+		m := work.NewMetrics(d.Server.Metrics, d.Logger)
+		d.Gauges(work.Gauges...)
+		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter, Metrics: m}
 		d.PeriodicJobs = append(d.PeriodicJobs, settings.Register(d.Workers, d.Pool, graph, build)...)
 		if _, err := d.NewClient(); err != nil {
 			return err
@@ -79,7 +81,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
 			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
 		}, MaxAttempts: cfg.MaxAttempts})
-		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger}
+		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger, Metrics: m}
 		d.Go(reaper.Run)
 		return nil
 	})

@@ -51,9 +51,9 @@ func workerConfig(dbURL string, targets ...string) buildworker.Config {
 	return buildworker.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
 }
 
-func startWorker(t *testing.T, dbURL string, targets ...string) {
+func startWorker(t *testing.T, dbURL string, targets ...string) string {
 	t.Helper()
-	startWorkerWith(t, workerConfig(dbURL, targets...))
+	return startWorkerWith(t, workerConfig(dbURL, targets...))
 }
 
 // runWorker runs a build-worker with the kinds its command registers.
@@ -61,9 +61,9 @@ func runWorker(ctx context.Context, cfg buildworker.Config, ln net.Listener, std
 	return buildworker.Run(ctx, cfg, work.Settings{WatchdogInterval: cfg.WatchdogInterval}.Register, ln, stdout)
 }
 
-func startWorkerWith(t *testing.T, cfg buildworker.Config) {
+func startWorkerWith(t *testing.T, cfg buildworker.Config) string {
 	t.Helper()
-	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+	return servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return runWorker(ctx, cfg, ln, stdout)
 	})
 }
@@ -153,7 +153,7 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
 	base := startScheduler(t, testConfig(dbURL))
-	startWorker(t, dbURL, "x86_64-linux")
+	worker := startWorker(t, dbURL, "x86_64-linux")
 
 	sub := dag.Submission{Name: "truth", Jobs: []dag.JobSpec{sh("ok", "true"), sh("broken", "echo oops >&2; exit 3")}}
 	var created jobgraph.Group
@@ -184,6 +184,31 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	require.Equal(t, "discarded", river["broken"][0])
 	require.Contains(t, river["broken"][1], "build broken")
 	require.Contains(t, river["broken"][1], "exit 3")
+	requireBuildMetrics(t, base, worker)
+}
+
+// requireBuildMetrics checks what the scheduler's and the worker's /metrics say after
+// TestFailedBuildIsAFailedRiverJob's group, and that they expose every family the dashboards
+// and alert rules name.
+func requireBuildMetrics(t *testing.T, base, worker string) {
+	t.Helper()
+	servicetest.RequireMetrics(t, base, servicetest.NamedMetrics(t, "drover_build_scheduler_")...)
+	servicetest.RequireMetrics(t, worker, servicetest.NamedMetrics(t, "drover_build_worker_")...)
+	s := servicetest.Metrics(t, base)
+	require.Equal(t, 1.0, servicetest.Value(t, s, "drover_build_scheduler_jobs_finished_total", map[string]string{"state": string(jobgraph.JobFailed)}))
+	require.Equal(t, 1.0, servicetest.Value(t, s, "drover_build_scheduler_groups_settled_total", map[string]string{"state": string(jobgraph.GroupFailed)}))
+	require.Equal(t, 1.0, servicetest.Value(t, s, "drover_build_scheduler_groups", map[string]string{"state": string(jobgraph.GroupFailed)}))
+	require.Equal(t, 1.0, servicetest.Value(t, s, "drover_build_scheduler_workers", map[string]string{"target": "x86_64-linux"}))
+	require.Eventually(t, func() bool { // River's event follows the commit
+		v, _ := servicetest.Lookup(servicetest.Metrics(t, worker), "drover_river_job_errors_total",
+			map[string]string{"queue": "build_x86_64-linux", "kind": "build_run"})
+		return v == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	w := servicetest.Metrics(t, worker)
+	failed := map[string]string{"target": "x86_64-linux", "outcome": "failed"}
+	require.Equal(t, 1.0, servicetest.Value(t, w, "drover_build_worker_builds_total", failed))
+	require.Equal(t, 2.0, servicetest.Value(t, w, "drover_build_worker_dispatch_seconds", map[string]string{"target": "x86_64-linux"}))
+	require.Equal(t, 1.0, servicetest.Value(t, w, "drover_river_job_errors_total", map[string]string{"queue": "build_x86_64-linux", "kind": "build_run"}))
 }
 
 func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {

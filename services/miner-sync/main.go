@@ -64,7 +64,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		river.AddWorker(deps.Workers, &work.SyncMetagraphWorker{
 			DB: deps.Pool, Source: source, Logger: deps.Logger, JobTimeout: cfg.SourceTimeout + 30*time.Second,
+			Metrics: work.NewMetrics(deps.Server.Metrics),
 		})
+		deps.Gauges(work.Gauges...)
 		deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
 			river.PeriodicInterval(cfg.SyncInterval),
 			func() (river.JobArgs, *river.InsertOpts) { return queue.SyncMetagraphArgs{Reason: "periodic"}, nil },

@@ -199,3 +199,19 @@ func TestRunSyncOnDemand(t *testing.T) {
 	require.Contains(t, *events.Events[0].Error, "status 503")
 	require.Len(t, bundle.miners(t, "?active=true").Miners, 2)
 }
+
+func TestMetricsOfTheWork(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	require.Eventually(t, func() bool { return len(bundle.miners(t, "").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
+
+	servicetest.RequireMetrics(t, bundle.base, servicetest.NamedMetrics(t, "drover_miner_sync_")...)
+	servicetest.RequireMetrics(t, bundle.base, "drover_miner_sync_miners", "drover_miner_sync_syncs_total",
+		"drover_miner_sync_last_good_sync_age_seconds", "drover_miner_sync_last_sync_block")
+	m := servicetest.Metrics(t, bundle.base)
+	require.Equal(t, 2.0, servicetest.Value(t, m, "drover_miner_sync_miners", map[string]string{"state": "serving"}))
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_miner_sync_miners", map[string]string{"state": "validator"}))
+	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_miner_sync_miners", map[string]string{"state": "inactive"}))
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_miner_sync_syncs_total", map[string]string{"outcome": "partial"}))
+	require.Less(t, servicetest.Value(t, m, "drover_miner_sync_last_good_sync_age_seconds", nil), 60.0)
+}

@@ -255,4 +255,27 @@ func TestErroredMakeIsAFailedRiverJob(t *testing.T) {
 	}
 	require.NoError(t, rows.Err())
 	require.Equal(t, map[string]int{"completed": 2, "discarded": 1}, states)
+	requirePopulateMetrics(t, b.base)
+}
+
+// requirePopulateMetrics checks what /metrics says after TestErroredMakeIsAFailedRiverJob's
+// makes, and that it exposes every family the dashboards and alert rules name.
+func requirePopulateMetrics(t *testing.T, base string) {
+	t.Helper()
+	servicetest.RequireMetrics(t, base, servicetest.NamedMetrics(t, "drover_populate_worker_")...)
+	m := servicetest.Metrics(t, base)
+	stats := func(labels ...string) map[string]string {
+		out := map[string]string{"table": "example_signal_stats"}
+		for i := 0; i < len(labels); i += 2 {
+			out[labels[i]] = labels[i+1]
+		}
+		return out
+	}
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_populate_worker_makes_total", stats("outcome", "error")))
+	require.Equal(t, 2.0, servicetest.Value(t, m, "drover_populate_worker_makes_total", stats("outcome", "success")))
+	require.Equal(t, 3.0, servicetest.Value(t, m, "drover_populate_worker_make_duration_seconds", stats()))
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_populate_worker_jobs", stats("status", "error")))
+	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_populate_worker_jobs", stats("status", "scheduled")))
+	require.Equal(t, 3.0, servicetest.Value(t, m, "drover_populate_worker_keys_total", stats("kind", "schedule")))
+	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_populate_worker_reservations_reclaimed_total", stats()))
 }

@@ -29,9 +29,15 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if err := reg.Check(ctx, deps.Pool); err != nil {
 		return err
 	}
+	var tables []string
+	for _, t := range reg.All() {
+		tables = append(tables, t.Name)
+	}
+	deps.Gauges(populate.JobGauges(tables)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID,
+		Metrics: populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
 	})
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err

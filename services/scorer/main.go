@@ -82,7 +82,11 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
-		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != ""})
+		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{
+			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "",
+			Metrics: work.NewMetrics(deps.Server.Metrics),
+		})
+		deps.Gauges(work.Gauges...)
 		addWeightSetting(deps, cfg)
 		if _, err := deps.NewClient(); err != nil {
 			return err

@@ -134,3 +134,31 @@ func TestRunRefusesBadScoringConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestMetricsOfTheWork(t *testing.T) {
+	t.Parallel()
+	bundle := setup(t)
+	ctx := context.Background()
+	miners := []queue.MinerClassResult{{Hotkey: "5A", ExecutorClass: scoring.HordeClass, Executors: 1, Completed: 1}}
+	_, err := bundle.ins.Insert(ctx, queue.ScoreBatchArgs{BatchID: 8, StartedAt: time.Now(), Peak: true, Miners: miners}, nil)
+	require.NoError(t, err)
+	// A scoring that fails: the same batch id with other inputs.
+	require.Eventually(t, func() bool {
+		return servicetest.Call(t, http.MethodGet, bundle.base+"/v1/batches/8/scores", nil, nil) == http.StatusOK
+	}, 10*time.Second, 20*time.Millisecond)
+	miners[0].Completed, miners[0].Failed = 0, 1
+	_, err = bundle.ins.Insert(ctx, queue.ScoreBatchArgs{BatchID: 8, StartedAt: time.Now(), Peak: true, Miners: miners}, nil)
+	require.NoError(t, err)
+
+	servicetest.RequireMetrics(t, bundle.base, servicetest.NamedMetrics(t, "drover_scorer_")...)
+	require.Eventually(t, func() bool {
+		m := servicetest.Metrics(t, bundle.base)
+		river, _ := servicetest.Lookup(m, "drover_river_job_errors_total", map[string]string{"queue": queue.QueueScoring, "kind": "score_batch"})
+		v, _ := servicetest.Lookup(m, "drover_scorer_batches_total", map[string]string{"outcome": "failed"})
+		return river == 1 && v == 1
+	}, 10*time.Second, 50*time.Millisecond)
+	m := servicetest.Metrics(t, bundle.base)
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_scorer_batches_total", map[string]string{"outcome": "scored"}))
+	require.Less(t, servicetest.Value(t, m, "drover_scorer_latest_weights_age_seconds", nil), 60.0)
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_river_job_errors_total", map[string]string{"queue": queue.QueueScoring, "kind": "score_batch"}))
+}

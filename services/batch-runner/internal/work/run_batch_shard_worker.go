@@ -35,6 +35,7 @@ type RunBatchShardWorker struct {
 	Logger    *slog.Logger
 	Batch     batch.Config
 	Agreement Agreement
+	Metrics   *Metrics // nil counts nothing
 
 	// Headroom, JobTimeout and PeakEvery are as on RunBatchWorker.
 	Headroom   float64
@@ -60,16 +61,21 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 	}
 	res, err := runPhase2(ctx, w.Batch, plan)
 	res.Events = append(res.Events, plan.Events.Drain()...)
+	w.Metrics.ran(w.Logger, shard.BatchID, res)
+	var ended string
 	if err == nil {
-		err = w.finish(ctx, job, shard, res)
+		ended, err = w.finish(ctx, job, shard, res)
 	}
 	if err != nil {
 		err = fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err)
-		if w.fail(ctx, job, shard, err, res) {
+		w.Logger.Warn("shard failed", "batch_id", shard.BatchID, "shard", shard.Shard, "error", err)
+		if ended, ok := w.fail(ctx, job, shard, err, res); ok {
+			w.Metrics.ended(ended)
 			return nil // the River job ended discarded with the shard
 		}
 		return river.JobCancel(err)
 	}
+	w.Metrics.ended(ended)
 	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
 	return nil
@@ -122,43 +128,54 @@ func (w *RunBatchShardWorker) pregenerate(ctx context.Context, miners []batch.Mi
 
 // finish is the shard's phase 3: its results, the batch's end and score_batch when it is the
 // last shard, and this job's completion commit together.
-func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, res *batch.Result) error {
-	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+// It returns how the batch ended when this shard was its last ("" otherwise).
+func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, res *batch.Result) (string, error) {
+	var ended string
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		if err := store.ShardFinish(ctx, tx, s, res); err != nil {
 			return err
 		}
-		if err := w.endBatch(ctx, tx, s.BatchID); err != nil {
+		var err error
+		if ended, err = w.endBatch(ctx, tx, s.BatchID); err != nil {
 			return err
 		}
 		return completeJob(ctx, tx, job, s.BatchID)
 	})
+	return ended, err
 }
 
 // endBatch ends the batch when this shard is the last to finish, and enqueues score_batch with
-// every shard's jobs when at least one shard was done.
-func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID int64) error {
+// every shard's jobs when at least one shard was done. It returns how the batch ended: done,
+// failed, or "" while other shards are still running.
+func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID int64) (string, error) {
 	end, err := store.BatchEndShards(ctx, tx, batchID)
-	if err != nil || !end.Ended || !end.Done {
-		return err
+	switch {
+	case err != nil || !end.Ended:
+		return "", err
+	case !end.Done:
+		return "failed", nil
 	}
 	if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], batchID, end.StartedAt, w.PeakEvery); err != nil {
-		return err
+		return "", err
 	}
 	w.Logger.Info("sharded batch done", "batch_id", batchID)
-	return nil
+	return "done", nil
 }
 
 // fail finishes a shard as failed with its events, ends the batch if it was the last, and ends
 // the River job discarded with the cause, in one transaction on a detached context. It reports
-// whether that committed; if not, the caller cancels the job through River.
-func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) bool {
+// whether that committed, with how the batch ended (see endBatch); if it did not, the caller
+// cancels the job through River.
+func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (string, bool) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
+	var ended string
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		if err := store.ShardFail(ctx, tx, s, cause, res); err != nil {
 			return err
 		}
-		if err := w.endBatch(ctx, tx, s.BatchID); err != nil {
+		var err error
+		if ended, err = w.endBatch(ctx, tx, s.BatchID); err != nil {
 			return err
 		}
 		return queue.JobFailTx(ctx, tx, job, cause)
@@ -166,5 +183,5 @@ func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.Run
 	if err != nil {
 		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
 	}
-	return err == nil
+	return ended, err == nil
 }

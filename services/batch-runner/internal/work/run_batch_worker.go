@@ -44,6 +44,8 @@ type RunBatchWorker struct {
 	BusySnooze time.Duration
 	// Progress holds the live record of the batch in flight, for the API; nil keeps none.
 	Progress *batch.Tracker
+	// Metrics counts batches, stages and executors; nil counts nothing.
+	Metrics *Metrics
 	// ShardMiners, when positive, splits a batch of more miners than this into shards of at most
 	// this many, each a run_batch_shard job (see coordinate); 0 runs every batch here.
 	ShardMiners int
@@ -54,6 +56,7 @@ func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration {
 
 // Work implements river.Worker.
 func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchArgs]) error {
+	begun := time.Now()
 	if w.ShardMiners > 0 {
 		if sharded, err := w.coordinate(ctx, job); sharded {
 			return err
@@ -73,16 +76,21 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 	res, err := runPhase2(ctx, w.Batch, plan)
 	plan.Progress.SetPhase(batch.PhaseWrite)
 	res.Events = append(res.Events, plan.Events.Drain()...)
+	w.Metrics.ran(w.Logger, started.ID, res)
 	if err == nil {
 		err = w.finish(ctx, job, started, res)
 	}
 	if err != nil {
+		w.Metrics.ended("failed")
+		w.Logger.Warn("batch failed", "batch_id", started.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", err)
 		if w.fail(ctx, job, started, err, res) {
 			return nil // the River job ended discarded with the batch
 		}
 		return fmt.Errorf("batch %d: %w", started.ID, err)
 	}
-	w.Logger.Info("batch done", "batch_id", started.ID, "jobs", len(res.Jobs), "send_spread", res.SendSpread)
+	w.Metrics.ended("done")
+	w.Logger.Info("batch done", "batch_id", started.ID, "attempt", job.Attempt, "jobs", len(res.Jobs),
+		"send_spread", res.SendSpread, "duration", time.Since(begun))
 	return nil
 }
 

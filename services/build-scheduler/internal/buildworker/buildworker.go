@@ -36,6 +36,7 @@ type Worker struct {
 	ID      string // this worker process, recorded on the jobs it claims
 	Lease   time.Duration
 	Logger  *slog.Logger
+	Metrics *Metrics // nil counts nothing
 }
 
 // Timeout disables River's job timeout: each job carries its own, enforced by run.
@@ -48,12 +49,21 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 	if err != nil || !ok {
 		return err
 	}
+	w.Metrics.claimed(job.Args.Target, job.CreatedAt)
+	start := time.Now()
 	out := w.attempt(ctx, claim)
 	if ctx.Err() != nil {
 		// Shutting down: the lease runs out and the reaper hands the job to another worker.
 		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
 	}
-	return w.report(ctx, job, claim, out)
+	took := time.Since(start)
+	if err := w.report(ctx, job, claim, out); err != nil {
+		return err
+	}
+	w.Metrics.built(job.Args.Target, out.result, took)
+	w.Logger.Info("build ran", "job_id", claim.JobID, "group_id", claim.GroupID, "name", claim.Name, "target", job.Args.Target,
+		"attempt", claim.Attempt, "outcome", out.result, "exit_code", out.exitCode, "duration", took)
+	return nil
 }
 
 // report enqueues the outcome for the scheduler and ends the token in one transaction: completed

@@ -50,7 +50,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		queues[queue.BuildQueue(t)] = cfg.Slots
 	}
 	spec := service.Spec{
-		Service: queue.BuildScheduler, Config: cfg.Common, Settings: &cfg,
+		Service: queue.BuildScheduler, Name: "build-worker", Config: cfg.Common, Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
 	}
 	id := cfg.WorkerID
@@ -66,7 +66,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		build := &Worker{
 			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs,
-			ID: id, Lease: cfg.Lease, Logger: d.Logger,
+			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets),
 		}
 		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)
 		if _, err := d.NewClient(); err != nil {

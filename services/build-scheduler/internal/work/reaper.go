@@ -24,6 +24,7 @@ type Reaper struct {
 	// than ready jobs, before the reaper issues another token.
 	TokenGrace time.Duration
 	Logger     *slog.Logger
+	Metrics    *Metrics // nil counts nothing
 }
 
 // Run reaps until ctx ends. Database errors are logged and retried on the next tick.
@@ -50,13 +51,16 @@ func (r *Reaper) Reap(ctx context.Context) error {
 		return err
 	}
 	for _, l := range leases {
+		var res jobgraph.Result
 		err := pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
-			_, err := r.Graph.ExpireTx(ctx, tx, l)
+			var err error
+			res, err = r.Graph.ExpireTx(ctx, tx, l)
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		r.Metrics.expired(l, res)
 	}
 	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
 		n, err := r.Graph.RedispatchTx(ctx, tx, r.TokenGrace)

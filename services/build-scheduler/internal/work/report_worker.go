@@ -17,15 +17,20 @@ import (
 // may deliver it twice.
 type ReportWorker struct {
 	river.WorkerDefaults[queue.BuildReportArgs]
-	Pool  *pgxpool.Pool
-	Graph *jobgraph.Graph
+	Pool    *pgxpool.Pool
+	Graph   *jobgraph.Graph
+	Metrics *Metrics
 }
 
 // Work applies the report; a stale or repeated report completes without effect.
 func (w *ReportWorker) Work(ctx context.Context, job *river.Job[queue.BuildReportArgs]) error {
-	_, err := w.Graph.Report(ctx, w.Pool, job.Args, func(tx pgx.Tx) error {
+	res, err := w.Graph.Report(ctx, w.Pool, job.Args, func(tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	w.Metrics.reported(job.Args, res)
+	return nil
 }

@@ -33,15 +33,23 @@ type WatchdogWorker struct {
 	Pool       *pgxpool.Pool
 	Graph      *jobgraph.Graph
 	StallAfter time.Duration
+	Metrics    *Metrics
 }
 
 // Work runs one pass and completes the job in the same transaction.
 func (w *WatchdogWorker) Work(ctx context.Context, job *river.Job[WatchdogArgs]) error {
-	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		if _, err := w.Graph.WatchTx(ctx, tx, w.StallAfter); err != nil {
+	var rep jobgraph.WatchReport
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		var err error
+		if rep, err = w.Graph.WatchTx(ctx, tx, w.StallAfter); err != nil {
 			return err
 		}
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	w.Metrics.watched(rep)
+	return nil
 }

@@ -25,6 +25,8 @@ type Settings struct {
 	// StallAfter is how long a group's counts may stay unchanged, with nothing running, before
 	// the watchdog cancels it.
 	StallAfter time.Duration
+	// Metrics counts reports and watchdog actions; nil (the build-worker) counts nothing.
+	Metrics *Metrics
 }
 
 // Register adds the scheduler's workers and periodic jobs. build is the build_run worker: the
@@ -32,8 +34,8 @@ type Settings struct {
 // kind. Its shape is buildworker.Kinds: the build-worker command passes it to the build worker's
 // River client, which so registers every kind without the worker importing this package.
 func (s Settings) Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
-	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph})
-	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter})
+	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph, Metrics: s.Metrics})
+	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter, Metrics: s.Metrics})
 	river.AddWorker(workers, build)
 	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(s.WatchdogInterval),

@@ -27,9 +27,10 @@ type Beginner interface {
 // is unreachable, and the event says why.
 type SyncMetagraphWorker struct {
 	river.WorkerDefaults[queue.SyncMetagraphArgs]
-	DB     Beginner
-	Source metagraph.Source // nil: no source configured; every sync fails with an event
-	Logger *slog.Logger
+	DB      Beginner
+	Source  metagraph.Source // nil: no source configured; every sync fails with an event
+	Logger  *slog.Logger
+	Metrics *Metrics // nil counts nothing
 
 	// JobTimeout bounds a whole sync; River's default applies when zero. It must exceed the
 	// source's own timeout so that a slow source still ends in an event.
@@ -44,8 +45,9 @@ func (w *SyncMetagraphWorker) Timeout(*river.Job[queue.SyncMetagraphArgs]) time.
 // Work syncs once. A source failure is not a job failure (the event records it and the next
 // periodic sync tries again); a database error is, and River retries it.
 func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs]) error {
+	start := time.Now()
 	miners, event := w.fetch(ctx, job.Args.Reason)
-	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		if event.Outcome != store.OutcomeFailed {
 			var err error
 			if event.Upserted, event.Deactivated, err = store.MinersApply(ctx, tx, miners); err != nil {
@@ -58,6 +60,18 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	w.Metrics.synced(event.Outcome)
+	var block int64
+	if event.Block != nil {
+		block = *event.Block
+	}
+	w.Logger.InfoContext(ctx, "metagraph synced", "outcome", event.Outcome, "reason", event.Reason, "source", event.Source,
+		"block", block, "entries", event.Entries, "upserted", event.Upserted, "deactivated", event.Deactivated,
+		"skipped", event.Skipped, "duration", time.Since(start))
+	return nil
 }
 
 // fetch reads and checks the metagraph. The event it returns is failed when nothing may be

@@ -41,6 +41,7 @@ func (e *Engine) CleanupJobs(ctx context.Context, name string, minInterval time.
 	if err != nil {
 		return CleanupResult{}, fmt.Errorf("clean up jobs of %s: %w", name, err)
 	}
+	e.cfg.Metrics.ran(t.Name, "cleanup", res.Suppressed, res.Removed)
 	return res, nil
 }
 
@@ -60,12 +61,12 @@ func cleanupSQL(t *Table) string {
 // stopped renewing it). It returns how many it reclaimed.
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 	n := 0
+	byTable := map[string][]string{}
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		rows, err := queries.JobReclaim(ctx, tx)
 		if err != nil {
 			return fmt.Errorf("reclaim orphaned reservations: %w", err)
 		}
-		byTable := map[string][]string{}
 		for _, r := range rows {
 			byTable[r.TableName] = append(byTable[r.TableName], r.KeyHash)
 		}
@@ -77,5 +78,10 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		}
 		return nil
 	})
+	if err == nil {
+		for table, hashes := range byTable {
+			e.cfg.Metrics.reclaimedFrom(table, len(hashes))
+		}
+	}
 	return n, err
 }

@@ -35,6 +35,8 @@ type Config struct {
 
 	// HTTPClient calls HTTP function makes; a client with a 5-minute timeout when nil.
 	HTTPClient *http.Client
+	// Metrics counts makes, runs and reclaims; nil counts nothing.
+	Metrics *Metrics
 }
 
 // Engine populates the computed tables of a registry. It is safe for concurrent use by any

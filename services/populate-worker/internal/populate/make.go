@@ -35,13 +35,22 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	defer stopLease()
 	go e.holdLease(leaseCtx, r)
 
+	start := time.Now()
 	makeErr = e.makeAndCommit(ctx, r, complete)
+	if makeErr == nil {
+		e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), nil)
+	}
 	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) || errors.Is(makeErr, errAlreadyMade) {
 		return nil, makeErr
 	}
 	if ctx.Err() != nil {
 		makeErr = e.interruption(ctx, makeErr)
 	}
+	defer func() {
+		if err == nil {
+			e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), makeErr)
+		}
+	}()
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	// A pool connection: cancelling a query closes r.conn, and the outcome must still be recorded.

@@ -65,6 +65,7 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	if err != nil {
 		return ScheduleResult{}, fmt.Errorf("schedule jobs of %s: %w", name, err)
 	}
+	e.cfg.Metrics.ran(t.Name, "schedule", res.Suppressed, res.Scheduled)
 	return res, nil
 }
 

@@ -37,12 +37,14 @@ type ScoreBatchWorker struct {
 	// SetWeights enqueues a set_weights job in the transaction of every scoring, so that new
 	// weights reach the chain without waiting for the periodic job (weights through Pylon are on).
 	SetWeights bool
+	Metrics    *Metrics // nil counts nothing
 }
 
 // Work scores the batch. Inputs that can never be scored are recorded as a scoring failure in
 // the transaction that cancels the job with the same error (retrying cannot fix them); database
 // errors are returned so River retries.
 func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreBatchArgs]) error {
+	start := time.Now()
 	b, err := batchOf(job.Args)
 	if err != nil {
 		return w.fail(ctx, job, err)
@@ -57,18 +59,28 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 	if errors.Is(err, store.ErrInputsDiffer) {
 		return w.fail(ctx, job, err)
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	w.Metrics.scored("scored")
+	w.Logger.InfoContext(ctx, "batch scored", "batch_id", b.ID, "peak", b.Peak, "results", len(b.Results), "duration", time.Since(start))
+	return nil
 }
 
 // fail records that job's batch cannot be scored and cancels the job with cause, together.
 func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], cause error) error {
-	w.Logger.WarnContext(ctx, "scoring failed", "batch_id", job.Args.BatchID, "job_id", job.ID, "error", cause)
-	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		if err := store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
 			return err
 		}
 		return queue.JobCancelTx(ctx, tx, job, cause)
 	})
+	if err != nil {
+		return err
+	}
+	w.Metrics.scored("failed")
+	w.Logger.WarnContext(ctx, "scoring failed", "batch_id", job.Args.BatchID, "job_id", job.ID, "error", cause)
+	return nil
 }
 
 func (w *ScoreBatchWorker) score(ctx context.Context, tx pgx.Tx, b store.Batch) error {

@@ -1,0 +1,61 @@
+package buildworker
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"drover.dev/queue"
+)
+
+// buildBuckets span a build: from an instant job to the longest timeout a job may have.
+var buildBuckets = []float64{0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200}
+
+// Metrics is what a build-worker process did: how long ready jobs waited for it, and its builds
+// by target and outcome with their durations.
+type Metrics struct {
+	dispatch *prometheus.HistogramVec
+	builds   *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewMetrics registers the build-worker's metrics on reg, every target's outcomes at zero.
+func NewMetrics(reg prometheus.Registerer, targets []string) *Metrics {
+	m := &Metrics{
+		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "drover_build_worker_dispatch_seconds",
+			Help:    "Time from a job becoming ready (its dispatch token inserted) to this worker claiming a job with the token, by target.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900},
+		}, []string{"target"}),
+		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_build_worker_builds_total",
+			Help: "Build attempts this worker ran, by target and outcome (succeeded, failed, cancelled).",
+		}, []string{"target", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_build_worker_build_duration_seconds", Buckets: buildBuckets,
+			Help: "Run time of build attempts, by target.",
+		}, []string{"target"}),
+	}
+	for _, t := range targets {
+		for _, o := range []queue.BuildOutcome{queue.BuildSucceeded, queue.BuildFailed, queue.BuildCancelled} {
+			m.builds.WithLabelValues(t, string(o))
+		}
+	}
+	reg.MustRegister(m.dispatch, m.builds, m.duration)
+	return m
+}
+
+// claimed observes the wait of a token that claimed a job.
+func (m *Metrics) claimed(target string, tokenCreated time.Time) {
+	if m != nil {
+		m.dispatch.WithLabelValues(target).Observe(time.Since(tokenCreated).Seconds())
+	}
+}
+
+// built counts one attempt that ran for took.
+func (m *Metrics) built(target string, outcome queue.BuildOutcome, took time.Duration) {
+	if m != nil {
+		m.builds.WithLabelValues(target, string(outcome)).Inc()
+		m.duration.WithLabelValues(target).Observe(took.Seconds())
+	}
+}

@@ -1,0 +1,137 @@
+package work
+
+import (
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/shared/metrics"
+)
+
+// Metrics counts what the scheduler's workers and reaper did. The jobs and groups by state are
+// read from the database at scrape time (Gauges). A nil *Metrics counts nothing, for the
+// build-worker process, which registers these workers without working their queue.
+type Metrics struct {
+	finished *prometheus.CounterVec
+	settled  *prometheus.CounterVec
+	watchdog *prometheus.CounterVec
+	lost     prometheus.Counter
+	logger   *slog.Logger
+}
+
+// NewMetrics registers the scheduler's counters on reg; logger receives the line per unit of
+// work (a job failed, a group settled, a watchdog action, a lease lost).
+func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
+	m := &Metrics{
+		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_build_scheduler_jobs_finished_total",
+			Help: "Build jobs that reached a final state through a report or a lost lease, by state.",
+		}, []string{"state"}),
+		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_build_scheduler_groups_settled_total",
+			Help: "Groups settled by a report or by the watchdog, by final state.",
+		}, []string{"state"}),
+		watchdog: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_build_scheduler_watchdog_actions_total",
+			Help: "Watchdog actions, by action: cancel (a stalled group), settle (a group left open), drift (counters repaired).",
+		}, []string{"action"}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "drover_build_scheduler_leases_lost_total",
+			Help: "Attempts taken back from a worker that stopped heartbeating.",
+		}),
+		logger: logger,
+	}
+	for _, s := range []jobgraph.JobState{jobgraph.Complete, jobgraph.JobFailed, jobgraph.CancelComplete} {
+		m.finished.WithLabelValues(string(s))
+	}
+	for _, s := range []jobgraph.GroupState{jobgraph.GroupComplete, jobgraph.GroupFailed, jobgraph.GroupCanceled} {
+		m.settled.WithLabelValues(string(s))
+	}
+	for _, a := range []string{"cancel", "settle", "drift"} {
+		m.watchdog.WithLabelValues(a)
+	}
+	reg.MustRegister(m.finished, m.settled, m.watchdog, m.lost)
+	return m
+}
+
+// reported counts and logs an applied report: the job's final state, and its group when the
+// report settled it.
+func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
+	if m == nil || !res.Applied {
+		return
+	}
+	m.finished.WithLabelValues(string(res.State)).Inc()
+	if res.State == jobgraph.JobFailed {
+		m.logger.Info("build job failed", "job_id", r.JobID, "group_id", res.GroupID, "attempt", r.Attempt,
+			"exit_code", r.ExitCode, "error", r.Error)
+	}
+	m.groupSettled(res, "report")
+}
+
+func (m *Metrics) groupSettled(res jobgraph.Result, by string) {
+	switch res.GroupState {
+	case jobgraph.GroupComplete, jobgraph.GroupFailed, jobgraph.GroupCanceled:
+		m.settled.WithLabelValues(string(res.GroupState)).Inc()
+		m.logger.Info("group settled", "group_id", res.GroupID, "state", res.GroupState, "by", by)
+	}
+}
+
+// expired counts and logs a lease taken back from a lost worker.
+func (m *Metrics) expired(l jobgraph.Lease, res jobgraph.Result) {
+	if m == nil || !res.Applied {
+		return
+	}
+	m.lost.Inc()
+	m.logger.Warn("worker lost; lease expired", "job_id", l.JobID, "attempt", l.Attempt, "group_id", res.GroupID, "job_state", res.State)
+	if jobgraph.IsFinal(res.State) {
+		m.finished.WithLabelValues(string(res.State)).Inc()
+	}
+	m.groupSettled(res, "reaper")
+}
+
+// watched counts and logs what a watchdog pass did.
+func (m *Metrics) watched(rep jobgraph.WatchReport) {
+	if m == nil {
+		return
+	}
+	m.watchdog.WithLabelValues("cancel").Add(float64(len(rep.Canceled)))
+	m.watchdog.WithLabelValues("settle").Add(float64(len(rep.Settled)))
+	m.watchdog.WithLabelValues("drift").Add(float64(len(rep.Drift)))
+	if n := len(rep.Canceled) + len(rep.Settled) + len(rep.Drift); n > 0 {
+		m.logger.Info("watchdog acted", "cancelled_groups", rep.Canceled, "settled_groups", rep.Settled, "drifted_groups", len(rep.Drift))
+	}
+}
+
+// Gauges are the scheduler's gauges read at scrape time. Jobs are counted in open groups only,
+// through the groups' state index and the jobs' group index, so the cost follows the work in
+// flight rather than the history; groups are one row per submission.
+var Gauges = []metrics.Gauge{{
+	Name: "drover_build_scheduler_jobs", Labels: []string{"state", "target"},
+	Help: "Jobs of open (queued or dispatching) groups, by state and target; targets with a worker report zeros.",
+	SQL: `WITH open AS (
+			SELECT j.state::text AS state, j.target FROM groups g JOIN job_graph j ON j.group_id = g.id
+			WHERE g.state IN ('queued', 'dispatching')
+		), targets AS (SELECT target FROM target_workers UNION SELECT target FROM open)
+		SELECT s, t.target, count(o.target)::float8 FROM targets t
+		CROSS JOIN unnest(ARRAY['pending', 'waiting_on_dependency', 'ready', 'running', 'complete', 'job_failed',
+			'dependency_failed', 'cancel_pending', 'cancel_complete']) s
+		LEFT JOIN open o ON o.state = s AND o.target = t.target
+		GROUP BY s, t.target`,
+}, {
+	Name: "drover_build_scheduler_groups", Labels: []string{"state"},
+	Help: "Groups by state.",
+	SQL: `SELECT s, count(g.id)::float8 FROM unnest(ARRAY['queued', 'dispatching', 'complete', 'failed', 'canceled']) s
+		LEFT JOIN groups g ON g.state::text = s GROUP BY s`,
+}, {
+	Name: "drover_build_scheduler_oldest_ready_seconds", Labels: []string{"target"},
+	Help: "How long the oldest ready job of each target served by a worker has waited for one; 0 when none waits.",
+	SQL: `SELECT t.target, coalesce(extract(epoch FROM now() - (
+			SELECT min(j.updated_at) FROM job_graph j WHERE j.target = t.target AND j.state = 'ready')), 0)::float8
+		FROM (SELECT DISTINCT target FROM target_workers) t`,
+}, {
+	Name: "drover_build_scheduler_workers", Labels: []string{"target"},
+	Help: "Build workers that polled each target within the last two minutes.",
+	SQL:  `SELECT target, count(*) FILTER (WHERE seen_at > now() - interval '2 minutes')::float8 FROM target_workers GROUP BY target`,
+}}
