@@ -2,14 +2,20 @@ package web
 
 import (
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
 )
 
-// quietPaths are answered to probes and scrapers every few seconds; they log at debug so that
-// info shows the work and the requests of people.
+// quietPaths are answered to probes and scrapers every few seconds, as is River UI's health
+// check; they log at debug so that info shows the work and the requests of people.
 var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+// quietPrefix is River UI's health checks (see service.RiverUIPath).
+const quietPrefix = "/riverui/api/health-checks/"
+
+func quiet(path string) bool { return quietPaths[path] || strings.HasPrefix(path, quietPrefix) }
 
 // accessLog logs one line per request with its id, route, status and duration; probes and
 // scrapes that succeed log at debug.
@@ -23,7 +29,7 @@ func accessLog(logger *slog.Logger) echo.MiddlewareFunc {
 			switch {
 			case status >= 500:
 				level = slog.LevelError
-			case quietPaths[c.Request().URL.Path]:
+			case quiet(c.Request().URL.Path):
 				level = slog.LevelDebug
 			}
 			logger.LogAttrs(c.Request().Context(), level, "http request",
