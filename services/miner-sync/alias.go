@@ -6,9 +6,8 @@ import (
 	"strings"
 )
 
-// aliasSource is the METAGRAPH_URL that ComputeHorde's settings name: pylon+PYLON_ADDRESS. A
-// BITTENSOR_NETWORK alone asks for the subtensor source, which is not written: that is an error
-// naming the way out rather than a service that syncs nothing.
+// aliasSource is the METAGRAPH_URL that ComputeHorde's settings name: pylon+PYLON_ADDRESS, or
+// else the subtensor node BITTENSOR_NETWORK names.
 func aliasSource(cfg Config) (string, error) {
 	if cfg.PylonAddress != "" {
 		addr := cfg.PylonAddress
@@ -24,7 +23,7 @@ func aliasSource(cfg Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return "", fmt.Errorf("BITTENSOR_NETWORK %s (%s): reading a subtensor node directly is not implemented; set PYLON_ADDRESS (or MINER_SYNC_METAGRAPH_URL)", cfg.Network, node)
+	return "subtensor+" + node, nil
 }
 
 // subtensorURL maps BITTENSOR_NETWORK to a node's websocket URL as Bittensor does: finney and
@@ -36,7 +35,7 @@ func subtensorURL(network string) (string, error) {
 	case "test":
 		return "wss://test.finney.opentensor.ai:443", nil
 	}
-	if strings.Contains(network, "://") {
+	if strings.HasPrefix(network, "ws://") || strings.HasPrefix(network, "wss://") {
 		return network, nil
 	}
 	if _, _, err := net.SplitHostPort(network); err != nil {

@@ -27,11 +27,11 @@ type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8081" desc:"HTTP listen address"`
 
-	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: pylon+http(s)://host:port (Pylon's neurons endpoint), http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
+	MetagraphURL     string        `envconfig:"METAGRAPH_URL" desc:"where the metagraph comes from: pylon+http(s)://host:port (Pylon's neurons endpoint), subtensor+ws(s)://host:port (a subtensor node), http(s)://… (GET, JSON) or file:///path; every sync fails with an event when empty"`
 	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet whose neurons Pylon is asked for"`
 	PylonToken       string        `envconfig:"PYLON_IDENTITY_TOKEN" secret:"true" desc:"bearer token sent to Pylon"`
 	PylonAddress     string        `envconfig:"PYLON_ADDRESS" desc:"Pylon's http(s)://host:port (host:port means http), ComputeHorde's setting: the source when METAGRAPH_URL is empty"`
-	Network          string        `envconfig:"BITTENSOR_NETWORK" desc:"finney, test or host:port of a subtensor node, ComputeHorde's setting; reading the chain directly is not implemented, so it only names what is missing when no other source is set"`
+	Network          string        `envconfig:"BITTENSOR_NETWORK" desc:"finney, test or host:port of a subtensor node, ComputeHorde's setting: the source (subtensor+ws://…) when neither METAGRAPH_URL nor PYLON_ADDRESS is set"`
 	SyncInterval     time.Duration `envconfig:"SYNC_INTERVAL" default:"1m" desc:"how often the metagraph is synced (also once at start)"`
 	SourceTimeout    time.Duration `envconfig:"SOURCE_TIMEOUT" default:"10s" desc:"longest a metagraph fetch may take, body included"`
 	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes"`
@@ -93,13 +93,18 @@ func sourceOf(cfg Config) (metagraph.Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: %w", err)
 	}
+	if strings.Contains(u.Scheme, "+") && (cfg.Netuid < 0 || cfg.Netuid > 65535) {
+		return nil, fmt.Errorf("MINER_SYNC_BITTENSOR_NETUID: %d is not a netuid (0..65535)", cfg.Netuid)
+	}
 	switch u.Scheme {
 	case "pylon+http", "pylon+https":
-		if cfg.Netuid < 0 || cfg.Netuid > 65535 {
-			return nil, fmt.Errorf("MINER_SYNC_BITTENSOR_NETUID: %d is not a netuid (0..65535)", cfg.Netuid)
-		}
 		return &metagraph.PylonSource{
 			BaseURL: strings.TrimPrefix(cfg.MetagraphURL, "pylon+"), Token: cfg.PylonToken, Netuid: cfg.Netuid,
+			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
+		}, nil
+	case "subtensor+ws", "subtensor+wss":
+		return &metagraph.SubtensorSource{
+			URL: strings.TrimPrefix(cfg.MetagraphURL, "subtensor+"), Netuid: cfg.Netuid,
 			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
 		}, nil
 	case "http", "https":
@@ -107,7 +112,7 @@ func sourceOf(cfg Config) (metagraph.Source, error) {
 	case "file":
 		return &metagraph.FileSource{Path: u.Path, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
 	}
-	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want pylon+http, pylon+https, http, https or file", u.Scheme)
+	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want pylon+http(s), subtensor+ws(s), http, https or file", u.Scheme)
 }
 
 // withDefaults fills the settings a config struct built in code (tests) left at zero with the

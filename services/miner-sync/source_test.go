@@ -26,8 +26,10 @@ func TestSourceOf(t *testing.T) {
 		{"PylonAddress", Config{PylonAddress: "pylon:8000", Netuid: 12}, "pylon+http://pylon:8000 netuid 12", false},
 		{"PylonAddressTLS", Config{PylonAddress: "https://pylon.example", Netuid: 12}, "pylon+https://pylon.example netuid 12", false},
 		{"MetagraphURLWins", Config{MetagraphURL: "file:///m.json", PylonAddress: "pylon:8000"}, "file:/m.json", false},
-		{"NetworkFinney", Config{Network: "finney"}, "BITTENSOR_NETWORK finney (wss://entrypoint-finney.opentensor.ai:443): reading a subtensor node directly is not implemented", true},
-		{"NetworkHostPort", Config{Network: "10.0.0.5:9944"}, "(ws://10.0.0.5:9944)", true},
+		{"NetworkFinney", Config{Network: "finney", Netuid: 12}, "subtensor+wss://entrypoint-finney.opentensor.ai:443 netuid 12", false},
+		{"NetworkTest", Config{Network: "test", Netuid: 12}, "subtensor+wss://test.finney.opentensor.ai:443 netuid 12", false},
+		{"NetworkHostPort", Config{Network: "10.0.0.5:9944", Netuid: 12}, "subtensor+ws://10.0.0.5:9944 netuid 12", false},
+		{"Subtensor", Config{MetagraphURL: "subtensor+ws://node:9944", Netuid: 3}, "subtensor+ws://node:9944 netuid 3", false},
 		{"NetworkBad", Config{Network: "nowhere"}, `"nowhere" is not finney, test or host:port`, true},
 		{"PylonWinsOverNetwork", Config{PylonAddress: "pylon:8000", Network: "finney", Netuid: 1}, "pylon+http://pylon:8000 netuid 1", false},
 	}

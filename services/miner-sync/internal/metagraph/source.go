@@ -17,7 +17,8 @@ const DefaultMaxEntries = 4096
 // ErrTooLarge is returned when a source's answer exceeds its byte or entry bound.
 var ErrTooLarge = errors.New("metagraph too large")
 
-// Source is where the metagraph comes from: HTTPSource, FileSource or PylonSource.
+// Source is where the metagraph comes from: HTTPSource, FileSource, PylonSource or
+// SubtensorSource.
 type Source interface {
 	// Fetch returns the current snapshot. Entries are not validated yet (see Check); an error
 	// means the whole snapshot is unusable and the last good list must stay.
