@@ -82,12 +82,12 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
+		m := work.NewMetrics(deps.Server.Metrics)
 		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{
-			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "",
-			Metrics: work.NewMetrics(deps.Server.Metrics),
+			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "", Metrics: m,
 		})
 		deps.Gauges(work.Gauges...)
-		addWeightSetting(deps, cfg)
+		addWeightSetting(deps, cfg, m)
 		if _, err := deps.NewClient(); err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func (c Config) params() (scoring.Params, error) {
 }
 
 // addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured.
-func addWeightSetting(deps *service.Deps, cfg Config) {
+func addWeightSetting(deps *service.Deps, cfg Config, m *work.Metrics) {
 	if cfg.PylonAddress == "" {
 		deps.Logger.Info("no PYLON_ADDRESS: weights are served on GET /v1/weights, not set on chain")
 		return
@@ -122,7 +122,7 @@ func addWeightSetting(deps *service.Deps, cfg Config) {
 		Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
 	}
 	river.AddWorker(deps.Workers, &work.SetWeightsWorker{
-		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger,
+		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
 	})
 	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
 		river.PeriodicInterval(cfg.WeightsInterval),

@@ -34,6 +34,7 @@ type SetWeightsWorker struct {
 	// blocks have passed since the last weights sent.
 	RateLimitBlocks int64
 	Logger          *slog.Logger
+	Metrics         *Metrics // nil counts nothing
 }
 
 // Timeout covers the two Pylon calls.
@@ -61,6 +62,7 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 				return err
 			}
 			w.log(ctx, *sub)
+			w.Metrics.submitted(sub.Outcome)
 		}
 		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
