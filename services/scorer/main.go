@@ -48,6 +48,7 @@ type Config struct {
 	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet the weights are set on"`
 	WeightsInterval  time.Duration `envconfig:"WEIGHTS_INTERVAL" default:"5m" desc:"how often the latest weights are sent (also after every scoring, and once at start)"`
 	WeightsRateLimit int64         `envconfig:"WEIGHTS_RATE_LIMIT_BLOCKS" default:"100" desc:"the subnet's weights_set_rate_limit: blocks that must pass between two weight settings"`
+	ValidatorHotkey  string        `envconfig:"VALIDATOR_HOTKEY" desc:"the validator's SS58 hotkey: its last_update in Pylon's neurons confirms the weights sent are on chain; no confirmation when empty"`
 }
 
 func main() {
@@ -123,6 +124,7 @@ func addWeightSetting(deps *service.Deps, cfg Config, m *work.Metrics) {
 	}
 	river.AddWorker(deps.Workers, &work.SetWeightsWorker{
 		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
+		Validator: cfg.ValidatorHotkey,
 	})
 	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
 		river.PeriodicInterval(cfg.WeightsInterval),
