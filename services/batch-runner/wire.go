@@ -41,7 +41,8 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	if err != nil {
 		return err
 	}
-	api.Routes(d.Server.API, d.Pool, client, progress)
+	a := &api.API{Pool: d.Pool, Client: client, Progress: progress}
+	a.Routes(d.Server.API)
 	return nil
 }
 

@@ -2,7 +2,6 @@ package batch
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -80,7 +79,7 @@ func TestRunSkipsClassesWithoutASuitableJob(t *testing.T) {
 	b := setup(t, minersim.Config{Miners: 2, Manifest: protocol.Manifest{
 		{Class: "always_on.gpu-24gb", Count: 1}, {Class: "always_on.test", Count: 2},
 	}})
-	gens, skipped, err := Generators{"*": gpuPoW{synthetic.PoWGenerator{Range: 1 << 10, Limit: time.Second}}}.ForClasses(protocol.DefaultClassTable())
+	gens, skipped, err := Generators{"*": gpuPoW{synthetic.PoWGenerator{Range: 1 << 10, Limit: testLimit}}}.ForClasses(protocol.DefaultClassTable())
 	require.NoError(t, err)
 	require.Equal(t, []string{"always_on.cpu.8c.16gb", "always_on.test"}, skipped)
 	b.cfg.Generators = gens
@@ -90,7 +89,7 @@ func TestRunSkipsClassesWithoutASuitableJob(t *testing.T) {
 	for _, j := range res.Jobs {
 		require.Equal(t, "always_on.gpu-24gb", j.Class)
 	}
-	require.Equal(t, map[Outcome]int{OutcomeCompleted: 2}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 2}, outcomes(res), jobsReport(res))
 	require.Equal(t, 2, eventCount(res, sysevent.NoSuitableGenerator))
 	for _, e := range res.Events {
 		if e.Subtype == sysevent.NoSuitableGenerator {

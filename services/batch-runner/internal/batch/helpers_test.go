@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"strings"
@@ -32,8 +33,21 @@ func aliceKey(t testing.TB) *hotkey.Keypair {
 	return key
 }
 
+// The test config's bounds. A bound that a test does not assert is missed is generous, because
+// the honest side of every test must beat it on a loaded 2-core -race run: there a miner's
+// accept came up to ~400 ms after the offer (with the old 400 ms spin-up, 4 runs in 40 of the
+// nine-miner and ten-executor tests lost a job) and a manifest up to ~1.5 s after the dial
+// (which missed the old 1 s ManifestTimeout). Only the spin-up is slept in full; the other bounds
+// cap waits that end as soon as the miner answers, so they cost nothing unless a test's miner
+// stays silent, and such a test shortens the bound it asserts (quickReady, quickAnswer).
+const (
+	testSpinUp   = 2 * time.Second
+	testLimit    = 3 * time.Second
+	testJobExtra = 2 * time.Second
+)
+
 // setup starts fleet (minersim's defaults: //Alice is a known validator) and returns a batch
-// config with spin-ups and timeouts short enough for tests.
+// config whose spin-up is short enough for tests and whose bounds are generous (see testSpinUp).
 func setup(t testing.TB, fleet minersim.Config) *testBundle {
 	t.Helper()
 	if fleet.SpinUp == 0 {
@@ -44,14 +58,25 @@ func setup(t testing.TB, fleet minersim.Config) *testBundle {
 	t.Cleanup(func() { _ = f.Close() })
 	cfg := Config{
 		Key:        aliceKey(t),
-		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: time.Second}},
-		SpinUps:    map[string]time.Duration{"*": 400 * time.Millisecond},
+		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: testLimit}},
+		SpinUps:    map[string]time.Duration{"*": testSpinUp},
 		MinSpinUp:  50 * time.Millisecond,
 
-		ManifestTimeout: time.Second, ReadyGrace: 400 * time.Millisecond, JobExtra: 300 * time.Millisecond,
-		ReceiptTimeout: time.Second, WriteTimeout: time.Second,
+		ManifestTimeout: 5 * time.Second, ReadyGrace: 2 * time.Second, JobExtra: testJobExtra,
+		ReceiptTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second,
 	}
 	return &testBundle{fleet: f, cfg: cfg, plan: planFor(f)}
+}
+
+// quickReady shortens ReadyGrace, for a case whose miner never sends a ready message: the
+// accept, the honest side, still has the whole spin-up.
+func quickReady(c *Config) { c.ReadyGrace = 400 * time.Millisecond }
+
+// quickAnswer shortens the time limit and JobExtra, for a case whose miner never answers: the
+// accept and the ready message, the honest side, still have setup's bounds.
+func quickAnswer(c *Config) {
+	c.Generators = Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: time.Second}}
+	c.JobExtra = 300 * time.Millisecond
 }
 
 // planFor lists the fleet's miners and its metagraph's validators.
@@ -137,4 +162,32 @@ func (p paddedPoW) Generate(miner, class string, rnd io.Reader) (synthetic.Job, 
 	maps.Copy(env, job.Request.Env)
 	job.Request.Env = env
 	return job, nil
+}
+
+// jobsReport describes every job for a failure message: its verdict and when each step happened,
+// relative to the start of the availability stage, so a failure says which deadline was missed
+// (an accept is due by the spin-up, a ready message ReadyGrace later).
+func jobsReport(res *Result) string {
+	var t0 time.Time
+	var b strings.Builder
+	for _, s := range res.Stages {
+		if s.Name == "availability" {
+			t0 = s.StartedAt
+		}
+	}
+	at := func(t time.Time) string {
+		if t.IsZero() || t0.IsZero() {
+			return "-"
+		}
+		return t.Sub(t0).Round(time.Millisecond).String()
+	}
+	for _, s := range res.Stages {
+		fmt.Fprintf(&b, "\nstage %s %s..%s", s.Name, at(s.StartedAt), at(s.FinishedAt))
+	}
+	for _, j := range res.Jobs {
+		fmt.Fprintf(&b, "\n%.8s %s %s/%s %q: offered %s response %s ready %s send %s..%s end %s took %v limit %v",
+			j.Miner, j.Class, j.Outcome, j.Reason, j.Detail, at(j.InitialSentAt), at(j.ResponseAt),
+			at(j.ReadyAt), at(j.BeforeSend), at(j.AfterSend), at(j.EndAt), j.TimeTook.Round(time.Millisecond), j.TimeLimit)
+	}
+	return b.String()
 }

@@ -1,6 +1,9 @@
 package batch
 
 import (
+	"flag"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -10,7 +13,20 @@ import (
 	"drover.dev/computehorde/minersim"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs more tests at once than go test's default of GOMAXPROCS, unless -parallel is
+// given. Each batch test spends most of its time asleep in a spin-up or a wait for a silent
+// miner, and setup's bounds are generous so that a loaded machine cannot fail an honest miner
+// (see testSpinUp); with two cores, two at a time would serialise those sleeps and more than
+// double the package's time.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func TestRunSingleMiner(t *testing.T) {
 	t.Parallel()

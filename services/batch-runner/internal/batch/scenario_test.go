@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/computehorde/minersim"
+	"drover.dev/computehorde/synthetic"
 	"drover.dev/services/batch-runner/internal/sysevent"
 )
 
@@ -24,43 +25,55 @@ func TestRunSingleMinerScenarios(t *testing.T) {
 		outcome   Outcome
 		reason    Reason
 		event     sysevent.Subtype
+		// tune shortens the bound a case's miner is meant to miss; nil keeps setup's generous ones.
+		tune func(*Config)
 	}{
-		{"Success", minersim.Behaviour{}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Success},
-		{"Late", minersim.Behaviour{AnswerDelay: dur(1100 * time.Millisecond)}, 1, OutcomeFailed, ReasonOverTimeLimit, sysevent.JobExecutionTimeout},
-		{"JobFailed", minersim.Behaviour{Answer: minersim.AnswerFail}, 1, OutcomeFailed, ReasonJobFailed, sysevent.Failure},
-		{"WrongAnswer", minersim.Behaviour{Answer: minersim.AnswerWrong}, 1, OutcomeFailed, ReasonWrongAnswer, sysevent.Failure},
-		{"Declined", minersim.Behaviour{Decline: minersim.DeclineNoReason}, 1, OutcomeFailed, ReasonDeclined, sysevent.JobRejected},
-		{"HordeFailed", minersim.Behaviour{Answer: minersim.AnswerHordeFailed}, 1, OutcomeFailed, ReasonHordeFailed, sysevent.HordeFailed},
-		{"NoManifest", minersim.Behaviour{Silent: minersim.StageManifest}, 0, "", "", sysevent.ManifestTimeout},
-		{"SilentAtAccept", minersim.Behaviour{Silent: minersim.StageAccept}, 1, OutcomeFailed, ReasonNoResponse, sysevent.JobNotStarted},
-		{"SilentAtReady", minersim.Behaviour{Silent: minersim.StageReady}, 1, OutcomeFailed, ReasonNotReady, sysevent.JobNotStarted},
-		{"SilentAtAnswer", minersim.Behaviour{Silent: minersim.StageAnswer}, 1, OutcomeFailed, ReasonTimeout, sysevent.JobExecutionTimeout},
-		{"DisconnectAtAnswer", minersim.Behaviour{Disconnect: minersim.StageAnswer}, 1, OutcomeFailed, ReasonTimeout, sysevent.JobExecutionTimeout},
-		{"MalformedBeforeAnswer", minersim.Behaviour{Malformed: minersim.StageAnswer}, 1, OutcomeCompleted, ReasonSuccess, sysevent.MalformedFrame},
-		{"DuplicateAnswer", minersim.Behaviour{Duplicate: minersim.StageAnswer}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Duplicate},
-		{"UnknownJobBeforeAccept", minersim.Behaviour{UnknownJob: minersim.StageAccept}, 1, OutcomeCompleted, ReasonSuccess, sysevent.UnknownJob},
-		{"OversizedBeforeReady", minersim.Behaviour{Oversize: minersim.StageReady}, 1, OutcomeFailed, ReasonNotReady, sysevent.JobNotStarted},
+		{"Success", minersim.Behaviour{}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Success, nil},
+		// Late's answer is over the 1 s limit by construction (the delay runs from its arrival, after
+		// the send), and JobExtra gives it 2 s more to arrive so it is judged late, not missing.
+		{"Late", minersim.Behaviour{AnswerDelay: dur(1100 * time.Millisecond)}, 1, OutcomeFailed, ReasonOverTimeLimit, sysevent.JobExecutionTimeout, lateLimit},
+		{"JobFailed", minersim.Behaviour{Answer: minersim.AnswerFail}, 1, OutcomeFailed, ReasonJobFailed, sysevent.Failure, nil},
+		{"WrongAnswer", minersim.Behaviour{Answer: minersim.AnswerWrong}, 1, OutcomeFailed, ReasonWrongAnswer, sysevent.Failure, nil},
+		{"Declined", minersim.Behaviour{Decline: minersim.DeclineNoReason}, 1, OutcomeFailed, ReasonDeclined, sysevent.JobRejected, nil},
+		{"HordeFailed", minersim.Behaviour{Answer: minersim.AnswerHordeFailed}, 1, OutcomeFailed, ReasonHordeFailed, sysevent.HordeFailed, nil},
+		{"NoManifest", minersim.Behaviour{Silent: minersim.StageManifest}, 0, "", "", sysevent.ManifestTimeout, nil},
+		{"SilentAtAccept", minersim.Behaviour{Silent: minersim.StageAccept}, 1, OutcomeFailed, ReasonNoResponse, sysevent.JobNotStarted, nil},
+		{"SilentAtReady", minersim.Behaviour{Silent: minersim.StageReady}, 1, OutcomeFailed, ReasonNotReady, sysevent.JobNotStarted, quickReady},
+		{"SilentAtAnswer", minersim.Behaviour{Silent: minersim.StageAnswer}, 1, OutcomeFailed, ReasonTimeout, sysevent.JobExecutionTimeout, quickAnswer},
+		{"DisconnectAtAnswer", minersim.Behaviour{Disconnect: minersim.StageAnswer}, 1, OutcomeFailed, ReasonTimeout, sysevent.JobExecutionTimeout, quickAnswer},
+		{"MalformedBeforeAnswer", minersim.Behaviour{Malformed: minersim.StageAnswer}, 1, OutcomeCompleted, ReasonSuccess, sysevent.MalformedFrame, nil},
+		{"DuplicateAnswer", minersim.Behaviour{Duplicate: minersim.StageAnswer}, 1, OutcomeCompleted, ReasonSuccess, sysevent.Duplicate, nil},
+		{"UnknownJobBeforeAccept", minersim.Behaviour{UnknownJob: minersim.StageAccept}, 1, OutcomeCompleted, ReasonSuccess, sysevent.UnknownJob, nil},
+		{"OversizedBeforeReady", minersim.Behaviour{Oversize: minersim.StageReady}, 1, OutcomeFailed, ReasonNotReady, sysevent.JobNotStarted, quickReady},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			bundle := setup(t, minersim.Config{Miners: 1, Scenario: minersim.Scenario{Default: tc.behaviour}})
+			if tc.tune != nil {
+				tc.tune(&bundle.cfg)
+			}
 			res := bundle.run(t)
-			require.Len(t, res.Jobs, tc.jobs)
+			require.Len(t, res.Jobs, tc.jobs, jobsReport(res))
 			if tc.jobs > 0 {
-				require.Equal(t, tc.outcome, res.Jobs[0].Outcome, res.Jobs[0].Detail)
-				require.Equal(t, tc.reason, res.Jobs[0].Reason, res.Jobs[0].Detail)
+				require.Equal(t, tc.outcome, res.Jobs[0].Outcome, jobsReport(res))
+				require.Equal(t, tc.reason, res.Jobs[0].Reason, jobsReport(res))
 			}
 			require.Positive(t, eventCount(res, tc.event), "want a %s event", tc.event)
 		})
 	}
 }
 
+// lateLimit gives every job a 1 s time limit, for a case whose miner answers just after it.
+func lateLimit(c *Config) {
+	c.Generators = Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: time.Second}}
+}
+
 func TestRunNineMinersAllSucceed(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t, minersim.Config{Miners: 9})
 	res := bundle.run(t)
-	require.Equal(t, map[Outcome]int{OutcomeCompleted: 9}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 9}, outcomes(res), jobsReport(res))
 	require.Positive(t, res.SendSpread)
 }
 
@@ -69,7 +82,7 @@ func TestRunNineMinersAllSucceed(t *testing.T) {
 func TestRunComplexNineMinerBatch(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t, minersim.Config{Miners: 9, Scenario: minersim.Scenario{Miners: map[int]minersim.Behaviour{
-		1: {AnswerDelay: dur(1100 * time.Millisecond)},
+		1: {AnswerDelay: dur(testLimit + 100*time.Millisecond)},
 		2: {Answer: minersim.AnswerFail},
 		3: {Decline: minersim.DeclineNoReason},
 		4: {Decline: minersim.DeclineBusy},
@@ -78,10 +91,9 @@ func TestRunComplexNineMinerBatch(t *testing.T) {
 		7: {Decline: minersim.DeclineBusyLowStake},
 		8: {Silent: minersim.StageManifest},
 	}}})
-	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
-	require.Len(t, res.Jobs, 8)
-	require.Equal(t, map[Outcome]int{OutcomeCompleted: 1, OutcomeExcused: 1, OutcomeFailed: 6}, outcomes(res))
+	require.Len(t, res.Jobs, 8, jobsReport(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 1, OutcomeExcused: 1, OutcomeFailed: 6}, outcomes(res), jobsReport(res))
 	require.Equal(t, 1, eventCount(res, sysevent.ManifestTimeout))
 }
 
@@ -100,17 +112,15 @@ func TestRunBusyExcuseRules(t *testing.T) {
 	}
 	miners[len(kinds)] = minersim.Behaviour{Decline: minersim.DeclineBusyValid}
 	bundle := setup(t, minersim.Config{Miners: len(kinds) + 1, Scenario: minersim.Scenario{Miners: miners}})
-	// Busy declines carry receipts the fleet signs on the spot: give a loaded -race run time.
-	bundle.cfg.SpinUps = map[string]time.Duration{"*": 1500 * time.Millisecond}
 	res := bundle.run(t)
-	require.Equal(t, map[Reason]int{ReasonBusyUnexcused: len(kinds), ReasonBusyExcused: 1}, reasons(res))
+	require.Equal(t, map[Reason]int{ReasonBusyUnexcused: len(kinds), ReasonBusyExcused: 1}, reasons(res), jobsReport(res))
 }
 
 func TestRunTenExecutorsTenReceipts(t *testing.T) {
 	t.Parallel()
 	bundle := setup(t, minersim.Config{Miners: 1, Manifest: manifestOf("always_on.test", 10)})
 	res := bundle.run(t)
-	require.Equal(t, map[Outcome]int{OutcomeCompleted: 10}, outcomes(res))
+	require.Equal(t, map[Outcome]int{OutcomeCompleted: 10}, outcomes(res), jobsReport(res))
 	finished := 0
 	for _, r := range res.Receipts {
 		if r.Type == "JobFinishedReceipt" && r.Error == "" {
@@ -140,7 +150,7 @@ func TestRunEventLimits(t *testing.T) {
 		Scenario: minersim.Scenario{Default: minersim.Behaviour{Silent: minersim.StageAccept}}})
 	bundle.cfg.ManifestTimeout = 10 * time.Second // a bound on a wait that ends at the manifest
 	res := bundle.run(t)
-	require.Equal(t, map[Reason]int{ReasonNoResponse: 20}, reasons(res))
+	require.Equal(t, map[Reason]int{ReasonNoResponse: 20}, reasons(res), jobsReport(res))
 	require.Equal(t, 10, eventCount(res, sysevent.JobNotStarted))
 	var dropped []sysevent.Event
 	for _, e := range res.Events {
@@ -166,15 +176,13 @@ func TestRunMinerNotReadingDelaysNobody(t *testing.T) {
 	// The stuck miner's 6 MB of frames take about a second to encode and mask under -race, and
 	// several times that on a loaded machine, all before the release. The hot phase moves the
 	// read deadlines by TimeLimit + JobExtra + ReceiptTimeout + 2·WriteTimeout before it builds
-	// the frames; with the 3.7 s that setup's timings give, every reader timed out first and
-	// every send failed with "connection closed". These bounds cap waits that end as soon as the
+	// the frames; with the 3.7 s that short test timings once gave, every reader timed out first
+	// and every send failed with "connection closed". These bounds cap waits that end as soon as the
 	// miners answer, so they cost nothing on a quiet machine.
 	bundle.cfg.ManifestTimeout, bundle.cfg.ReadyGrace = 10*time.Second, 5*time.Second
 	bundle.cfg.JobExtra = time.Minute
-	// The spin-up is slept in full, so it is the one bound here a quiet run pays. The accepts
-	// come within ~10 ms on a quiet -race run and ~100 ms under heavy load, but a loaded run
-	// missed a 1 s deadline 2 times in 20: 2 s.
-	bundle.cfg.SpinUps = map[string]time.Duration{"*": 2 * time.Second}
+	// The spin-up is setup's 2 s: the accepts come within ~10 ms on a quiet -race run and ~100 ms
+	// under heavy load, but a loaded run missed a 1 s deadline 2 times in 20.
 	res := bundle.run(t)
 	// The stuck write ends no sooner than its deadline (BeforeSend + WriteTimeout). An honest
 	// send that waited behind it would end after that too, so each must end before the stuck one

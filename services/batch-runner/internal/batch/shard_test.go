@@ -94,7 +94,7 @@ func TestRunAgree(t *testing.T) {
 		}
 		res := bundle.run(t)
 		require.Equal(t, 1, calls)
-		require.Equal(t, map[Outcome]int{OutcomeCompleted: 4}, outcomes(res))
+		require.Equal(t, map[Outcome]int{OutcomeCompleted: 4}, outcomes(res), jobsReport(res))
 		require.False(t, res.HotRelease.Before(sendAt), "released %v before the agreed %v", res.HotRelease, sendAt)
 		for _, j := range res.Jobs {
 			require.False(t, j.BeforeSend.Before(sendAt), "job %s sent before the agreed instant", j.UUID)
@@ -107,17 +107,17 @@ func TestRunAgree(t *testing.T) {
 		var t0 time.Time
 		bundle.plan.AgreeWithin = time.Second
 		bundle.plan.AgreeOffer = func(_ context.Context, maxSpin time.Duration) (time.Time, time.Duration, error) {
-			require.Equal(t, 400*time.Millisecond, maxSpin, "this shard's own longest spin-up")
+			require.Equal(t, testSpinUp, maxSpin, "this shard's own longest spin-up")
 			t0 = time.Now().Add(300 * time.Millisecond)
-			return t0, time.Second, nil // another shard tests a class with a longer spin-up
+			return t0, testSpinUp + 600*time.Millisecond, nil // another shard tests a class with a longer spin-up
 		}
 		res := bundle.run(t)
-		require.Equal(t, map[Outcome]int{OutcomeCompleted: 2}, outcomes(res))
+		require.Equal(t, map[Outcome]int{OutcomeCompleted: 2}, outcomes(res), jobsReport(res))
 		for _, j := range res.Jobs {
 			// Offered at t0 + the batch's longest spin-up − its own, so ready when the others are.
 			require.False(t, j.InitialSentAt.Before(t0.Add(600*time.Millisecond)), "job %s offered early", j.UUID)
 		}
-		require.False(t, res.HotRelease.Before(t0.Add(time.Second)), "sent before the batch's spin-up was over")
+		require.False(t, res.HotRelease.Before(t0.Add(testSpinUp+600*time.Millisecond)), "sent before the batch's spin-up was over")
 	})
 
 	t.Run("FailureSendsNothing", func(t *testing.T) {

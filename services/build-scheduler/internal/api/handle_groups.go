@@ -84,8 +84,12 @@ func handleListGroups(pool *pgxpool.Pool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		p, before, err := web.ParseIDListParams(c)
+		p, err := web.ParseListParams(c)
 		if err != nil {
+			return err
+		}
+		var before int64
+		if _, err := p.After(&before); err != nil {
 			return err
 		}
 		groups, err := jobgraph.ListGroups(c.Request().Context(), pool, state, before, p.Limit)

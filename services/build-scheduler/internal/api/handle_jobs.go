@@ -26,8 +26,12 @@ func handleListJobs(pool *pgxpool.Pool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		p, after, err := web.ParseIDListParams(c)
+		p, err := web.ParseListParams(c)
 		if err != nil {
+			return err
+		}
+		var after int64
+		if _, err := p.After(&after); err != nil {
 			return err
 		}
 		ctx := c.Request().Context()

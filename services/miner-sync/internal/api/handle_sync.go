@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -9,7 +10,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/store"
 	"drover.dev/shared/postgres"
-	"drover.dev/shared/web"
+	"drover.dev/shared/problem"
 )
 
 type syncAnswer struct {
@@ -34,17 +35,35 @@ func handleSync(ins *queue.Client) echo.HandlerFunc {
 	}
 }
 
-// handleSyncEvents lists sync outcomes, newest first.
+// eventPage is one page of GET /v1/sync/events, newest first.
+type eventPage struct {
+	Events     []store.SyncEvent `json:"events"`
+	NextCursor string            `json:"next_cursor,omitempty"`
+}
+
 func handleSyncEvents(db postgres.DBTX) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p, before, err := web.ParseIDListParams(c)
+		limit, err := limitParam(c, 20, 100)
 		if err != nil {
 			return err
 		}
-		events, err := store.SyncEventList(c.Request().Context(), db, before, p.Limit)
+		var before int64
+		if s := c.QueryParam("cursor"); s != "" {
+			if before, err = strconv.ParseInt(s, 10, 64); err != nil || before <= 0 {
+				return problem.Invalidf("cursor", "is not a cursor this service returned")
+			}
+		}
+		events, err := store.SyncEventList(c.Request().Context(), db, before, limit)
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, web.NewPage(events, p, func(e store.SyncEvent) any { return e.ID }))
+		page := eventPage{Events: events}
+		if page.Events == nil {
+			page.Events = []store.SyncEvent{}
+		}
+		if len(events) == limit {
+			page.NextCursor = strconv.FormatInt(events[len(events)-1].ID, 10)
+		}
+		return c.JSON(http.StatusOK, page)
 	}
 }

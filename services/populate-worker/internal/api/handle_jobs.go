@@ -1,56 +1,76 @@
 package api
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"regexp"
+	"strconv"
 
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/shared/problem"
-	"drover.dev/shared/web"
+)
+
+const (
+	defaultPageSize = 100
+	maxPageSize     = 1000
 )
 
 var keyHashPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// jobCursor is the sort key of GET /v1/jobs: (table_name, key_hash).
-type jobCursor [2]string
+// jobPage is one page of GET /v1/jobs; NextCursor is empty on the last page.
+type jobPage struct {
+	Jobs       []populate.Job `json:"jobs"`
+	NextCursor string         `json:"next_cursor,omitempty"`
+}
 
 func handleJobList(e *populate.Engine) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p, err := web.ParseListParams(c)
+		p, err := jobListParams(c)
 		if err != nil {
 			return err
 		}
-		f, err := jobFilter(c, p)
+		jobs, err := populate.JobList(c.Request().Context(), e.Pool(), p)
 		if err != nil {
 			return err
 		}
-		jobs, err := populate.JobList(c.Request().Context(), e.Pool(), f)
-		if err != nil {
-			return err
+		page := jobPage{Jobs: jobs}
+		if len(jobs) == p.Limit {
+			last := jobs[len(jobs)-1]
+			b, _ := json.Marshal([2]string{last.TableName, last.KeyHash})
+			page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
 		}
-		return c.JSON(http.StatusOK, web.NewPage(jobs, p, func(j populate.Job) any {
-			return jobCursor{j.TableName, j.KeyHash}
-		}))
+		return c.JSON(http.StatusOK, page)
 	}
 }
 
-func jobFilter(c *echo.Context, p web.ListParams) (populate.JobListParams, error) {
-	f := populate.JobListParams{Table: c.QueryParam("table"), Limit: p.Limit}
+func jobListParams(c *echo.Context) (populate.JobListParams, error) {
+	p := populate.JobListParams{Table: c.QueryParam("table"), Limit: defaultPageSize}
 	if s := c.QueryParam("status"); s != "" {
 		st, err := populate.ParseStatus(s)
 		if err != nil {
-			return f, problem.Invalidf("status", "must be one of %v", populate.Statuses())
+			return p, problem.Invalidf("status", "must be scheduled, reserved, error, ignore or success")
 		}
-		f.Status = st
+		p.Status = st
 	}
-	var after jobCursor
-	if _, err := p.After(&after); err != nil {
-		return f, err
+	if s := c.QueryParam("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxPageSize {
+			return p, problem.Invalidf("limit", "must be 1 to %d", maxPageSize)
+		}
+		p.Limit = n
 	}
-	f.AfterTable, f.AfterKeyHash = after[0], after[1]
-	return f, nil
+	if s := c.QueryParam("cursor"); s != "" {
+		var after [2]string
+		b, err := base64.RawURLEncoding.DecodeString(s)
+		if err != nil || json.Unmarshal(b, &after) != nil {
+			return p, problem.Invalidf("cursor", "is not a cursor this service returned")
+		}
+		p.AfterTable, p.AfterKeyHash = after[0], after[1]
+	}
+	return p, nil
 }
 
 func jobPath(c *echo.Context) (string, string, error) {

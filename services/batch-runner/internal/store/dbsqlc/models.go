@@ -141,5 +141,4 @@ type SyncEvent struct {
 	Skipped        int32
 	Error          *string
 	SkippedEntries []byte
-	BlockHash      *string
 }
