@@ -26,16 +26,14 @@ func showSync(ctx context.Context, opts options, f *fleet, p *printer) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		var page struct {
-			Events []syncEvent `json:"events"`
-			Items  []syncEvent `json:"items"` // the shared list page, should miner-sync adopt it
+			Items []syncEvent `json:"items"` // a page of miner-sync's list, newest first
 		}
 		err := apiCall(ctx, opts, http.MethodGet, f.url("miner-sync")+"/v1/sync/events?limit=1", "", &page)
 		if err != nil {
 			return err
 		}
-		events := append(page.Events, page.Items...)
-		if len(events) > 0 {
-			e := events[0]
+		if len(page.Items) > 0 {
+			e := page.Items[0]
 			if e.Outcome == "failed" {
 				p.fail("miner-sync could not sync from %s: %s", e.Source, deref(e.Error))
 				return fmt.Errorf("metagraph sync failed: %s", deref(e.Error))

@@ -73,14 +73,14 @@ func enqueueBatch(t *testing.T, base string) int64 {
 func batchOfJob(t *testing.T, base string, jobID int64) (batchView, bool) {
 	t.Helper()
 	var list struct {
-		Batches []batchView `json:"batches"`
+		Items []batchView `json:"items"`
 	}
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), nil, &list))
-	if len(list.Batches) == 0 {
+	if len(list.Items) == 0 {
 		return batchView{}, false
 	}
-	require.Len(t, list.Batches, 1, "one batch row per run_batch job")
-	return list.Batches[0], true
+	require.Len(t, list.Items, 1, "one batch row per run_batch job")
+	return list.Items[0], true
 }
 
 // waitDone polls GET /v1/batches/{id} of jobID's batch until it is no longer running.

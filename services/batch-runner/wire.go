@@ -41,8 +41,7 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	if err != nil {
 		return err
 	}
-	a := &api.API{Pool: d.Pool, Client: client, Progress: progress}
-	a.Routes(d.Server.API)
+	api.Routes(d.Server.API, d.Pool, client, progress)
 	return nil
 }
 

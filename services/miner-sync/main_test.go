@@ -102,7 +102,7 @@ type minerPage struct {
 		UID     int    `json:"uid"`
 		Active  bool   `json:"active"`
 		Serving bool   `json:"serving"`
-	} `json:"miners"`
+	} `json:"items"`
 	NextCursor string `json:"next_cursor"`
 }
 
@@ -118,7 +118,7 @@ type syncEvents struct {
 		Outcome string  `json:"outcome"`
 		Skipped int     `json:"skipped"`
 		Error   *string `json:"error"`
-	} `json:"events"`
+	} `json:"items"`
 }
 
 func TestRunSyncsAtStartAndServesMiners(t *testing.T) {

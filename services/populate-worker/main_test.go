@@ -84,9 +84,9 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
 
-	var tables struct{ Tables []struct{ Name, Make string } }
+	var tables struct{ Items []struct{ Name, Make string } }
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables", nil, &tables))
-	require.Len(t, tables.Tables, 3)
+	require.Len(t, tables.Items, 3)
 	var seed struct {
 		SignalIDs []int64 `json:"signal_ids"`
 		EmptyIDs  []int64 `json:"empty_ids"`
@@ -128,7 +128,7 @@ func TestJobsAPI(t *testing.T) {
 	require.Len(t, res.ErrorList, 3)
 
 	var page struct {
-		Jobs []struct {
+		Items []struct {
 			KeyHash      string `json:"key_hash"`
 			Status       string
 			ErrorMessage string `json:"error_message"`
@@ -139,7 +139,7 @@ func TestJobsAPI(t *testing.T) {
 	path := "/v1/jobs?table=example_signal_stats&status=error&limit=2"
 	for i := 0; i < 3 && path != ""; i++ {
 		require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, path, nil, &page))
-		for _, j := range page.Jobs {
+		for _, j := range page.Items {
 			require.Equal(t, "error", j.Status)
 			require.Contains(t, j.ErrorMessage, "ValueError: signal")
 			seen[j.KeyHash] = true
@@ -148,7 +148,7 @@ func TestJobsAPI(t *testing.T) {
 		if page.NextCursor != "" {
 			path = "/v1/jobs?table=example_signal_stats&status=error&limit=2&cursor=" + page.NextCursor
 		}
-		page.NextCursor, page.Jobs = "", nil
+		page.NextCursor, page.Items = "", nil
 	}
 	require.Len(t, seen, 3, "pagination visits every job once")
 
@@ -230,13 +230,13 @@ func TestErroredMakeIsAFailedRiverJob(t *testing.T) {
 	}, 20*time.Second, 50*time.Millisecond)
 
 	var page struct {
-		Jobs []struct {
+		Items []struct {
 			KeyHash      string `json:"key_hash"`
 			ErrorMessage string `json:"error_message"`
 		}
 	}
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/jobs?table=example_signal_stats&status=error", nil, &page))
-	require.Len(t, page.Jobs, 1)
+	require.Len(t, page.Items, 1)
 
 	// River shows the make that raised as discarded with the same error, and the others completed.
 	rows, err := testdb.NewPoolFor(t, b.dbURL).Query(context.Background(), `
@@ -249,8 +249,8 @@ func TestErroredMakeIsAFailedRiverJob(t *testing.T) {
 		require.NoError(t, rows.Scan(&hash, &state, &msg))
 		states[state]++
 		if state == "discarded" {
-			require.Equal(t, page.Jobs[0].KeyHash, hash)
-			require.Contains(t, msg, page.Jobs[0].ErrorMessage)
+			require.Equal(t, page.Items[0].KeyHash, hash)
+			require.Contains(t, msg, page.Items[0].ErrorMessage)
 		}
 	}
 	require.NoError(t, rows.Err())

@@ -6,16 +6,12 @@ import (
 	"net"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/labstack/echo/v5"
-
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/api"
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/services/populate-worker/internal/work"
 	"drover.dev/shared/service"
-	"drover.dev/shared/web"
 )
 
 // wire registers the computed tables, checks them against the database, installs their change
@@ -46,14 +42,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	var seed echo.HandlerFunc
-	if cfg.Examples {
-		deps.Server.Echo.POST("/examples/functions/energy", echo.WrapHandler(examples.EnergyFunction(deps.Pool)))
-		if cfg.ExamplesSeed {
-			seed = handleSeed(deps)
-		}
-	}
-	api.Routes(deps.Server.API, engine, seed)
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed})
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
@@ -117,30 +106,5 @@ func listenLoop(ctx context.Context, e *populate.Engine, flushEvery time.Duratio
 			return nil
 		case <-time.After(time.Second):
 		}
-	}
-}
-
-type seedRequest struct {
-	Signals int `json:"signals"`
-	Empty   int `json:"empty"`
-}
-
-// handleSeed inserts example upstream rows in one transaction: one change notification.
-func handleSeed(deps *service.Deps) echo.HandlerFunc {
-	return func(c *echo.Context) error {
-		var req seedRequest
-		if err := web.DecodeJSON(c, &req); err != nil {
-			return err
-		}
-		var res examples.SeedResult
-		err := pgx.BeginFunc(c.Request().Context(), deps.Pool, func(tx pgx.Tx) error {
-			var err error
-			res, err = examples.Seed(c.Request().Context(), tx, req.Signals, req.Empty)
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		return c.JSON(201, res)
 	}
 }

@@ -48,6 +48,7 @@ type Config struct {
 	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet the weights are set on"`
 	WeightsInterval  time.Duration `envconfig:"WEIGHTS_INTERVAL" default:"5m" desc:"how often the latest weights are sent (also after every scoring, and once at start)"`
 	WeightsRateLimit int64         `envconfig:"WEIGHTS_RATE_LIMIT_BLOCKS" default:"100" desc:"the subnet's weights_set_rate_limit: blocks that must pass between two weight settings"`
+	ValidatorHotkey  string        `envconfig:"VALIDATOR_HOTKEY" desc:"the validator's SS58 hotkey: its last_update in Pylon's neurons confirms the weights sent are on chain; no confirmation when empty"`
 }
 
 func main() {
@@ -82,12 +83,12 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
+		m := work.NewMetrics(deps.Server.Metrics)
 		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{
-			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "",
-			Metrics: work.NewMetrics(deps.Server.Metrics),
+			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "", Metrics: m,
 		})
 		deps.Gauges(work.Gauges...)
-		addWeightSetting(deps, cfg)
+		addWeightSetting(deps, cfg, m)
 		if _, err := deps.NewClient(); err != nil {
 			return err
 		}
@@ -112,7 +113,7 @@ func (c Config) params() (scoring.Params, error) {
 }
 
 // addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured.
-func addWeightSetting(deps *service.Deps, cfg Config) {
+func addWeightSetting(deps *service.Deps, cfg Config, m *work.Metrics) {
 	if cfg.PylonAddress == "" {
 		deps.Logger.Info("no PYLON_ADDRESS: weights are served on GET /v1/weights, not set on chain")
 		return
@@ -122,7 +123,8 @@ func addWeightSetting(deps *service.Deps, cfg Config) {
 		Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
 	}
 	river.AddWorker(deps.Workers, &work.SetWeightsWorker{
-		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger,
+		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
+		Validator: cfg.ValidatorHotkey,
 	})
 	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
 		river.PeriodicInterval(cfg.WeightsInterval),

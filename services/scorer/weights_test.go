@@ -81,6 +81,9 @@ func TestRunSetsWeightsThroughPylon(t *testing.T) {
 	fake.mu.Lock()
 	require.Equal(t, []map[string]float64{{"5A": 1}}, fake.puts)
 	fake.mu.Unlock()
+	m := servicetest.Metrics(t, base)
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_scorer_weight_submissions_total", map[string]string{"outcome": "sent"}))
+	require.Less(t, servicetest.Value(t, m, "drover_scorer_weights_sent_age_seconds", nil), 60.0)
 
 	var p struct{ Field string }
 	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?limit=0", nil, &p))

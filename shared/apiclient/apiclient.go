@@ -10,7 +10,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"drover.dev/shared/web"
 )
+
+// Page is one page of a Drover list: {"items": [...], "next_cursor": "..."}; pass NextCursor back
+// as ?cursor= for the next page.
+type Page[T any] = web.Page[T]
 
 // maxBody bounds how much of an answer is read: demos read summaries, never bulk data.
 const maxBody = 8 << 20

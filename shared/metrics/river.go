@@ -20,9 +20,12 @@ var riverOutcomes = map[river.EventKind]string{
 	river.EventKindJobCancelled: "cancelled", river.EventKindJobSnoozed: "snoozed",
 }
 
-// riverJobsLimit bounds the rows the jobs gauge reads per scrape: past it the counts saturate,
-// which a backlog alert still sees, and a scrape never scans a huge table.
-const riverJobsLimit = 100000
+// riverJobsLimit bounds the index entries the jobs gauge reads per queue and state: past it the
+// counts saturate, which a backlog alert still sees, and a scrape never scans a huge table.
+// Measured on 450,000 available jobs in two queues, in the worst case for the index (rows never
+// vacuumed, so every entry is checked in the heap): 250 ms along the index at 10,000, 3.5 s at
+// 100,000; without the ORDER BY, Postgres scanned the table once per state (1.6 s at 10,000).
+const riverJobsLimit = 10000
 
 // River is the metrics of one River client's work: the jobs of its schema by queue and state
 // read at scrape time, and from the client's own events the wait from available to started, the
@@ -58,16 +61,18 @@ func NewRiver(reg prometheus.Registerer, db postgres.DBTX, failures *prometheus.
 	return r
 }
 
-// riverJobs counts each queue's unfinished jobs by state, each count an index range of River's
-// fetching index on (state, queue, ...) capped at riverJobsLimit; queues come from river_queue,
-// so a queue with nothing waiting reports zeros rather than nothing.
+// riverJobs counts each queue's unfinished jobs by state, each count a range of River's fetching
+// index on (state, queue, priority, scheduled_at, id) capped at riverJobsLimit: the ORDER BY on
+// the index's columns is what makes Postgres walk the index instead of scanning the table for
+// every state. Queues come from river_queue, so a queue with nothing waiting reports zeros.
 func riverJobs(db postgres.DBTX, failures *prometheus.CounterVec) *QueryGauge {
 	return NewQueryGauge(db, failures, Gauge{
 		Name:   "drover_river_jobs",
-		Help:   "River jobs not yet finished, by queue and state, read at scrape time (saturates at 100000 per queue and state).",
+		Help:   "River jobs not yet finished, by queue and state, read at scrape time (saturates at 10000 per queue and state).",
 		Labels: []string{"queue", "state"},
 		SQL: `SELECT q.name, s, (SELECT count(*) FROM (
-				SELECT 1 FROM river_job j WHERE j.state = s::river_job_state AND j.queue = q.name LIMIT $1) x)::float8
+				SELECT 1 FROM river_job j WHERE j.state = s::river_job_state AND j.queue = q.name
+				ORDER BY j.state, j.queue, j.priority, j.scheduled_at, j.id LIMIT $1) x)::float8
 			FROM river_queue q, unnest(ARRAY['available', 'pending', 'retryable', 'running', 'scheduled']) s`,
 		Args: []any{riverJobsLimit},
 	})

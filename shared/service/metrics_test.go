@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
@@ -66,6 +67,9 @@ func TestEveryMetricTheDashboardsAndRulesNameHasAnOwner(t *testing.T) {
 	for _, f := range servicetest.ObservabilityFiles(t) {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)
+		if strings.HasSuffix(f, "alerts.yml") {
+			requireRules(t, f, b)
+		}
 		if strings.HasSuffix(f, ".json") {
 			var d struct {
 				UID    string `json:"uid"`
@@ -82,7 +86,57 @@ func TestEveryMetricTheDashboardsAndRulesNameHasAnOwner(t *testing.T) {
 				if p.Type != "row" {
 					require.NotEmpty(t, p.Targets, "%s: a panel with no query", f)
 				}
+				for _, q := range p.Targets {
+					requireBalanced(t, f, q.Expr)
+				}
 			}
 		}
 	}
+}
+
+// requireRules checks that every alert rule has a name, an expression and a summary.
+func requireRules(t *testing.T, file string, b []byte) {
+	t.Helper()
+	var rules struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(b, &rules), file)
+	require.NotEmpty(t, rules.Groups, file)
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "%s: a rule of %s has no name", file, g.Name)
+			require.NotEmpty(t, r.Annotations["summary"], "%s: %s has no summary", file, r.Alert)
+			requireBalanced(t, file, r.Expr)
+		}
+	}
+}
+
+// requireBalanced checks that expr is not empty and its brackets pair up, the PromQL mistake a
+// hand edit most often makes.
+func requireBalanced(t *testing.T, file, expr string) {
+	t.Helper()
+	require.NotEmpty(t, strings.TrimSpace(expr), "%s: an empty expression", file)
+	var stack []rune
+	pairs := map[rune]rune{')': '(', ']': '[', '}': '{'}
+	inString := false
+	for _, r := range expr {
+		switch {
+		case r == '"':
+			inString = !inString
+		case inString:
+		case r == '(' || r == '[' || r == '{':
+			stack = append(stack, r)
+		case pairs[r] != 0:
+			require.True(t, len(stack) > 0 && stack[len(stack)-1] == pairs[r], "%s: unbalanced %q in %s", file, r, expr)
+			stack = stack[:len(stack)-1]
+		}
+	}
+	require.Empty(t, stack, "%s: unclosed brackets in %s", file, expr)
 }

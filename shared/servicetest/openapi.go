@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -71,8 +72,8 @@ func parseDocument(raw []byte) (*document, error) {
 }
 
 // RequireDocumented fails the test when the answer (status, header, body) to req is not what
-// the service's OpenAPI document says the operation answers: an undocumented status, or a body
-// its schema rejects.
+// the service's OpenAPI document says the operation answers: an undocumented status, a body its
+// schema rejects, or a body with members its schema does not list.
 func RequireDocumented(t testing.TB, req *http.Request, status int, header http.Header, body []byte) {
 	t.Helper()
 	base := req.URL.Scheme + "://" + req.URL.Host
@@ -103,6 +104,9 @@ func (d *document) validate(req *http.Request, status int, header http.Header, b
 	in.SetBodyBytes(body)
 	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
 		return fmt.Errorf("answer differs from the document: %w", err)
+	}
+	if fields := undocumentedFields(route, status, body); len(fields) > 0 {
+		return fmt.Errorf("answer has members the document does not list: %s", strings.Join(fields, ", "))
 	}
 	return nil
 }

@@ -97,6 +97,18 @@ func (p ListParams) After(key any) (bool, error) {
 	return true, nil
 }
 
+// ParseIDListParams is ParseListParams for a list sorted by id, whose cursor is the id the page
+// starts after (0 on the first page).
+func ParseIDListParams(c *echo.Context) (ListParams, int64, error) {
+	p, err := ParseListParams(c)
+	if err != nil {
+		return p, 0, err
+	}
+	var id int64
+	_, err = p.After(&id)
+	return p, id, err
+}
+
 // QueryID reads the optional query parameter name as an id in canonical decimal; 0 when absent.
 func QueryID(c *echo.Context, name string) (int64, error) {
 	s := c.QueryParam(name)

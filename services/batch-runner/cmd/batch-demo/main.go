@@ -88,10 +88,8 @@ func demo(ctx context.Context, c *client, minerSync, runner, scorer string) erro
 
 func waitMiners(ctx context.Context, c *client, base string) error {
 	for {
-		var page struct {
-			Miners []json.RawMessage `json:"miners"`
-		}
-		if _, err := c.call(ctx, http.MethodGet, base+"/v1/miners?limit=1", &page); err == nil && len(page.Miners) > 0 {
+		var page apiclient.Page[json.RawMessage]
+		if _, err := c.call(ctx, http.MethodGet, base+"/v1/miners?limit=1", &page); err == nil && len(page.Items) > 0 {
 			fmt.Println("miner-sync lists miners")
 			return nil
 		}
@@ -129,17 +127,15 @@ func follow(ctx context.Context, c *client, base string, jobID int64) (batch, er
 
 // finished returns the batch of job jobID once it is no longer running.
 func finished(ctx context.Context, c *client, base string, jobID int64) (batch, bool, error) {
-	var page struct {
-		Batches []batch `json:"batches"`
-	}
+	var page apiclient.Page[batch]
 	if _, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, jobID), &page); err != nil {
 		return batch{}, false, err
 	}
-	if len(page.Batches) == 0 || page.Batches[0].State == "running" {
+	if len(page.Items) == 0 || page.Items[0].State == "running" {
 		return batch{}, false, nil
 	}
 	var full batch
-	_, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, page.Batches[0].ID), &full)
+	_, err := c.call(ctx, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, page.Items[0].ID), &full)
 	return full, true, err
 }
 

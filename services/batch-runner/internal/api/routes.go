@@ -17,19 +17,11 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-// API holds what the handlers need.
-type API struct {
-	Pool *pgxpool.Pool
-	// Client inserts run_batch into this service's own queue.
-	Client *queue.Client
-	// Progress is the live record of the batch this process is running.
-	Progress *batch.Tracker
-}
-
-// Routes lists every route of the service under /v1.
-func (a *API) Routes(g *echo.Group) {
-	g.POST("/batches", a.handleCreate)
-	g.GET("/batches", a.handleList)
-	g.GET("/batches/current", a.handleCurrent)
-	g.GET("/batches/:id", a.handleGet)
+// Routes lists every route of the service under /v1 (g). client inserts run_batch into this
+// service's own queue; progress is the live record of the batch this process is running.
+func Routes(g *echo.Group, pool *pgxpool.Pool, client *queue.Client, progress *batch.Tracker) {
+	g.POST("/batches", handleCreate(client))
+	g.GET("/batches", handleList(pool))
+	g.GET("/batches/current", handleCurrent(progress))
+	g.GET("/batches/:id", handleGet(pool))
 }

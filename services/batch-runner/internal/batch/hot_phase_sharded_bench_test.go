@@ -191,13 +191,13 @@ func runShardedBatch(b *testing.B, base string) shardedBatch {
 	require.Equal(b, http.StatusAccepted, servicetest.Call(b, http.MethodPost, base+"/v1/batches", nil, &created))
 	var v shardedBatch
 	require.Eventually(b, func() bool {
-		var list struct{ Batches []shardedBatch }
+		var list struct{ Items []shardedBatch }
 		servicetest.Call(b, http.MethodGet, fmt.Sprintf("%s/v1/batches?job_id=%d", base, created.JobID), nil, &list)
-		if len(list.Batches) == 0 || list.Batches[0].State == "running" {
+		if len(list.Items) == 0 || list.Items[0].State == "running" {
 			return false
 		}
 		v = shardedBatch{}
-		require.Equal(b, http.StatusOK, servicetest.Call(b, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, list.Batches[0].ID), nil, &v))
+		require.Equal(b, http.StatusOK, servicetest.Call(b, http.MethodGet, fmt.Sprintf("%s/v1/batches/%d", base, list.Items[0].ID), nil, &v))
 		return true
 	}, 5*time.Minute, 250*time.Millisecond)
 	return v

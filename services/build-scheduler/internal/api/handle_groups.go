@@ -84,12 +84,8 @@ func handleListGroups(pool *pgxpool.Pool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		p, err := web.ParseListParams(c)
+		p, before, err := web.ParseIDListParams(c)
 		if err != nil {
-			return err
-		}
-		var before int64
-		if _, err := p.After(&before); err != nil {
 			return err
 		}
 		groups, err := jobgraph.ListGroups(c.Request().Context(), pool, state, before, p.Limit)

@@ -26,12 +26,8 @@ func handleListJobs(pool *pgxpool.Pool) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		p, err := web.ParseListParams(c)
+		p, after, err := web.ParseIDListParams(c)
 		if err != nil {
-			return err
-		}
-		var after int64
-		if _, err := p.After(&after); err != nil {
 			return err
 		}
 		ctx := c.Request().Context()

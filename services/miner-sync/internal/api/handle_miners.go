@@ -1,8 +1,6 @@
 package api
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -11,19 +9,10 @@ import (
 	"drover.dev/services/miner-sync/internal/store"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
+	"drover.dev/shared/web"
 )
 
-const (
-	defaultPageSize = 100
-	maxPageSize     = 1000
-)
-
-// minerPage is one page of GET /v1/miners; NextCursor is empty on the last page.
-type minerPage struct {
-	Miners     []store.Miner `json:"miners"`
-	NextCursor string        `json:"next_cursor,omitempty"`
-}
-
+// minerCursor is the sort key of GET /v1/miners: miners by uid, then hotkey.
 type minerCursor struct {
 	UID    int    `json:"u"`
 	Hotkey string `json:"h"`
@@ -31,7 +20,11 @@ type minerCursor struct {
 
 func handleMinerList(db postgres.DBTX) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		f, err := minerFilter(c)
+		p, err := web.ParseListParams(c)
+		if err != nil {
+			return err
+		}
+		f, err := minerFilter(c, p)
 		if err != nil {
 			return err
 		}
@@ -39,21 +32,14 @@ func handleMinerList(db postgres.DBTX) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		page := minerPage{Miners: miners}
-		if page.Miners == nil {
-			page.Miners = []store.Miner{}
-		}
-		if len(miners) == f.Limit {
-			last := miners[len(miners)-1]
-			b, _ := json.Marshal(minerCursor{UID: last.UID, Hotkey: last.Hotkey})
-			page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
-		}
-		return c.JSON(http.StatusOK, page)
+		return c.JSON(http.StatusOK, web.NewPage(miners, p, func(m store.Miner) any {
+			return minerCursor{UID: m.UID, Hotkey: m.Hotkey}
+		}))
 	}
 }
 
-func minerFilter(c *echo.Context) (store.MinerFilter, error) {
-	f := store.MinerFilter{Hotkey: c.QueryParam("hotkey"), Limit: defaultPageSize}
+func minerFilter(c *echo.Context, p web.ListParams) (store.MinerFilter, error) {
+	f := store.MinerFilter{Hotkey: c.QueryParam("hotkey"), Limit: p.Limit}
 	var err error
 	if f.Active, err = boolParam(c, "active"); err != nil {
 		return f, err
@@ -67,17 +53,11 @@ func minerFilter(c *echo.Context) (store.MinerFilter, error) {
 	if len(f.Hotkey) > 64 {
 		return f, problem.Invalidf("hotkey", "must be at most 64 characters")
 	}
-	if f.Limit, err = limitParam(c, defaultPageSize, maxPageSize); err != nil {
+	var cur minerCursor
+	if f.HasAfter, err = p.After(&cur); err != nil {
 		return f, err
 	}
-	if s := c.QueryParam("cursor"); s != "" {
-		var cur minerCursor
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || len(b) > 256 || json.Unmarshal(b, &cur) != nil {
-			return f, problem.Invalidf("cursor", "is not a cursor this service returned")
-		}
-		f.HasAfter, f.AfterUID, f.AfterHotkey = true, cur.UID, cur.Hotkey
-	}
+	f.AfterUID, f.AfterHotkey = cur.UID, cur.Hotkey
 	return f, nil
 }
 
@@ -91,16 +71,4 @@ func boolParam(c *echo.Context, name string) (*bool, error) {
 		return nil, problem.Invalidf(name, "must be true or false, not %q", s)
 	}
 	return &b, nil
-}
-
-func limitParam(c *echo.Context, def, most int) (int, error) {
-	s := c.QueryParam("limit")
-	if s == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > most {
-		return 0, problem.Invalidf("limit", "must be 1 to %d", most)
-	}
-	return n, nil
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -10,7 +9,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/store"
 	"drover.dev/shared/postgres"
-	"drover.dev/shared/problem"
+	"drover.dev/shared/web"
 )
 
 type syncAnswer struct {
@@ -35,35 +34,17 @@ func handleSync(ins *queue.Client) echo.HandlerFunc {
 	}
 }
 
-// eventPage is one page of GET /v1/sync/events, newest first.
-type eventPage struct {
-	Events     []store.SyncEvent `json:"events"`
-	NextCursor string            `json:"next_cursor,omitempty"`
-}
-
+// handleSyncEvents lists sync outcomes, newest first.
 func handleSyncEvents(db postgres.DBTX) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		limit, err := limitParam(c, 20, 100)
+		p, before, err := web.ParseIDListParams(c)
 		if err != nil {
 			return err
 		}
-		var before int64
-		if s := c.QueryParam("cursor"); s != "" {
-			if before, err = strconv.ParseInt(s, 10, 64); err != nil || before <= 0 {
-				return problem.Invalidf("cursor", "is not a cursor this service returned")
-			}
-		}
-		events, err := store.SyncEventList(c.Request().Context(), db, before, limit)
+		events, err := store.SyncEventList(c.Request().Context(), db, before, p.Limit)
 		if err != nil {
 			return err
 		}
-		page := eventPage{Events: events}
-		if page.Events == nil {
-			page.Events = []store.SyncEvent{}
-		}
-		if len(events) == limit {
-			page.NextCursor = strconv.FormatInt(events[len(events)-1].ID, 10)
-		}
-		return c.JSON(http.StatusOK, page)
+		return c.JSON(http.StatusOK, web.NewPage(events, p, func(e store.SyncEvent) any { return e.ID }))
 	}
 }

@@ -31,14 +31,12 @@ func (c *client) do(ctx context.Context, method, path string, body, out any, wan
 var tables = []string{"example_signal_stats", "example_signal_energy", "example_signal_grade"}
 
 func (c *client) requireTables(ctx context.Context, out io.Writer) error {
-	var list struct {
-		Tables []struct{ Name, Make string }
-	}
+	var list apiclient.Page[struct{ Name, Make string }]
 	if err := c.do(ctx, http.MethodGet, "/v1/tables", nil, &list, http.StatusOK); err != nil {
 		return err
 	}
 	have := map[string]string{}
-	for _, t := range list.Tables {
+	for _, t := range list.Items {
 		have[t.Name] = t.Make
 	}
 	for _, name := range tables {

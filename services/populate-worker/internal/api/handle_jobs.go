@@ -1,76 +1,56 @@
 package api
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"net/http"
 	"regexp"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/shared/problem"
-)
-
-const (
-	defaultPageSize = 100
-	maxPageSize     = 1000
+	"drover.dev/shared/web"
 )
 
 var keyHashPattern = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// jobPage is one page of GET /v1/jobs; NextCursor is empty on the last page.
-type jobPage struct {
-	Jobs       []populate.Job `json:"jobs"`
-	NextCursor string         `json:"next_cursor,omitempty"`
-}
+// jobCursor is the sort key of GET /v1/jobs: (table_name, key_hash).
+type jobCursor [2]string
 
 func handleJobList(e *populate.Engine) echo.HandlerFunc {
 	return func(c *echo.Context) error {
-		p, err := jobListParams(c)
+		p, err := web.ParseListParams(c)
 		if err != nil {
 			return err
 		}
-		jobs, err := populate.JobList(c.Request().Context(), e.Pool(), p)
+		f, err := jobFilter(c, p)
 		if err != nil {
 			return err
 		}
-		page := jobPage{Jobs: jobs}
-		if len(jobs) == p.Limit {
-			last := jobs[len(jobs)-1]
-			b, _ := json.Marshal([2]string{last.TableName, last.KeyHash})
-			page.NextCursor = base64.RawURLEncoding.EncodeToString(b)
+		jobs, err := populate.JobList(c.Request().Context(), e.Pool(), f)
+		if err != nil {
+			return err
 		}
-		return c.JSON(http.StatusOK, page)
+		return c.JSON(http.StatusOK, web.NewPage(jobs, p, func(j populate.Job) any {
+			return jobCursor{j.TableName, j.KeyHash}
+		}))
 	}
 }
 
-func jobListParams(c *echo.Context) (populate.JobListParams, error) {
-	p := populate.JobListParams{Table: c.QueryParam("table"), Limit: defaultPageSize}
+func jobFilter(c *echo.Context, p web.ListParams) (populate.JobListParams, error) {
+	f := populate.JobListParams{Table: c.QueryParam("table"), Limit: p.Limit}
 	if s := c.QueryParam("status"); s != "" {
 		st, err := populate.ParseStatus(s)
 		if err != nil {
-			return p, problem.Invalidf("status", "must be scheduled, reserved, error, ignore or success")
+			return f, problem.Invalidf("status", "must be one of %v", populate.Statuses())
 		}
-		p.Status = st
+		f.Status = st
 	}
-	if s := c.QueryParam("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxPageSize {
-			return p, problem.Invalidf("limit", "must be 1 to %d", maxPageSize)
-		}
-		p.Limit = n
+	var after jobCursor
+	if _, err := p.After(&after); err != nil {
+		return f, err
 	}
-	if s := c.QueryParam("cursor"); s != "" {
-		var after [2]string
-		b, err := base64.RawURLEncoding.DecodeString(s)
-		if err != nil || json.Unmarshal(b, &after) != nil {
-			return p, problem.Invalidf("cursor", "is not a cursor this service returned")
-		}
-		p.AfterTable, p.AfterKeyHash = after[0], after[1]
-	}
-	return p, nil
+	f.AfterTable, f.AfterKeyHash = after[0], after[1]
+	return f, nil
 }
 
 func jobPath(c *echo.Context) (string, string, error) {

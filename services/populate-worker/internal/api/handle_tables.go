@@ -31,7 +31,7 @@ func handleTableList(e *populate.Engine) echo.HandlerFunc {
 			}
 			out = append(out, tableView{Table: t, Make: kind})
 		}
-		return c.JSON(http.StatusOK, map[string]any{"tables": out})
+		return c.JSON(http.StatusOK, web.OnePage(out))
 	}
 }
 

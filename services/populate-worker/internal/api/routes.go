@@ -3,22 +3,34 @@ package api
 import (
 	"github.com/labstack/echo/v5"
 
+	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/shared/web"
 )
 
-// Routes adds the populate routes to api (the authenticated /v1 group). seed, when not nil,
-// serves POST /v1/examples/seed.
-func Routes(api *echo.Group, e *populate.Engine, seed echo.HandlerFunc) {
-	api.GET("/tables", handleTableList(e))
-	api.POST("/tables/:name/populate", handlePopulate(e))
-	api.POST("/tables/:name/schedule", handleSchedule(e))
-	api.POST("/tables/:name/cleanup", handleCleanup(e))
-	api.GET("/tables/:name/progress", handleProgress(e))
-	api.GET("/jobs", handleJobList(e))
-	api.GET("/jobs/:table/:key_hash", handleJobGet(e))
-	api.POST("/jobs/:table/:key_hash/ignore", handleJobIgnore(e))
-	api.POST("/jobs/:table/:key_hash/reschedule", handleJobReschedule(e))
-	if seed != nil {
-		api.POST("/examples/seed", seed)
+// Examples says which example routes a service serves: the HTTP function make of
+// example_signal_energy (open, as an external function would be) and POST /v1/examples/seed.
+type Examples struct {
+	Function bool
+	Seed     bool
+}
+
+// Routes lists every route of the service: the populate API under /v1 and the examples ex
+// enables.
+func Routes(s *web.Server, e *populate.Engine, ex Examples) {
+	s.API.GET("/tables", handleTableList(e))
+	s.API.POST("/tables/:name/populate", handlePopulate(e))
+	s.API.POST("/tables/:name/schedule", handleSchedule(e))
+	s.API.POST("/tables/:name/cleanup", handleCleanup(e))
+	s.API.GET("/tables/:name/progress", handleProgress(e))
+	s.API.GET("/jobs", handleJobList(e))
+	s.API.GET("/jobs/:table/:key_hash", handleJobGet(e))
+	s.API.POST("/jobs/:table/:key_hash/ignore", handleJobIgnore(e))
+	s.API.POST("/jobs/:table/:key_hash/reschedule", handleJobReschedule(e))
+	if ex.Function {
+		s.Echo.POST("/examples/functions/energy", echo.WrapHandler(examples.EnergyFunction(e.Pool())))
+	}
+	if ex.Seed {
+		s.API.POST("/examples/seed", handleSeed(e))
 	}
 }

@@ -102,13 +102,15 @@ func (m *Metrics) reclaimedFrom(table string, n int) {
 }
 
 // JobGauges are the populate-worker's gauges read at scrape time: the jobs of each registered
-// table by status, counted through the (table_name, status, key) index and capped at 1,000,000
-// per table and status, so a scrape never scans a huge table.
+// table by status, counted along the (table_name, status, key) index (the ORDER BY on its columns
+// keeps Postgres on it) and capped at 100,000 per table and status, so a scrape never scans a
+// huge table.
 func JobGauges(tables []string) []metrics.Gauge {
 	return []metrics.Gauge{{
 		Name: "drover_populate_worker_jobs", Labels: []string{"table", "status"},
-		Help: "Jobs of each computed table by status (saturates at 1,000,000 per table and status).",
-		SQL: `SELECT t, s, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s LIMIT 1000000) x)::float8
+		Help: "Jobs of each computed table by status (saturates at 100,000 per table and status).",
+		SQL: `SELECT t, s, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
+				ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8
 			FROM unnest($1::text[]) t, unnest(ARRAY['scheduled', 'reserved', 'error', 'ignore', 'success']) s`,
 		Args: []any{tables},
 	}}

@@ -41,7 +41,9 @@ type Neurons struct {
 	Block int64
 	Hash  string
 	UIDs  map[string]int
-	Bad   int // neurons that did not decode, or gave a uid out of range: left out of UIDs
+	// LastUpdate is each neuron's last_update: the block its weights last changed on chain.
+	LastUpdate map[string]int64
+	Bad        int // neurons that did not decode, or gave a uid out of range: left out of UIDs
 }
 
 // Answer is Pylon's answer to a weights request.
@@ -134,17 +136,22 @@ func decodeNeurons(body []byte) (Neurons, error) {
 	if doc.Block == nil || doc.Block.Number == nil || doc.Neurons == nil || !blockHash.MatchString(doc.Block.Hash) {
 		return Neurons{}, errors.New("decode pylon neurons: block.number, block.hash (0x and 64 hex digits) and neurons are required")
 	}
-	n := Neurons{Block: *doc.Block.Number, Hash: strings.ToLower(doc.Block.Hash), UIDs: make(map[string]int, len(doc.Neurons))}
+	n := Neurons{
+		Block: *doc.Block.Number, Hash: strings.ToLower(doc.Block.Hash),
+		UIDs: make(map[string]int, len(doc.Neurons)), LastUpdate: make(map[string]int64, len(doc.Neurons)),
+	}
 	for key, raw := range doc.Neurons {
 		var neuron struct {
-			UID    *int64 `json:"uid"`
-			Hotkey string `json:"hotkey"`
+			UID        *int64 `json:"uid"`
+			Hotkey     string `json:"hotkey"`
+			LastUpdate int64  `json:"last_update"`
 		}
 		if json.Unmarshal(raw, &neuron) != nil || neuron.UID == nil || *neuron.UID < 0 || *neuron.UID > math.MaxUint16 || neuron.Hotkey != key {
 			n.Bad++
 			continue
 		}
 		n.UIDs[key] = int(*neuron.UID)
+		n.LastUpdate[key] = neuron.LastUpdate
 	}
 	return n, nil
 }

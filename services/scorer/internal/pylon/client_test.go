@@ -29,10 +29,10 @@ func TestNeurons(t *testing.T) {
 		wantErr string
 		want    Neurons
 	}{
-		{"Good", `{"block":{"number":5,"hash":"` + hash + `"},"neurons":{"A":{"uid":1,"hotkey":"A"},"B":{"uid":2,"hotkey":"B"}}}`, "",
-			Neurons{Block: 5, Hash: hash, UIDs: map[string]int{"A": 1, "B": 2}}},
+		{"Good", `{"block":{"number":5,"hash":"` + hash + `"},"neurons":{"A":{"uid":1,"hotkey":"A","last_update":4},"B":{"uid":2,"hotkey":"B"}}}`, "",
+			Neurons{Block: 5, Hash: hash, UIDs: map[string]int{"A": 1, "B": 2}, LastUpdate: map[string]int64{"A": 4, "B": 0}}},
 		{"BadNeuronsCounted", `{"block":{"number":5,"hash":"` + hash + `"},"neurons":{"A":{"uid":70000,"hotkey":"A"},"B":{"uid":2,"hotkey":"X"},"C":7,"D":{"hotkey":"D"},"E":{"uid":0,"hotkey":"E"}}}`, "",
-			Neurons{Block: 5, Hash: hash, UIDs: map[string]int{"E": 0}, Bad: 4}},
+			Neurons{Block: 5, Hash: hash, UIDs: map[string]int{"E": 0}, LastUpdate: map[string]int64{"E": 0}, Bad: 4}},
 		{"NoHash", `{"block":{"number":5},"neurons":{}}`, "block.hash", Neurons{}},
 		{"NotJSON", `<html>`, "decode pylon neurons", Neurons{}},
 		{"TooLarge", `{"block":{"number":5,"hash":"` + hash + `"},"neurons":{"A":{"uid":1,"hotkey":"` + strings.Repeat("A", 300) + `"}}}`, "more than 256 bytes", Neurons{}},

@@ -102,8 +102,13 @@ SELECT coalesce((SELECT block FROM weight_submissions WHERE outcome = 'sent' ORD
 
 -- name: SubmissionList :many
 -- SubmissionList returns attempts newest first, older than before (every attempt when 0).
-SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block
 FROM weight_submissions
 WHERE (@before::bigint = 0 OR id < @before::bigint)
 ORDER BY id DESC
 LIMIT @max;
+
+-- name: SubmissionConfirm :execrows
+-- SubmissionConfirm marks the weights sent at or before the validator's last_update as on chain.
+UPDATE weight_submissions SET confirmed_block = @last_update::bigint
+WHERE outcome = 'sent' AND confirmed_block IS NULL AND block <= @last_update::bigint;

@@ -34,6 +34,8 @@ type Submission struct {
 	PylonStatus  *int         `json:"pylon_status"`
 	PylonAnswer  *string      `json:"pylon_answer"`
 	Error        *string      `json:"error"`
+	// ConfirmedBlock is the validator's last_update that showed these weights on chain.
+	ConfirmedBlock *int64 `json:"confirmed_block"`
 }
 
 // SentWeight is one weight as sent: the hotkey, its uid at the submission's block, its share.
@@ -96,6 +98,7 @@ func SubmissionList(ctx context.Context, db postgres.DBTX, before int64, limit i
 		out[i] = Submission{
 			ID: r.ID, At: r.At, Reason: r.Reason, BatchID: r.BatchID, Block: r.Block, BlockHash: r.BlockHash,
 			Outcome: r.Outcome, Unregistered: int(r.Unregistered), PylonAnswer: r.PylonAnswer, Error: r.Error,
+			ConfirmedBlock: r.ConfirmedBlock,
 		}
 		if r.PylonStatus != nil {
 			out[i].PylonStatus = new(int(*r.PylonStatus))
@@ -112,4 +115,14 @@ func (s *Submission) Because(err error) *Submission {
 	msg := err.Error()
 	s.Error = &msg
 	return s
+}
+
+// SubmissionConfirm marks every sent submission not yet confirmed whose block is at most
+// lastUpdate (the validator's, from a later metagraph) as on chain; it returns how many.
+func SubmissionConfirm(ctx context.Context, db postgres.DBTX, lastUpdate int64) (int64, error) {
+	n, err := queries.SubmissionConfirm(ctx, db, lastUpdate)
+	if err != nil {
+		return 0, fmt.Errorf("confirm weights sent up to block %d: %w", lastUpdate, err)
+	}
+	return n, nil
 }

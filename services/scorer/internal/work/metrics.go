@@ -3,13 +3,15 @@ package work
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"drover.dev/services/scorer/internal/store"
 	"drover.dev/shared/metrics"
 )
 
-// Metrics counts the scorings of this process. The age of the latest weights is read from the
-// database at scrape time (Gauges).
+// Metrics counts the scorings and weight submissions of this process. The age of the latest
+// weights, and of the last weights sent, are read from the database at scrape time (Gauges).
 type Metrics struct {
-	scorings *prometheus.CounterVec
+	scorings    *prometheus.CounterVec
+	submissions *prometheus.CounterVec
 }
 
 // NewMetrics registers scorer's counters on reg, both outcomes at zero.
@@ -20,8 +22,21 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}, []string{"outcome"})}
 	m.scorings.WithLabelValues("scored")
 	m.scorings.WithLabelValues("failed")
-	reg.MustRegister(m.scorings)
+	m.submissions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "drover_scorer_weight_submissions_total",
+		Help: "Attempts of this process to set the weights through Pylon, by outcome: sent, failed or skipped.",
+	}, []string{"outcome"})
+	for _, o := range []string{store.SubmissionSent, store.SubmissionFailed, store.SubmissionSkipped} {
+		m.submissions.WithLabelValues(o)
+	}
+	reg.MustRegister(m.scorings, m.submissions)
 	return m
+}
+
+func (m *Metrics) submitted(outcome string) {
+	if m != nil {
+		m.submissions.WithLabelValues(outcome).Inc()
+	}
 }
 
 func (m *Metrics) scored(outcome string) {
@@ -38,4 +53,8 @@ var Gauges = []metrics.Gauge{{
 	SQL: `SELECT extract(epoch FROM now() - b.scored_at)::float8 FROM batches b
 		WHERE b.scored_at IS NOT NULL AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
 		ORDER BY b.started_at DESC, b.id DESC LIMIT 1`,
+}, {
+	Name: "drover_scorer_weights_sent_age_seconds",
+	Help: "Seconds since Pylon last accepted the weights; absent before it ever did.",
+	SQL:  `SELECT extract(epoch FROM now() - at)::float8 FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1`,
 }}

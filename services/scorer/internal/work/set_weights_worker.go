@@ -34,6 +34,10 @@ type SetWeightsWorker struct {
 	// blocks have passed since the last weights sent.
 	RateLimitBlocks int64
 	Logger          *slog.Logger
+	Metrics         *Metrics // nil counts nothing
+	// Validator is the hotkey the weights are set for: its last_update in each metagraph read
+	// confirms the weights sent before it. No confirmation when empty.
+	Validator string
 }
 
 // Timeout covers the two Pylon calls.
@@ -61,6 +65,7 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 				return err
 			}
 			w.log(ctx, *sub)
+			w.Metrics.submitted(sub.Outcome)
 		}
 		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
@@ -84,6 +89,9 @@ func (w *SetWeightsWorker) attempt(ctx context.Context, tx pgx.Tx, reason string
 		return sub.Because(err), nil
 	}
 	sub.Block, sub.BlockHash = &neurons.Block, &neurons.Hash
+	if err := w.confirm(ctx, tx, neurons); err != nil {
+		return nil, err
+	}
 	last, err := store.SubmissionLastSentBlock(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -135,4 +143,17 @@ func (w *SetWeightsWorker) log(ctx context.Context, s store.Submission) {
 		return
 	}
 	w.Logger.InfoContext(ctx, "weights set through pylon", attrs...)
+}
+
+// confirm marks the weights sent up to the validator's last_update as on chain.
+func (w *SetWeightsWorker) confirm(ctx context.Context, tx pgx.Tx, neurons pylon.Neurons) error {
+	lastUpdate, ok := neurons.LastUpdate[w.Validator]
+	if w.Validator == "" || !ok {
+		return nil
+	}
+	n, err := store.SubmissionConfirm(ctx, tx, lastUpdate)
+	if n > 0 {
+		w.Logger.InfoContext(ctx, "weights confirmed on chain", "last_update", lastUpdate, "submissions", n)
+	}
+	return err
 }

@@ -30,8 +30,9 @@ type pylonStub struct {
 	mu            sync.Mutex
 	block         int64
 	uids          map[string]int
-	neuronsStatus int // 200 when zero
-	weightsStatus int // 200 when zero
+	lastUpdate    int64 // every neuron's last_update
+	neuronsStatus int   // 200 when zero
+	weightsStatus int   // 200 when zero
 	puts          []map[string]float64
 }
 
@@ -50,7 +51,7 @@ func (p *pylonStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		neurons := map[string]any{"broken": "x"}
 		for hk, uid := range p.uids {
-			neurons[hk] = map[string]any{"uid": uid, "hotkey": hk}
+			neurons[hk] = map[string]any{"uid": uid, "hotkey": hk, "last_update": p.lastUpdate}
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"block": map[string]any{"number": p.block, "hash": hashOf(p.block)}, "neurons": neurons})
 	case r.Method == http.MethodPut && r.URL.Path == "/api/v1/identity/validator/subnet/12/weights":
@@ -199,6 +200,26 @@ func TestSetWeightsWorker(t *testing.T) {
 
 		b.stub.set(func(p *pylonStub) { p.weightsStatus = 0 })
 		require.Equal(t, store.SubmissionSent, b.set(t).Outcome, "a failed attempt does not count for the rate limit")
+	})
+
+	t.Run("ConfirmedByTheValidatorsLastUpdate", func(t *testing.T) {
+		t.Parallel()
+		b := setupWeights(t)
+		b.weights.Validator = "V"
+		b.stub.set(func(p *pylonStub) { p.uids["V"], p.lastUpdate = 9, 900 })
+		b.score(t)
+		sent := b.set(t)
+		require.Equal(t, store.SubmissionSent, sent.Outcome)
+		require.Nil(t, sent.ConfirmedBlock, "last_update 900 is older than the weights")
+
+		b.stub.set(func(p *pylonStub) { p.block, p.lastUpdate = 1010, 1003 })
+		skipped := b.set(t)
+		require.Equal(t, store.SubmissionSkipped, skipped.Outcome, "rate limited")
+		subs, err := store.SubmissionList(context.Background(), b.tx, 0, 2)
+		require.NoError(t, err)
+		require.Equal(t, sent.ID, subs[1].ID)
+		require.Equal(t, int64(1003), *subs[1].ConfirmedBlock)
+		require.Nil(t, subs[0].ConfirmedBlock, "only weights sent are confirmed")
 	})
 
 	t.Run("NobodyRegisteredIsSkipped", func(t *testing.T) {

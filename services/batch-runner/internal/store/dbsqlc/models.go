@@ -141,4 +141,5 @@ type SyncEvent struct {
 	Skipped        int32
 	Error          *string
 	SkippedEntries []byte
+	BlockHash      *string
 }

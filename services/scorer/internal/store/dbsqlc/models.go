@@ -54,16 +54,17 @@ type ScoringFailure struct {
 }
 
 type WeightSubmission struct {
-	ID           int64
-	At           time.Time
-	Reason       string
-	BatchID      *int64
-	Block        *int64
-	BlockHash    *string
-	Outcome      string
-	Weights      []byte
-	Unregistered int32
-	PylonStatus  *int32
-	PylonAnswer  *string
-	Error        *string
+	ID             int64
+	At             time.Time
+	Reason         string
+	BatchID        *int64
+	Block          *int64
+	BlockHash      *string
+	Outcome        string
+	Weights        []byte
+	Unregistered   int32
+	PylonStatus    *int32
+	PylonAnswer    *string
+	Error          *string
+	ConfirmedBlock *int64
 }

@@ -449,6 +449,20 @@ func (q *Queries) SignerTryLock(ctx context.Context, db DBTX, key int64) (bool, 
 	return pg_try_advisory_xact_lock, err
 }
 
+const submissionConfirm = `-- name: SubmissionConfirm :execrows
+UPDATE weight_submissions SET confirmed_block = $1::bigint
+WHERE outcome = 'sent' AND confirmed_block IS NULL AND block <= $1::bigint
+`
+
+// SubmissionConfirm marks the weights sent at or before the validator's last_update as on chain.
+func (q *Queries) SubmissionConfirm(ctx context.Context, db DBTX, lastUpdate int64) (int64, error) {
+	result, err := db.Exec(ctx, submissionConfirm, lastUpdate)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const submissionInsert = `-- name: SubmissionInsert :one
 INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
@@ -499,7 +513,7 @@ func (q *Queries) SubmissionLastSentBlock(ctx context.Context, db DBTX) (int64, 
 }
 
 const submissionList = `-- name: SubmissionList :many
-SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block
 FROM weight_submissions
 WHERE ($1::bigint = 0 OR id < $1::bigint)
 ORDER BY id DESC
@@ -534,6 +548,7 @@ func (q *Queries) SubmissionList(ctx context.Context, db DBTX, arg SubmissionLis
 			&i.PylonStatus,
 			&i.PylonAnswer,
 			&i.Error,
+			&i.ConfirmedBlock,
 		); err != nil {
 			return nil, err
 		}

@@ -1,0 +1,80 @@
+package web
+
+import (
+	"encoding/base64"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/labstack/echo/v5"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/problem"
+)
+
+func listContext(query string) *echo.Context {
+	req := httptest.NewRequest(http.MethodGet, "/v1/things?"+query, nil)
+	return echo.New().NewContext(req, httptest.NewRecorder())
+}
+
+type thingKey struct {
+	Name string `json:"n"`
+	ID   int64  `json:"i"`
+}
+
+func TestListPagesFollowTheirCursor(t *testing.T) {
+	t.Parallel()
+
+	p, err := ParseListParams(listContext(""))
+	require.NoError(t, err)
+	require.Equal(t, DefaultLimit, p.Limit)
+	var key thingKey
+	has, err := p.After(&key)
+	require.NoError(t, err)
+	require.False(t, has, "the first page starts nowhere")
+
+	key = thingKey{Name: "é", ID: 1 << 62}
+	page := NewPage([]thingKey{{Name: "a"}, key}, ListParams{Limit: 2}, func(k thingKey) any { return k })
+	require.NotEmpty(t, page.NextCursor, "a full page has a next one")
+	p, err = ParseListParams(listContext("limit=2&cursor=" + page.NextCursor))
+	require.NoError(t, err)
+	var got thingKey
+	has, err = p.After(&got)
+	require.NoError(t, err)
+	require.True(t, has)
+	require.Equal(t, key, got)
+
+	last := NewPage([]thingKey{key}, ListParams{Limit: 2}, func(k thingKey) any { return k })
+	require.Empty(t, last.NextCursor, "a page short of its limit is the last")
+	require.NotNil(t, NewPage[thingKey](nil, p, nil).Items, "an empty list is [], never null")
+}
+
+func TestListParamsRejectBadInput(t *testing.T) {
+	t.Parallel()
+
+	cursor := func(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }
+	tests := []struct{ name, query, field string }{
+		{"LimitZero", "limit=0", "limit"},
+		{"LimitPastMax", "limit=1001", "limit"},
+		{"LimitPadded", "limit=010", "limit"},
+		{"LimitNotANumber", "limit=ten", "limit"},
+		{"CursorNotBase64", "cursor=%21", "cursor"},
+		{"CursorNotJSON", "cursor=" + cursor("{"), "cursor"},
+		{"CursorWithNUL", "cursor=" + cursor(`{"n":"\u0000"}`), "cursor.n"},
+		{"CursorOfAnotherList", "cursor=" + cursor(`{"other":1}`), "cursor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := ParseListParams(listContext(tt.query))
+			if err == nil {
+				var key thingKey
+				_, err = p.After(&key)
+			}
+			var pe *problem.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, problem.Invalid, pe.Code)
+			require.Equal(t, tt.field, pe.Field)
+		})
+	}
+}
