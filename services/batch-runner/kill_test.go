@@ -97,7 +97,7 @@ func processEnv(dbURL string, spinUp time.Duration) map[string]string {
 		"BATCH_RUNNER_HOTKEY_URI": "//Alice", "BATCH_RUNNER_CYCLE": "1h",
 		"BATCH_RUNNER_GENERATORS": "*=pow", "BATCH_RUNNER_POW_TIME_LIMIT": "1s",
 		"BATCH_RUNNER_SPIN_UPS": "*:" + spinUp.String(), "BATCH_RUNNER_MIN_SPIN_UP": "50ms",
-		"BATCH_RUNNER_MANIFEST_TIMEOUT": "2s", "BATCH_RUNNER_READY_GRACE": "500ms",
+		"BATCH_RUNNER_MANIFEST_TIMEOUT": "5s", "BATCH_RUNNER_READY_GRACE": "2s",
 		"BATCH_RUNNER_JOB_EXTRA": "500ms", "BATCH_RUNNER_RECEIPT_TIMEOUT": "1s",
 		// River retries a job whose process died once it has run longer than its timeout; the
 		// leader's lease (15 s, River's) must lapse first, then the rescuer runs at once.
@@ -151,7 +151,8 @@ func TestKilledMidBatchRetriesOnce(t *testing.T) {
 		"batch_runner.batch_jobs": 0, "batch_runner.batch_manifests": 0, "batch_runner.batch_receipts": 0, "scorer.river_job": 0,
 	}, resultRows(t, pool))
 
-	second := startProcess(t, bin, processEnv(dbURL, 200*time.Millisecond))
+	// The retry must see every miner complete: a spin-up a loaded machine's accepts cannot miss.
+	second := startProcess(t, bin, processEnv(dbURL, 2*time.Second))
 	done := waitDone(t, second.base, jobID, 40*time.Second)
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
 	require.Equal(t, 2, done.Attempt, "the retry took the killed attempt's row over")

@@ -21,14 +21,16 @@ func TestMain(m *testing.M) {
 }
 
 // testConfig is the service's configuration for tests: //Alice, proof-of-work jobs, short
-// spin-ups and timeouts, no periodic batch during the test.
+// spin-ups and timeouts, no periodic batch during the test. The manifest and ready bounds cap
+// waits that end when the miner answers, and no miner here stays silent, so they are generous: on
+// a loaded 2-core -race run a manifest took up to ~1.5 s and an accept or ready message ~400 ms.
 func testConfig(databaseURL string) Config {
 	return Config{
 		Common: servicetest.Config(databaseURL), HotkeyURI: "//Alice",
 		Cycle: time.Hour, PeakEvery: 1, JobTimeout: time.Minute,
 		Generators: "*=pow", PoWTimeLimit: time.Second, Headroom: 1.2,
 		SpinUps: map[string]time.Duration{"*": 100 * time.Millisecond}, MinSpinUp: 50 * time.Millisecond,
-		ManifestTimeout: time.Second, ReadyGrace: 500 * time.Millisecond, JobExtra: 300 * time.Millisecond,
+		ManifestTimeout: 5 * time.Second, ReadyGrace: 2 * time.Second, JobExtra: 300 * time.Millisecond,
 		ReceiptTimeout: time.Second, WriteTimeout: time.Second, SlowSend: 100 * time.Millisecond,
 		MaxFrameSize: 1 << 20, ExcuseMinStake: 30000,
 		ShardWorkers: 2, ShardWait: 5 * time.Second, SendMargin: 250 * time.Millisecond, ShardPoll: 10 * time.Millisecond,

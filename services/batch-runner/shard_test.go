@@ -55,11 +55,12 @@ func getSharded(t *testing.T, base string, id int64) shardedView {
 
 // shardConfig is testConfig with batches of more than two miners split into shards of two, and
 // perProcess shard slots per process. The spin-up is the miners' time to answer the initial
-// request: room for a loaded -race run with two instances and a fleet in one process.
+// request: room for a loaded -race run with two instances and a fleet in one process, where an
+// accept came up to ~400 ms after its offer.
 func shardConfig(dbURL string, perProcess int, wait time.Duration) Config {
 	cfg := testConfig(dbURL)
 	cfg.ShardMiners, cfg.ShardWorkers, cfg.ShardWait = 2, perProcess, wait
-	cfg.SpinUps = map[string]time.Duration{"*": 500 * time.Millisecond}
+	cfg.SpinUps = map[string]time.Duration{"*": 2 * time.Second}
 	return cfg
 }
 
