@@ -106,7 +106,9 @@ func (s *service) start(ctx context.Context, opts options, binary string, args [
 	if err != nil {
 		return err
 	}
-	s.cmd = exec.Command(filepath.Join(opts.bin, binary), args...)
+	// Not CommandContext: a cancelled context would SIGKILL the child, and devrun stops its
+	// children in order with SIGTERM so each drains.
+	s.cmd = exec.Command(filepath.Join(opts.bin, binary), args...) //nolint:noctx // see above
 	s.cmd.Env = env(opts, extra)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches devrun, which stops children in order
@@ -131,15 +133,25 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration, path st
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		resp, err := http.Get(s.url + path)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
+		if s.answers(ctx, path) {
+			return nil
 		}
 	}
 	return fmt.Errorf("%s not ready after %s at %s", s.name, patience, s.url)
+}
+
+// answers reports whether path answers 200.
+func (s *service) answers(ctx context.Context, path string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // stop sends SIGTERM to every child and waits for it to drain, killing stragglers.

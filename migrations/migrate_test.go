@@ -59,7 +59,8 @@ func TestFingerprintIsStable(t *testing.T) {
 	t.Parallel()
 
 	require.Len(t, Fingerprint(), 12)
-	require.Equal(t, Fingerprint(), Fingerprint())
+	first := Fingerprint()
+	require.Equal(t, first, Fingerprint())
 }
 
 func scratchDatabase(t *testing.T) string {

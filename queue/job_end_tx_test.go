@@ -47,11 +47,8 @@ func (w *endWorker) Work(ctx context.Context, job *river.Job[endArgs]) error {
 // tests, which each work in a transaction rolled back at the end.
 const riverDB = "drover_queue_test"
 
-var (
-	riverOnce sync.Once
-	riverURL  string
-	riverErr  error
-)
+// riverURL prepares riverDB once per test binary and returns its URL.
+var riverURL = sync.OnceValues(func() (string, error) { return prepareRiverDB(context.Background()) })
 
 // prepareRiverDB creates riverDB when missing and migrates River into it, once per test binary;
 // an advisory lock keeps test binaries running at once from migrating together.
@@ -103,9 +100,9 @@ func prepareRiverDB(ctx context.Context) (string, error) {
 func riverTx(t *testing.T) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
-	riverOnce.Do(func() { riverURL, riverErr = prepareRiverDB(ctx) })
-	require.NoError(t, riverErr)
-	conn, err := pgx.Connect(ctx, riverURL)
+	url, err := riverURL()
+	require.NoError(t, err)
+	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	tx, err := conn.Begin(ctx)

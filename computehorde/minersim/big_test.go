@@ -259,7 +259,9 @@ func (c *bigConn) receiptFinished(j *testJob, stdout string) error {
 
 func fetchMetagraph(t *testing.T, control string) Metagraph {
 	t.Helper()
-	resp, err := http.Get(control + "/metagraph")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, control+"/metagraph", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var g Metagraph

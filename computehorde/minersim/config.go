@@ -2,7 +2,6 @@ package minersim
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -120,7 +119,7 @@ func (c Config) withDefaults() Config {
 	c.PingInterval = orDefault(c.PingInterval, DefaultPingInterval)
 	c.Netuid = orDefault(c.Netuid, DefaultNetuid)
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

@@ -13,7 +13,9 @@ import (
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -43,7 +45,7 @@ func TestFleetMetagraph(t *testing.T) {
 	alice := g.Miners[2]
 	require.Equal(t, aliceKey(t).Address(), alice.Hotkey)
 	require.True(t, alice.Validator)
-	require.Equal(t, 100_000.0, alice.Stake)
+	require.InDelta(t, 100_000.0, alice.Stake, 1e-9)
 	require.False(t, g.Miners[5].Validator, "the inactive validator has no permit")
 }
 
@@ -84,7 +86,9 @@ func TestFleetArrivalsEndpoint(t *testing.T) {
 	require.Equal(t, int64(1), stats[1].Connections)
 	require.Zero(t, stats[1].DecodeErrors)
 
-	resp, err := http.Get(f.ControlURL() + "/arrivals?miner=x")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, f.ControlURL()+"/arrivals?miner=x", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusBadRequest, resp.StatusCode)

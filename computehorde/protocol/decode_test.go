@@ -169,7 +169,7 @@ func TestEncodeZeroValues(t *testing.T) {
 
 	encoded, err := Encode(V0JobRequest{JobUUID: "u", DockerRunOptionsPreset: PresetNvidiaAll})
 	require.NoError(t, err)
-	require.Equal(t, `{"message_type":"V0JobRequest","job_uuid":"u","executor_class":"","docker_image":"","raw_script":null,"docker_run_options_preset":"nvidia_all","docker_run_cmd":[],"env":{},"volume":null,"output_upload":null,"artifacts_dir":null}`, string(encoded))
+	require.Equal(t, `{"message_type":"V0JobRequest","job_uuid":"u","executor_class":"","docker_image":"","raw_script":null,"docker_run_options_preset":"nvidia_all","docker_run_cmd":[],"env":{},"volume":null,"output_upload":null,"artifacts_dir":null}`, string(encoded)) //nolint:testifylint // the exact wire bytes are the point
 }
 
 func TestErrorKindString(t *testing.T) {

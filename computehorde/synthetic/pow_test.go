@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"testing"
 	"time"
@@ -75,8 +74,8 @@ func TestPoWNoLeak(t *testing.T) {
 		for _, v := range job.Request.Env {
 			require.NotEqual(t, job.Answer, v)
 		}
-		require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{32}$`), job.Request.Env["POW_SALT"])
-		require.Regexp(t, regexp.MustCompile(`^[0-9a-f]{64}$`), job.Request.Env["POW_DIGEST"])
+		require.Regexp(t, `^[0-9a-f]{32}$`, job.Request.Env["POW_SALT"])
+		require.Regexp(t, `^[0-9a-f]{64}$`, job.Request.Env["POW_DIGEST"])
 	}
 }
 

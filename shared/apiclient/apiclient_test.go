@@ -3,7 +3,6 @@ package apiclient
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -41,7 +40,7 @@ func TestDo(t *testing.T) {
 		status, err := Client{Token: "wrong"}.Do(ctx, http.MethodGet, srv.URL, nil, nil)
 		require.Equal(t, http.StatusUnauthorized, status)
 		var se *StatusError
-		require.True(t, errors.As(err, &se))
+		require.ErrorAs(t, err, &se)
 		require.Contains(t, se.Body, "problems/unauthorized")
 	})
 }

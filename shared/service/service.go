@@ -124,7 +124,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps) error {
 	ln := spec.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", spec.HTTPAddr); err != nil {
+		if ln, err = new(net.ListenConfig).Listen(ctx, "tcp", spec.HTTPAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", spec.HTTPAddr, err)
 		}
 	}

@@ -42,7 +42,7 @@ func call(t *testing.T, method, url, token string, body any) (int, map[string]an
 		require.NoError(t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, url, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
 	require.NoError(t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -41,7 +41,7 @@ func Config(databaseURL string) config.Common {
 // to answer 200, and returns the base URL. The test fails if run returns an error.
 func Start(t testing.TB, run func(ctx context.Context, ln net.Listener, stdout io.Writer) error) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -58,7 +58,11 @@ func Start(t testing.TB, run func(ctx context.Context, ln net.Listener, stdout i
 			return true // run ended: fail below rather than wait
 		default:
 		}
-		resp, err := http.Get(base + "/readyz")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
@@ -84,7 +88,7 @@ func Call(t testing.TB, method, url string, body, out any) int {
 		require.NoError(t, err)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequest(method, url, rd)
+	req, err := http.NewRequestWithContext(t.Context(), method, url, rd)
 	require.NoError(t, err)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+Token)

@@ -35,10 +35,9 @@ const templateLock = 0x64726f7674706c // "drovtpl"
 // queries are the statements of query.sql, compiled by sqlc; each takes the DBTX to run on.
 var queries = dbsqlc.New()
 
-var (
-	prepareOnce sync.Once
-	prepareErr  error
-)
+// prepareTemplate creates the template and the shared database once per test binary and
+// remembers the outcome.
+var prepareTemplate = sync.OnceValue(func() error { return createTemplate(context.Background()) })
 
 // ServerURL is the URL of the test server's maintenance database.
 func ServerURL() string {
@@ -142,9 +141,8 @@ func openPool(t testing.TB, databaseURL, schema string) *pgxpool.Pool {
 // prepare makes sure the template and the shared database exist, once per test binary.
 func prepare(t testing.TB) {
 	t.Helper()
-	prepareOnce.Do(func() { prepareErr = createTemplate(context.Background()) })
-	if prepareErr != nil {
-		t.Fatalf("prepare test databases on %s: %v", redacted(ServerURL()), prepareErr)
+	if err := prepareTemplate(); err != nil {
+		t.Fatalf("prepare test databases on %s: %v", redacted(ServerURL()), err)
 	}
 }
 

@@ -65,7 +65,7 @@ type response struct {
 // do sends a request and returns the status, the headers and the decoded body.
 func (b *testBundle) do(t *testing.T, method, path, token, body string) (response, map[string]any) {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req := httptest.NewRequestWithContext(t.Context(), method, path, strings.NewReader(body))
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -127,7 +127,7 @@ func TestOpenEndpointsNeedNoToken(t *testing.T) {
 	require.Equal(t, "connection refused", body["database"])
 
 	rec := httptest.NewRecorder()
-	b.server.Echo.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	b.server.Echo.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/metrics", nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	require.Contains(t, rec.Body.String(), `http_requests_total{method="GET",route="/readyz",status="503"} 1`)
 }
@@ -204,7 +204,9 @@ func TestServeAndShutdown(t *testing.T) {
 	ln := srv.Listener
 	done := make(chan error, 1)
 	go func() { done <- b.server.Serve(ln) }()
-	resp, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+ln.Addr().String()+"/healthz", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -39,7 +38,9 @@ func TestRun(t *testing.T) {
 	require.Contains(t, lines.Text(), "3 miners (127.0.9.2:")
 	require.Contains(t, lines.Text(), "6 executors")
 
-	resp, err := http.Get(control + "/metagraph")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, control+"/metagraph", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	var g minersim.Metagraph
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&g))
@@ -98,7 +99,7 @@ func TestHelpDocumentsEveryBehaviour(t *testing.T) {
 
 	var out bytes.Buffer
 	_, err := parseFlags([]string{"-help"}, &out)
-	require.True(t, errors.Is(err, flag.ErrHelp))
+	require.ErrorIs(t, err, flag.ErrHelp)
 	help := out.String()
 	fields := reflect.TypeFor[minersim.Behaviour]()
 	for i := range fields.NumField() {

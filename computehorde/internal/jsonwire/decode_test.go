@@ -126,7 +126,7 @@ func TestDecode(t *testing.T) {
 
 // TestDecodeCleanAllocatesNothing guards the hot path: an object with no stray member is
 // checked without a copy. It is not parallel: testing.AllocsPerRun refuses parallel tests.
-func TestDecodeCleanAllocatesNothing(t *testing.T) {
+func TestDecodeCleanAllocatesNothing(t *testing.T) { //nolint:paralleltest // AllocsPerRun refuses parallel tests
 	data := []byte(`{"id":"a","inner":{"name":"n","tags":["x"]},"list":[{"name":"a"}],"by_key":{"k":{}}}`)
 	s := shapeOf(reflect.TypeFor[*testOuter]())
 	allocs := testing.AllocsPerRun(100, func() {
