@@ -41,7 +41,7 @@ func (b *bench) throughput(ctx context.Context, w int) (int, error) {
 		return 0, err
 	}
 	start := time.Now()
-	res, err := b.engine.Populate(ctx, "bench", populate.PopulateOpts{ReserveJobs: true, SkipSchedule: true, Processes: w})
+	res, err := b.engine.Populate(ctx, "bench", populate.Opts{ReserveJobs: true, SkipSchedule: true, Processes: w})
 	if err != nil {
 		return 0, err
 	}

@@ -60,7 +60,7 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.PopulateOpts{
+		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.Opts{
 			Restriction: req.Restriction, Order: req.Order, MaxCalls: req.MaxCalls,
 			ReserveJobs: orTrue(req.ReserveJobs), SkipSchedule: !orTrue(req.ScheduleJobs),
 			SuppressErrors: req.SuppressErrors, Processes: req.Processes, ScheduleInterval: interval,

@@ -11,9 +11,9 @@ func TestCleanupJobs(t *testing.T) {
 	b := setup(t, Config{KeepSuccess: true})
 	b.grid(t, 4)
 	b.insertSrc(t, [3]int{5, 1, -5})
-	b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true, MaxCalls: 2})
+	b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true, MaxCalls: 2})
 	// Now: keys 1, 2 success; 3, 4 scheduled; 5 error (the failing key sorts last).
-	b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true, Restriction: Restriction{"a": []byte("5")}})
+	b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true, Restriction: Restriction{"a": []byte("5")}})
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'error'`))
 
 	_, err := b.pool.Exec(b.ctx, `DELETE FROM src WHERE a IN (3, 5); DELETE FROM dst WHERE a = 1`)

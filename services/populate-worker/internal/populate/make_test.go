@@ -45,7 +45,7 @@ func TestMakeErrors(t *testing.T) {
 		stack := strings.Repeat("frame at make.go:42\n", 4498)[:89_942]
 		b := setup(t, Config{}, failing(&MakeError{Class: "ValueError", Message: strings.Repeat("m", 2135), Stack: stack}))
 		b.grid(t, 1)
-		res, err := b.engine.Populate(b.ctx, "pair", PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		res, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
 		require.NoError(t, err)
 		require.Len(t, res.ErrorList, 1)
 		job := b.onlyJob(t)
@@ -61,7 +61,7 @@ func TestMakeErrors(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{}, failing(errors.New("plain failure")))
 		b.grid(t, 1)
-		_, err := b.engine.Populate(b.ctx, "pair", PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		_, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
 		require.NoError(t, err)
 		require.Equal(t, "errors.errorString: plain failure", *b.onlyJob(t).ErrorMessage)
 	})
@@ -71,7 +71,7 @@ func TestMakeErrors(t *testing.T) {
 		tbl.Make = func(context.Context, pgx.Tx, Key) ([]Row, error) { panic("index out of range") }
 		b := setup(t, Config{}, tbl)
 		b.grid(t, 1)
-		_, err := b.engine.Populate(b.ctx, "pair", PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		_, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
 		require.NoError(t, err)
 		job := b.onlyJob(t)
 		require.Equal(t, "panic: index out of range", *job.ErrorMessage)
@@ -149,7 +149,7 @@ func TestThreePartMake(t *testing.T) {
 		var b *testBundle
 		b = setup(t, Config{}, three(&b, false))
 		b.grid(t, 2)
-		require.Equal(t, 2, b.populate(t, PopulateOpts{ReserveJobs: true}).SuccessCount)
+		require.Equal(t, 2, b.populate(t, Opts{ReserveJobs: true}).SuccessCount)
 		require.Equal(t, 6, b.count(t, `SELECT sum(doubled) FROM dst`))
 	})
 	t.Run("AbortsWhenInputChanged", func(t *testing.T) {
@@ -157,7 +157,7 @@ func TestThreePartMake(t *testing.T) {
 		var b *testBundle
 		b = setup(t, Config{}, three(&b, true))
 		b.grid(t, 1)
-		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		require.Zero(t, res.SuccessCount)
 		require.Contains(t, *b.onlyJob(t).ErrorMessage, "input changed during make")
 		require.Zero(t, b.count(t, `SELECT count(*) FROM dst`))
@@ -169,7 +169,11 @@ func TestHTTPFunctionMake(t *testing.T) {
 
 	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req FunctionRequest
-		require.NoError(t, json.NewDecoder(r.Body).Decode(&req))
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("decode the function request: %v", err) // not require: this is the server's goroutine
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
 		a, _ := req.Key.Int64("a")
 		if a == 2 {
 			w.WriteHeader(http.StatusUnprocessableEntity)
@@ -183,7 +187,7 @@ func TestHTTPFunctionMake(t *testing.T) {
 		Name: "pair", Target: "dst", PrimaryKey: []string{"a", "b"}, KeySource: "SELECT a, b FROM src", FunctionURL: fn.URL,
 	})
 	b.grid(t, 3)
-	res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+	res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 	require.Equal(t, 2, res.SuccessCount)
 	require.Equal(t, "ZeroDivisionError: division by zero", res.ErrorList[0].Error)
 	require.Equal(t, 8, b.count(t, `SELECT sum(doubled) FROM dst`))

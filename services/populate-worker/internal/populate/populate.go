@@ -15,8 +15,8 @@ import (
 // MaxProcesses bounds the concurrent makes of one populate call.
 const MaxProcesses = 16
 
-// PopulateOpts are DataJoint's populate arguments.
-type PopulateOpts struct {
+// Opts are DataJoint's populate arguments.
+type Opts struct {
 	// Restriction limits the call to matching keys (DataJoint #1413: also with ReserveJobs).
 	Restriction Restriction
 	// Order is original (ascending key), reverse or random.
@@ -43,8 +43,8 @@ type KeyError struct {
 	Error   string `json:"error"`
 }
 
-// PopulateResult is what populate returns.
-type PopulateResult struct {
+// Result is what populate returns.
+type Result struct {
 	SuccessCount int        `json:"success_count"`
 	ErrorList    []KeyError `json:"error_list"`
 	// Stopped is true when an error ended the call early (SuppressErrors false).
@@ -52,7 +52,7 @@ type PopulateResult struct {
 }
 
 // Validate checks opts against t; every problem names its field.
-func (o *PopulateOpts) validate(t *Table) (filter, error) {
+func (o *Opts) validate(t *Table) (filter, error) {
 	switch o.Order {
 	case "":
 		o.Order = OrderOriginal
@@ -73,33 +73,33 @@ func (o *PopulateOpts) validate(t *Table) (filter, error) {
 }
 
 // Populate is DataJoint's populate for the table registered as name.
-func (e *Engine) Populate(ctx context.Context, name string, opts PopulateOpts) (PopulateResult, error) {
+func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Result, error) {
 	t, err := e.tables.Get(name)
 	if err != nil {
-		return PopulateResult{}, err
+		return Result{}, err
 	}
 	f, err := opts.validate(t)
 	if err != nil {
-		return PopulateResult{}, err
+		return Result{}, err
 	}
 	if opts.ReserveJobs && !opts.SkipSchedule {
 		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{MinInterval: opts.ScheduleInterval}); err != nil {
-			return PopulateResult{}, err
+			return Result{}, err
 		}
 	}
 	src, err := e.keySource(ctx, t, f, opts)
 	if err != nil {
-		return PopulateResult{}, err
+		return Result{}, err
 	}
 	return e.drive(ctx, src, opts)
 }
 
 // drive runs opts.Processes loops taking keys from src until it is empty, the call budget is
 // spent or (without SuppressErrors) a key fails.
-func (e *Engine) drive(ctx context.Context, src source, opts PopulateOpts) (PopulateResult, error) {
+func (e *Engine) drive(ctx context.Context, src source, opts Opts) (Result, error) {
 	var (
 		mu    sync.Mutex
-		res   = PopulateResult{ErrorList: []KeyError{}}
+		res   = Result{ErrorList: []KeyError{}}
 		calls int
 	)
 	take := func() bool {

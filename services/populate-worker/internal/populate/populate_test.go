@@ -13,7 +13,7 @@ import (
 	"drover.dev/shared/problem"
 )
 
-func (b *testBundle) populate(t *testing.T, opts PopulateOpts) PopulateResult {
+func (b *testBundle) populate(t *testing.T, opts Opts) Result {
 	t.Helper()
 	res, err := b.engine.Populate(b.ctx, "pair", opts)
 	require.NoError(t, err)
@@ -29,7 +29,7 @@ func TestPopulate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, Config{})
 			b.grid(t, 10)
-			res := b.populate(t, PopulateOpts{ReserveJobs: reserve})
+			res := b.populate(t, Opts{ReserveJobs: reserve})
 			require.Equal(t, 10, res.SuccessCount)
 			require.Empty(t, res.ErrorList)
 			require.Equal(t, 10, b.count(t, `SELECT count(*) FROM dst`))
@@ -39,7 +39,7 @@ func TestPopulate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, Config{})
 			b.grid(t, 20)
-			res := b.populate(t, PopulateOpts{ReserveJobs: reserve, Restriction: Restriction{"a": json.RawMessage(`[2, 4, 6, 8, 10]`)}})
+			res := b.populate(t, Opts{ReserveJobs: reserve, Restriction: Restriction{"a": json.RawMessage(`[2, 4, 6, 8, 10]`)}})
 			require.Equal(t, 5, res.SuccessCount, "DataJoint #1413")
 			require.Equal(t, 5, b.count(t, `SELECT count(*) FROM dst WHERE a IN (2, 4, 6, 8, 10)`))
 			require.Equal(t, 5, b.count(t, `SELECT count(*) FROM dst`))
@@ -48,7 +48,7 @@ func TestPopulate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, Config{})
 			b.grid(t, 10)
-			require.Equal(t, 3, b.populate(t, PopulateOpts{ReserveJobs: reserve, MaxCalls: 3}).SuccessCount)
+			require.Equal(t, 3, b.populate(t, Opts{ReserveJobs: reserve, MaxCalls: 3}).SuccessCount)
 			require.Equal(t, 3, b.count(t, `SELECT count(*) FROM dst`))
 		})
 	}
@@ -57,7 +57,7 @@ func TestPopulate(t *testing.T) {
 		for _, order := range []Order{OrderOriginal, OrderReverse, OrderRandom} {
 			b := setup(t, Config{})
 			b.grid(t, 30)
-			b.populate(t, PopulateOpts{ReserveJobs: true, Order: order})
+			b.populate(t, Opts{ReserveJobs: true, Order: order})
 			calls := b.calls.list()
 			asc := slices.Clone(calls)
 			slices.SortFunc(asc, func(x, y string) int { return keyNum(x) - keyNum(y) })
@@ -79,7 +79,7 @@ func TestPopulate(t *testing.T) {
 		b := setup(t, Config{})
 		b.grid(t, 6)
 		b.insertSrc(t, [3]int{7, 1, -1})
-		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true, Order: OrderReverse})
+		res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true, Order: OrderReverse})
 		require.Equal(t, 6, res.SuccessCount)
 		require.Len(t, res.ErrorList, 1)
 		_, err := b.pool.Exec(b.ctx, `DELETE FROM dst WHERE a = 3`)
@@ -87,16 +87,16 @@ func TestPopulate(t *testing.T) {
 		b.schedule(t, ScheduleOpts{})
 		_, err = b.engine.Ignore(b.ctx, "pair", b.hashes(t, StatusScheduled)[0])
 		require.NoError(t, err)
-		res = b.populate(t, PopulateOpts{ReserveJobs: true, MaxCalls: 1})
+		res = b.populate(t, Opts{ReserveJobs: true, MaxCalls: 1})
 		require.Zero(t, res.SuccessCount, "max_calls is not spent on error or ignore keys (#1062)")
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM src WHERE NOT EXISTS (SELECT 1 FROM dst WHERE dst.a = src.a)`))
-		require.Zero(t, b.populate(t, PopulateOpts{}).SuccessCount, "direct populate skips them too")
+		require.Zero(t, b.populate(t, Opts{}).SuccessCount, "direct populate skips them too")
 	})
 	t.Run("SuppressErrorsRecordsOneErrorPerKey", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.insertSrc(t, [3]int{1, 1, -1}, [3]int{2, 1, 2}, [3]int{3, 1, -3})
-		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		require.Equal(t, 1, res.SuccessCount)
 		require.Len(t, res.ErrorList, 2)
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'error' AND error_message LIKE 'ValueError: negative v %'`))
@@ -105,7 +105,7 @@ func TestPopulate(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.insertSrc(t, [3]int{1, 1, -1}, [3]int{2, 1, 2})
-		res := b.populate(t, PopulateOpts{ReserveJobs: true})
+		res := b.populate(t, Opts{ReserveJobs: true})
 		require.True(t, res.Stopped)
 		require.Zero(t, res.SuccessCount)
 		require.Len(t, res.ErrorList, 1)
@@ -114,7 +114,7 @@ func TestPopulate(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 100)
-		require.Equal(t, 100, b.populate(t, PopulateOpts{ReserveJobs: true, Processes: 4}).SuccessCount)
+		require.Equal(t, 100, b.populate(t, Opts{ReserveJobs: true, Processes: 4}).SuccessCount)
 		require.Len(t, b.calls.list(), 100)
 	})
 	for _, keep := range []bool{false, true} {
@@ -122,7 +122,7 @@ func TestPopulate(t *testing.T) {
 			t.Parallel()
 			b := setup(t, Config{KeepSuccess: keep})
 			b.grid(t, 3)
-			require.Equal(t, 3, b.populate(t, PopulateOpts{ReserveJobs: true}).SuccessCount)
+			require.Equal(t, 3, b.populate(t, Opts{ReserveJobs: true}).SuccessCount)
 			_, err := b.pool.Exec(b.ctx, `DELETE FROM jobs`)
 			require.NoError(t, err)
 			// What a schedule_jobs whose snapshot predates a make's commit leaves behind: a
@@ -131,7 +131,7 @@ func TestPopulate(t *testing.T) {
 			b.insertSrc(t, [3]int{4, 1, 4})
 			b.schedule(t, ScheduleOpts{})
 
-			res := b.populate(t, PopulateOpts{ReserveJobs: true, SkipSchedule: true, MaxCalls: 1, Processes: 2})
+			res := b.populate(t, Opts{ReserveJobs: true, SkipSchedule: true, MaxCalls: 1, Processes: 2})
 			require.Equal(t, 1, res.SuccessCount, "the made key only; the stale ones spend no max_calls")
 			require.Empty(t, res.ErrorList)
 			completed := false
@@ -155,7 +155,7 @@ func TestPopulate(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 3)
-		for _, opts := range []PopulateOpts{
+		for _, opts := range []Opts{
 			{ReserveJobs: true, Restriction: Restriction{"v": json.RawMessage(`1`)}},
 			{ReserveJobs: true, Restriction: Restriction{"a": json.RawMessage(`{"$gt": 1}`)}},
 			{ReserveJobs: true, Restriction: Restriction{"a": json.RawMessage(`[]`)}},
@@ -166,7 +166,7 @@ func TestPopulate(t *testing.T) {
 			_, err := b.engine.Populate(b.ctx, "pair", opts)
 			require.Equal(t, problem.Unprocessable, problem.CodeOf(err), "%+v: %v", opts, err)
 		}
-		_, err := b.engine.Populate(b.ctx, "nope", PopulateOpts{})
+		_, err := b.engine.Populate(b.ctx, "nope", Opts{})
 		require.Equal(t, problem.NotFound, problem.CodeOf(err))
 		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
 		require.Zero(t, b.count(t, `SELECT count(*) FROM scheduling_events`))

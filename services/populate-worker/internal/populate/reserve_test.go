@@ -114,7 +114,7 @@ func TestReclaim(t *testing.T) {
 			return n == 1
 		}, 5*time.Second, 20*time.Millisecond)
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`), "the reclaim enqueues a make")
-		res, err := b.engine.Populate(b.ctx, "pair", PopulateOpts{ReserveJobs: true})
+		res, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true})
 		require.NoError(t, err)
 		require.Equal(t, 3, res.SuccessCount)
 		require.Len(t, b.calls.list(), 3, "the reclaimed key is made once")

@@ -21,7 +21,7 @@ func TestSettleRiverJobs(t *testing.T) {
 		b.schedule(t, ScheduleOpts{})
 		require.Equal(t, 4, b.count(t, waitingMakes))
 
-		res := b.populate(t, PopulateOpts{ReserveJobs: true, SuppressErrors: true})
+		res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		require.Equal(t, 3, res.SuccessCount)
 		require.Len(t, res.ErrorList, 1)
 		require.Zero(t, b.count(t, waitingMakes), "neither a made nor an errored key runs make again")
@@ -38,7 +38,7 @@ func TestSettleRiverJobs(t *testing.T) {
 		b := setup(t, Config{})
 		b.grid(t, 5)
 		b.schedule(t, ScheduleOpts{})
-		res := b.populate(t, PopulateOpts{ReserveJobs: true, Restriction: Restriction{"a": []byte(`[1, 2]`)}})
+		res := b.populate(t, Opts{ReserveJobs: true, Restriction: Restriction{"a": []byte(`[1, 2]`)}})
 		require.Equal(t, 2, res.SuccessCount)
 		require.Equal(t, 3, b.count(t, waitingMakes))
 		require.Equal(t, 3, b.count(t, `SELECT count(*) FROM river_job r JOIN jobs j
@@ -60,7 +60,7 @@ func TestSettleRiverJobs(t *testing.T) {
 				DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_finish()`)
 		require.NoError(t, err)
 
-		_, err = b.engine.Populate(b.ctx, "pair", PopulateOpts{ReserveJobs: true, SkipSchedule: true})
+		_, err = b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SkipSchedule: true})
 		require.ErrorContains(t, err, "refused")
 		require.Equal(t, 1, b.count(t, waitingMakes), "the River job rolled back with the rows")
 		require.Zero(t, b.count(t, `SELECT count(*) FROM dst`))

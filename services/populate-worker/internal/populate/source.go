@@ -18,7 +18,7 @@ type source interface {
 
 // keySource picks how populate finds keys: claiming in key order, reserving a shuffled list, or
 // (without reserve_jobs) straight from key_source.
-func (e *Engine) keySource(ctx context.Context, t *Table, f filter, opts PopulateOpts) (source, error) {
+func (e *Engine) keySource(ctx context.Context, t *Table, f filter, opts Opts) (source, error) {
 	meta := e.runMetadata("populate")
 	switch {
 	case !opts.ReserveJobs:
