@@ -29,7 +29,7 @@ func buildBinary(t *testing.T) string {
 		t.Skipf("go build is unavailable (%v): killing the batch-runner process needs its binary", err)
 	}
 	bin := filepath.Join(t.TempDir(), "batch-runner")
-	out, err := exec.Command(goCmd, "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), goCmd, "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 	return bin
 }
@@ -45,7 +45,7 @@ type process struct {
 // process is killed when the test ends, and its log is printed if the test failed.
 func startProcess(t *testing.T, bin string, env map[string]string) *process {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
@@ -54,7 +54,7 @@ func startProcess(t *testing.T, bin string, env map[string]string) *process {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = logFile.Close() })
 
-	cmd := exec.Command(bin)
+	cmd := exec.CommandContext(t.Context(), bin) // killed at the test's end, as p.kill does
 	cmd.Env = []string{"BATCH_RUNNER_HTTP_ADDR=" + addr}
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
@@ -70,7 +70,11 @@ func startProcess(t *testing.T, bin string, env map[string]string) *process {
 		}
 	})
 	require.Eventually(t, func() bool {
-		resp, err := http.Get(p.base + "/readyz")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, p.base+"/readyz", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}

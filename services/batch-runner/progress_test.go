@@ -34,12 +34,14 @@ func currentProgress(t *testing.T, base string, ok func(batch.ProgressView) bool
 // behind the bearer token like the rest of /v1.
 func requireNoCurrent(t *testing.T, base string) {
 	t.Helper()
-	resp, err := http.Get(base + "/v1/batches/current")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/v1/batches/current", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
-	req, err := http.NewRequest(http.MethodGet, base+"/v1/batches/current", nil)
+	req, err = http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/v1/batches/current", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+servicetest.Token)
 	resp, err = http.DefaultClient.Do(req)

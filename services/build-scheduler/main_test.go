@@ -138,7 +138,7 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	require.Equal(t, "top", jobs.Items[0].Name)
 	require.Equal(t, "core/top/1.0", *jobs.Items[0].AsBuilt)
 
-	resp, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/v1/jobs/%d/log", base, jobs.Items[0].ID), nil)
+	resp, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("%s/v1/jobs/%d/log", base, jobs.Items[0].ID), nil)
 	require.NoError(t, err)
 	resp.Header.Set("Authorization", "Bearer "+servicetest.Token)
 	res, err := http.DefaultClient.Do(resp)
@@ -259,7 +259,7 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 
 	// The first worker stops heartbeating mid-job (its process is stopped and the build killed
 	// without a report); the second attempt succeeds on another worker.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -338,7 +338,8 @@ func startWithLogs(t *testing.T, logs logstore.Config) string {
 	return base
 }
 
-func testLogFollow(t *testing.T, logs logstore.Config) {
+// testLogFollow is the body of TestLogFollow's subtests, one per log store.
+func testLogFollow(t *testing.T, logs logstore.Config) { //nolint:thelper // a test body: failures point inside it
 	base := startWithLogs(t, logs)
 
 	// The job prints a line, then holds until the test opens the gate, then prints another.

@@ -105,7 +105,7 @@ func TestHelperWorkerProcess(t *testing.T) {
 func TestKilledWorkerIsReclaimed(t *testing.T) {
 	t.Parallel()
 	b := setupSlow(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -129,7 +129,7 @@ func TestSIGTERMRecordsMakesThatOutliveTheBudget(t *testing.T) {
 	b := setupSlow(t)
 	cfg := b.config()
 	cfg.SoftStopTimeout, cfg.ShutdownTimeout = 200*time.Millisecond, 5*time.Second
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, sigterm := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -48,7 +48,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	cfg = cfg.withDefaults()
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		if ln, err = new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPAddr); err != nil {
 			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 		}
 	}

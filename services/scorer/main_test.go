@@ -86,7 +86,7 @@ func TestRunServesScoresAndWeights(t *testing.T) {
 	require.Len(t, scores.Miners, 2)
 	require.Equal(t, "5A", scores.Miners[0].Hotkey)
 	require.InDelta(t, 0.5, scores.Miners[0].Classes[0].Raw, 1e-12) // horde_score of one executor
-	require.Equal(t, 1.0, scores.Miners[0].Weight)
+	require.InDelta(t, 1.0, scores.Miners[0].Weight, 1e-12)
 
 	var weights struct {
 		BatchID  int64 `json:"batch_id"`

@@ -76,7 +76,7 @@ func inProcess() bool { return os.Getenv("BENCH_MINERSIM") == "inprocess" }
 func buildMinersim(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "minersim")
-	out, err := exec.Command("go", "build", "-o", bin, "drover.dev/computehorde/cmd/minersim").CombinedOutput()
+	out, err := exec.CommandContext(b.Context(), "go", "build", "-o", bin, "drover.dev/computehorde/cmd/minersim").CombinedOutput()
 	require.NoError(b, err, "go build minersim: %s", out)
 	return bin
 }
@@ -100,7 +100,7 @@ func startBenchFleet(b *testing.B, spec fleetSpec) *benchFleet {
 	for _, be := range spec.behaviours {
 		args = append(args, "-behaviour", be)
 	}
-	cmd := pinned(spec.cpus, spec.bin, args...)
+	cmd := pinned(b.Context(), spec.cpus, spec.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(b, err)
@@ -117,6 +117,7 @@ func startBenchFleet(b *testing.B, spec fleetSpec) *benchFleet {
 }
 
 func startInProcess(b *testing.B, spec fleetSpec) *benchFleet {
+	b.Helper()
 	var scenario minersim.Scenario
 	require.NoError(b, scenario.Apply(benchScenario(answerAt)))
 	for _, be := range spec.behaviours {
@@ -182,7 +183,9 @@ var controlClient = &http.Client{Timeout: time.Minute}
 
 func (f *benchFleet) get(b *testing.B, path string, v any) {
 	b.Helper()
-	resp, err := controlClient.Get(f.control + path)
+	req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, f.control+path, nil)
+	require.NoError(b, err)
+	resp, err := controlClient.Do(req)
 	require.NoError(b, err)
 	defer func() { _ = resp.Body.Close() }()
 	require.Equal(b, http.StatusOK, resp.StatusCode, path)
@@ -191,6 +194,7 @@ func (f *benchFleet) get(b *testing.B, path string, v any) {
 
 // arrivals returns minersim's arrival records of one message type since a unix ns instant.
 func (f *benchFleet) arrivals(b *testing.B, messageType string, since int64) []minersim.Arrival {
+	b.Helper()
 	if f.inproc != nil {
 		return f.inproc.ArrivalsWhere(minersim.ArrivalFilter{MessageType: messageType, SinceNano: since})
 	}
@@ -200,6 +204,7 @@ func (f *benchFleet) arrivals(b *testing.B, messageType string, since int64) []m
 }
 
 func (f *benchFleet) jobs(b *testing.B) []minersim.JobRecord {
+	b.Helper()
 	if f.inproc != nil {
 		return f.inproc.Jobs()
 	}

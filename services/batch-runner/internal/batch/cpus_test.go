@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"context"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -49,10 +50,10 @@ func cpuList(cpus []int) string {
 }
 
 // pinned returns name and args prefixed with taskset for cpus, or as they are when nothing is
-// pinned.
-func pinned(cpus []int, name string, args ...string) *exec.Cmd {
+// pinned; the process is killed when ctx ends.
+func pinned(ctx context.Context, cpus []int, name string, args ...string) *exec.Cmd {
 	if len(cpus) == 0 {
-		return exec.Command(name, args...)
+		return exec.CommandContext(ctx, name, args...)
 	}
-	return exec.Command("taskset", append([]string{"-c", cpuList(cpus), name}, args...)...)
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpuList(cpus), name}, args...)...)
 }

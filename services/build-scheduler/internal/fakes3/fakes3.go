@@ -49,7 +49,7 @@ func Start(t testing.TB) Server {
 // so every request is refused.
 func Unreachable(t testing.TB) Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	s := unstarted()
 	s.URL = "http://" + ln.Addr().String()

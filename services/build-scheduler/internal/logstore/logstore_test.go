@@ -35,6 +35,7 @@ func eachStore(t *testing.T, test func(t *testing.T, b testBundle)) {
 }
 
 func setupPostgres(t *testing.T) testBundle {
+	t.Helper()
 	tx := testdb.Tx(t, "build_scheduler")
 	return testBundle{store: logstore.Postgres{DB: tx}, newJob: func() int64 {
 		var id int64
@@ -47,6 +48,7 @@ func setupPostgres(t *testing.T) testBundle {
 }
 
 func setupS3(t *testing.T) testBundle {
+	t.Helper()
 	var mu sync.Mutex
 	id := int64(4)
 	return testBundle{store: newS3(t, fakes3.Start(t), "logs"), newJob: func() int64 {

@@ -131,7 +131,7 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, "A", scores.Miners[0].Hotkey)
 		require.Zero(t, scores.Miners[0].Weight)
-		require.Equal(t, 2.0, scores.Miners[0].Classes[0].Raw)
+		require.InDelta(t, 2.0, scores.Miners[0].Classes[0].Raw, 1e-12)
 		require.Equal(t, 65535, scores.Miners[1].WeightU16)
 	})
 
@@ -178,9 +178,9 @@ func TestScoreBatchWorker(t *testing.T) {
 
 		scores, err := store.BatchScoresGet(ctx, bundle.tx, 12)
 		require.NoError(t, err)
-		require.Equal(t, 0.8, scores.Miners[0].NonPeak)
-		require.Equal(t, 1.0, scores.Miners[0].Dancing)
-		require.Equal(t, 1.0, scores.Miners[1].NonPeak)
+		require.InDelta(t, 0.8, scores.Miners[0].NonPeak, 1e-12)
+		require.InDelta(t, 1.0, scores.Miners[0].Dancing, 1e-12)
+		require.InDelta(t, 1.0, scores.Miners[1].NonPeak, 1e-12)
 		// A: 0.5 · 0.8 = 0.4, B: 0.5 → 4/9 and 5/9.
 		require.InDelta(t, 4.0/9, scores.Miners[0].Weight, 1e-12)
 
