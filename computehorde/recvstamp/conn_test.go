@@ -38,11 +38,11 @@ func TestConn(t *testing.T) {
 // tcpPair connects a plain client to a Listener and returns both ends; the test closes them.
 func tcpPair(t *testing.T) (net.Conn, *Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	l := Listener{ln}
 	t.Cleanup(func() { _ = l.Close() })
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err := new(net.Dialer).DialContext(t.Context(), "tcp", ln.Addr().String())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = client.Close() })
 	nc, err := l.Accept()

@@ -1,6 +1,7 @@
 package recvstamp
 
 import (
+	"context"
 	"errors"
 	"net"
 	"time"
@@ -11,14 +12,15 @@ import (
 // machine-wide while any socket asks for it, and turns stamping on from a work queue a moment
 // after the first one does: until then a fresh connection's packets arrive unstamped and are
 // stamped when the read returns. Tests that need the kernel's stamps hold one open. It fails
-// where the platform has no kernel stamps or none arrives within timeout.
-func KeepStamping(timeout time.Duration) (stop func(), err error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// where the platform has no kernel stamps or none arrives within timeout; ctx bounds the
+// connection's setup.
+func KeepStamping(ctx context.Context, timeout time.Duration) (stop func(), err error) {
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	defer ln.Close()
-	client, err := net.Dial("tcp", ln.Addr().String())
+	client, err := new(net.Dialer).DialContext(ctx, "tcp", ln.Addr().String())
 	if err != nil {
 		return nil, err
 	}

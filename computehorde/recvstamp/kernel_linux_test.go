@@ -14,7 +14,7 @@ func TestKernelStamp(t *testing.T) {
 
 	t.Run("IsArrivalNotTheLateRead", func(t *testing.T) {
 		t.Parallel()
-		stop, err := KeepStamping(5 * time.Second)
+		stop, err := KeepStamping(t.Context(), 5*time.Second)
 		require.NoError(t, err)
 		defer stop()
 		client, c := tcpPair(t)

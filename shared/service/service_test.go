@@ -121,7 +121,7 @@ func TestProbeToUnknownServiceIsUnprocessable(t *testing.T) {
 func TestRunRefusesWiringThatNeverBuildsTheRiverClient(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
 	spec := Spec{Service: queue.Scorer, Config: servicetest.Config(dbURL), Settings: &struct{}{}, Listener: ln}

@@ -36,7 +36,7 @@ func TestReceiveInstant(t *testing.T) {
 
 	t.Run("IsArrivalNotTheLateRead", func(t *testing.T) {
 		t.Parallel()
-		stop, err := recvstamp.KeepStamping(5 * time.Second)
+		stop, err := recvstamp.KeepStamping(t.Context(), 5*time.Second)
 		require.NoError(t, err)
 		defer stop()
 		const accept = `{"message_type":"V0AcceptJobRequest","job_uuid":"u1"}`
