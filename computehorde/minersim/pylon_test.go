@@ -18,7 +18,7 @@ func TestPylon(t *testing.T) {
 	t.Cleanup(srv.Close)
 	do := func(t *testing.T, method, path, token, body string) int {
 		t.Helper()
-		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 		require.NoError(t, err)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
@@ -82,7 +82,7 @@ func TestPylon(t *testing.T) {
 
 func getJSONAuth(t *testing.T, url, token string, v any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -17,7 +17,7 @@ import (
 // getRiverUI sends a GET to River UI with basic credentials when user is not empty.
 func getRiverUI(t *testing.T, url, user, password string) (int, http.Header, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	if user != "" {
 		req.SetBasicAuth(user, password)

@@ -131,7 +131,7 @@ func RequireRiverUIQueues(t testing.TB, base string, want ...string) {
 
 func riverUIGet(t testing.TB, url string, login bool) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	require.NoError(t, err)
 	if login {
 		req.SetBasicAuth(RiverUIUser, Token)

@@ -18,7 +18,7 @@ func servePylon(ctx context.Context, fleet *minersim.Fleet, addr, token string, 
 	if addr == "" {
 		return func() error { return nil }, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("-pylon: %w", err)
 	}

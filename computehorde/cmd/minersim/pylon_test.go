@@ -27,7 +27,7 @@ func TestRunServesPylon(t *testing.T) {
 	pylon, ok := strings.CutPrefix(lines.Text(), "minersim: pylon ")
 	require.True(t, ok, lines.Text())
 
-	req, err := http.NewRequest(http.MethodGet, pylon+"/api/v1/subnet/3/block/latest/neurons", nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, pylon+"/api/v1/subnet/3/block/latest/neurons", nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer tok")
 	resp, err := http.DefaultClient.Do(req)
