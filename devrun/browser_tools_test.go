@@ -31,7 +31,7 @@ func installPlaywright(t *testing.T, root string) string {
 		return dir
 	}
 	require.NoError(t, os.MkdirAll(dir, 0o755))
-	cmd := exec.Command("npm", "install", "--prefix", dir, "--no-save", "--no-package-lock", "--no-audit", "--no-fund",
+	cmd := exec.CommandContext(t.Context(), "npm", "install", "--prefix", dir, "--no-save", "--no-package-lock", "--no-audit", "--no-fund",
 		"playwright-core@"+playwrightVersion)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "npm install playwright-core: %s", out)
@@ -41,12 +41,12 @@ func installPlaywright(t *testing.T, root string) string {
 // buildCommands builds every command of the workspace, as make build does, into a temporary folder.
 func buildCommands(t *testing.T, root string) string {
 	t.Helper()
-	list := exec.Command("go", "list", "-f", "{{if eq .Name \"main\"}}{{.Dir}}{{end}}", "work")
+	list := exec.CommandContext(t.Context(), "go", "list", "-f", "{{if eq .Name \"main\"}}{{.Dir}}{{end}}", "work")
 	list.Dir = root
 	out, err := list.Output()
 	require.NoError(t, err, "go list the commands")
 	bin := t.TempDir()
-	build := exec.Command("go", append([]string{"build", "-o", bin + "/"}, strings.Fields(string(out))...)...)
+	build := exec.CommandContext(t.Context(), "go", append([]string{"build", "-o", bin + "/"}, strings.Fields(string(out))...)...)
 	build.Dir = root
 	msg, err := build.CombinedOutput()
 	require.NoError(t, err, "go build the commands: %s", msg)
@@ -61,7 +61,7 @@ func requireFreePorts(t *testing.T) {
 		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", s.port))
 	}
 	for _, addr := range addrs {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", addr)
 		require.NoError(t, err, "%s is taken: is make run running? The browser test runs make run's fleet", addr)
 		require.NoError(t, ln.Close())
 	}
@@ -71,7 +71,7 @@ func requireFreePorts(t *testing.T) {
 // what its page must show: the kind, the state and every top-level key of its args.
 func findJob(t *testing.T, url, token string, want jobExpectation) jobCheck {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/riverui/api/jobs?state=%s&kinds=%s&limit=1", url, want.state, want.kind), nil)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("%s/riverui/api/jobs?state=%s&kinds=%s&limit=1", url, want.state, want.kind), nil)
 	require.NoError(t, err)
 	req.SetBasicAuth(riverUIUser, token)
 	resp, err := http.DefaultClient.Do(req)

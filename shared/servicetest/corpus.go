@@ -43,7 +43,7 @@ func RequireBadInputRejected(t *testing.T, base string, extra ...BadRequest) {
 		if r.Body != nil {
 			body = bytes.NewReader(r.Body)
 		}
-		req, err := http.NewRequest(r.Method, base+r.Path, body)
+		req, err := http.NewRequestWithContext(t.Context(), r.Method, base+r.Path, body)
 		require.NoError(t, err, r.Path)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+Token)

@@ -19,7 +19,9 @@ import (
 // Metrics scrapes base/metrics and returns its families by name.
 func Metrics(t testing.TB, base string) map[string]*dto.MetricFamily {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/metrics", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -41,7 +41,9 @@ func load(t testing.TB, base string) *document {
 	if d, ok := documents.Load(base); ok {
 		return d.(*document)
 	}
-	resp, err := http.Get(base + "/openapi.json")
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/openapi.json", nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)

@@ -100,7 +100,7 @@ func startBenchFleet(b *testing.B, spec fleetSpec) *benchFleet {
 	for _, be := range spec.behaviours {
 		args = append(args, "-behaviour", be)
 	}
-	cmd := pinned(b.Context(), spec.cpus, spec.bin, args...)
+	cmd := pinned(spec.cpus, spec.bin, args...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(b, err)

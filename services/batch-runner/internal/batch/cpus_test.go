@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"context"
 	"fmt"
 	"os/exec"
 	"runtime"
@@ -50,10 +49,10 @@ func cpuList(cpus []int) string {
 }
 
 // pinned returns name and args prefixed with taskset for cpus, or as they are when nothing is
-// pinned; the process is killed when ctx ends.
-func pinned(ctx context.Context, cpus []int, name string, args ...string) *exec.Cmd {
+// pinned. Its callers stop the process themselves, in their cleanups (hence no context).
+func pinned(cpus []int, name string, args ...string) *exec.Cmd {
 	if len(cpus) == 0 {
-		return exec.CommandContext(ctx, name, args...)
+		return exec.Command(name, args...) //nolint:noctx // see above
 	}
-	return exec.CommandContext(ctx, "taskset", append([]string{"-c", cpuList(cpus), name}, args...)...)
+	return exec.Command("taskset", append([]string{"-c", cpuList(cpus), name}, args...)...) //nolint:noctx // see above
 }

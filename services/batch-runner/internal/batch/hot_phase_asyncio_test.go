@@ -53,6 +53,7 @@ type asyncioMiner struct {
 // on it), and returns its send spread and the arrival spread minersim saw. ok is false, with
 // nothing run, when python3 or its websockets package is missing.
 func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int, cpus []int) (send, arrival time.Duration, ok bool) {
+	b.Helper()
 	if asyncioCheck() != "" {
 		return 0, 0, false
 	}

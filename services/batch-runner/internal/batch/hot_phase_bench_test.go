@@ -86,6 +86,7 @@ func BenchmarkHotPhase(b *testing.B) {
 const answerAt = 1500 * time.Millisecond
 
 func benchConfig(b *testing.B) Config {
+	b.Helper()
 	return Config{
 		Key:        aliceKey(b),
 		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: 5 * time.Second}},
@@ -136,6 +137,7 @@ func (r round) completionRatio() float64 {
 }
 
 func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []int) round {
+	b.Helper()
 	fleet := startBenchFleet(b, spec)
 	defer fleet.stop()
 	cfg := benchConfig(b)
@@ -166,6 +168,7 @@ func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []
 // adversaryRound runs a batch against a fresh fleet whose first 5 % of miners misbehave and
 // returns the honest executors' arrival spread against the same miners' in the clean batch.
 func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersim.Arrival) spread {
+	b.Helper()
 	var honest int
 	spec.behaviours, honest = adversaries(spec.miners, answerAt)
 	fleet := startBenchFleet(b, spec)
@@ -180,7 +183,7 @@ func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersi
 // requireMost requires that at least nine in ten of want happened.
 func requireMost(b *testing.B, want, got int, what string, args ...any) {
 	b.Helper()
-	require.GreaterOrEqual(b, 10*got, 9*want, fmt.Sprintf("%d of %d "+what, append([]any{got, want}, args...)...))
+	require.GreaterOrEqual(b, 10*got, 9*want, append([]any{"%d of %d " + what, got, want}, args...)...)
 }
 
 // honestArrivals keeps the arrivals at miners from index honest on.
@@ -218,6 +221,7 @@ type completion struct {
 }
 
 func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) completion {
+	b.Helper()
 	sent := map[string]int64{}
 	var lo, hi int64
 	for _, j := range jobs {
@@ -249,6 +253,7 @@ func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) comp
 // them (unmasked JSON), with fresh job UUIDs, so that the floor and the asyncio method send the
 // same frames as the batch to the same miners.
 func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (payloads [][][]byte, uuids map[string]bool) {
+	b.Helper()
 	payloads, uuids = make([][][]byte, len(fleet.plan.Miners)), map[string]bool{}
 	cfg := benchConfig(b).WithDefaults()
 	for i, m := range fleet.plan.Miners {
@@ -270,6 +275,7 @@ func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (payloads [][][]byte
 // gate, write each miner's prepared frames (jobs[i] V0JobRequests to miner i, as many as the
 // batch sent it) in a bare loop once the gate opens.
 func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
+	b.Helper()
 	conns := dialAll(b, fleet.plan, key)
 	payloads, uuids := floorJobs(b, fleet, jobs)
 	frames := make([][]byte, len(conns))
@@ -304,6 +310,7 @@ func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (se
 // waitArrivals waits until minersim has recorded the arrival of every job request in uuids
 // since a unix ns instant, and returns those arrivals.
 func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int64) []minersim.Arrival {
+	b.Helper()
 	var got []minersim.Arrival
 	require.Eventually(b, func() bool {
 		got = got[:0]
@@ -318,6 +325,7 @@ func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int
 }
 
 func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*websocket.Conn {
+	b.Helper()
 	conns := make([]*websocket.Conn, len(plan.Miners))
 	var wg sync.WaitGroup
 	for i, m := range plan.Miners {
@@ -351,6 +359,7 @@ func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*websocket.Conn {
 }
 
 func raiseFileLimit(b *testing.B) {
+	b.Helper()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < lim.Max {
 		lim.Cur = lim.Max
@@ -359,6 +368,7 @@ func raiseFileLimit(b *testing.B) {
 }
 
 func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
 	if v := os.Getenv(name); v != "" {
 		n, err := strconv.Atoi(v)
 		require.NoError(b, err, name)
@@ -368,6 +378,7 @@ func envInt(b *testing.B, name string, def int) int {
 }
 
 func envInts(b *testing.B, name string, def []int) []int {
+	b.Helper()
 	v := os.Getenv(name)
 	if v == "" {
 		return def

@@ -67,12 +67,13 @@ type shardedRound struct {
 func buildBatchRunner(b *testing.B) string {
 	b.Helper()
 	bin := filepath.Join(b.TempDir(), "batch-runner")
-	out, err := exec.Command("go", "build", "-o", bin, "drover.dev/services/batch-runner").CombinedOutput()
+	out, err := exec.CommandContext(b.Context(), "go", "build", "-o", bin, "drover.dev/services/batch-runner").CombinedOutput()
 	require.NoError(b, err, "go build batch-runner: %s", out)
 	return bin
 }
 
 func runShardedRound(b *testing.B, spec fleetSpec, bin string, shards int, cpus []int) shardedRound {
+	b.Helper()
 	fleet := startBenchFleet(b, spec)
 	defer fleet.stop()
 	dbURL := testdb.New(b)
@@ -109,6 +110,7 @@ func runShardedRound(b *testing.B, spec fleetSpec, bin string, shards int, cpus 
 // listBenchFleet writes the fleet's metagraph into miner_sync.miners, as miner-sync keeps it:
 // the table batch-runner reads its miners from.
 func listBenchFleet(b *testing.B, dbURL string, fleet *benchFleet) {
+	b.Helper()
 	var graph minersim.Metagraph
 	fleet.get(b, "/metagraph", &graph)
 	rows := make([][]any, len(graph.Miners))
@@ -145,7 +147,8 @@ func shardEnv(dbURL string, shardMiners int) []string {
 // startBatchRunner starts one batch-runner process pinned to cpus on a free loopback port and
 // waits until it is ready; it returns the process and its base URL.
 func startBatchRunner(b *testing.B, bin string, cpus []int, env []string, i int) (*exec.Cmd, string) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	b.Helper()
+	ln, err := new(net.ListenConfig).Listen(b.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	addr := ln.Addr().String()
 	require.NoError(b, ln.Close())
@@ -158,7 +161,11 @@ func startBatchRunner(b *testing.B, bin string, cpus []int, env []string, i int)
 	require.NoError(b, cmd.Start())
 	base := "http://" + addr
 	require.Eventually(b, func() bool {
-		resp, err := http.Get(base + "/readyz")
+		req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, base+"/readyz", nil)
+		if err != nil {
+			return false
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false
 		}
@@ -185,6 +192,7 @@ type shardedBatch struct {
 
 // runShardedBatch asks base for a batch and waits until it is no longer running.
 func runShardedBatch(b *testing.B, base string) shardedBatch {
+	b.Helper()
 	var created struct {
 		JobID int64 `json:"job_id"`
 	}
