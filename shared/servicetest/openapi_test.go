@@ -38,7 +38,7 @@ func TestAnswersAreHeldToTheDocument(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/v1/things/7", nil)
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "http://127.0.0.1/v1/things/7", nil)
 			err := d.validate(req, tt.status, json, []byte(tt.body))
 			if tt.wantErr == "" {
 				require.NoError(t, err)

@@ -21,11 +21,11 @@ func TestAccessLogKeepsProbesAndScrapesAtDebug(t *testing.T) {
 	require.NoError(t, err)
 
 	for _, path := range []string{"/healthz", "/readyz", "/metrics", "/riverui/api/health-checks/complete"} {
-		s.Echo.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, path, nil))
+		s.Echo.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(t.Context(), http.MethodGet, path, nil))
 	}
 	require.Empty(t, buf.String(), "probes and scrapes log nothing at info")
 
-	s.Echo.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/nothing", nil))
+	s.Echo.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/v1/nothing", nil))
 	require.Contains(t, buf.String(), "path=/v1/nothing")
 	require.Contains(t, buf.String(), "duration_ms=", "the access log's duration is in milliseconds")
 }

@@ -12,8 +12,9 @@ import (
 	"drover.dev/shared/problem"
 )
 
-func listContext(query string) *echo.Context {
-	req := httptest.NewRequest(http.MethodGet, "/v1/things?"+query, nil)
+func listContext(t *testing.T, query string) *echo.Context {
+	t.Helper()
+	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/v1/things?"+query, nil)
 	return echo.New().NewContext(req, httptest.NewRecorder())
 }
 
@@ -25,7 +26,7 @@ type thingKey struct {
 func TestListPagesFollowTheirCursor(t *testing.T) {
 	t.Parallel()
 
-	p, err := ParseListParams(listContext(""))
+	p, err := ParseListParams(listContext(t, ""))
 	require.NoError(t, err)
 	require.Equal(t, DefaultLimit, p.Limit)
 	var key thingKey
@@ -36,7 +37,7 @@ func TestListPagesFollowTheirCursor(t *testing.T) {
 	key = thingKey{Name: "é", ID: 1 << 62}
 	page := NewPage([]thingKey{{Name: "a"}, key}, ListParams{Limit: 2}, func(k thingKey) any { return k })
 	require.NotEmpty(t, page.NextCursor, "a full page has a next one")
-	p, err = ParseListParams(listContext("limit=2&cursor=" + page.NextCursor))
+	p, err = ParseListParams(listContext(t, "limit=2&cursor="+page.NextCursor))
 	require.NoError(t, err)
 	var got thingKey
 	has, err = p.After(&got)
@@ -66,7 +67,7 @@ func TestListParamsRejectBadInput(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			p, err := ParseListParams(listContext(tt.query))
+			p, err := ParseListParams(listContext(t, tt.query))
 			if err == nil {
 				var key thingKey
 				_, err = p.After(&key)
