@@ -40,7 +40,7 @@ type Config struct {
 	TokenGrace       time.Duration `envconfig:"TOKEN_GRACE" default:"30s" desc:"how long a ready job may go unclaimed while its target has fewer queued dispatch tokens than ready jobs before the reaper issues one more (a worker lost after taking a token, before claiming)"`
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the watchdog runs"`
 	StallAfter       time.Duration `envconfig:"STALL_AFTER" default:"10m" desc:"how long a group may make no progress with nothing running before the watchdog cancels it"`
-	ReportWorkers    int           `envconfig:"REPORT_WORKERS" default:"8" desc:"concurrent workers applying build reports"`
+	ReportWorkers    int           `envconfig:"REPORT_WORKERS" default:"8" desc:"concurrent workers of the build_scheduler queue: the watchdog and reports that come through the queue (build-workers apply their own)"`
 }
 
 func main() {
@@ -69,7 +69,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		// The scheduler works no build queue; it registers the build worker only so that its
 		// River leader knows the kind (see package work).
-		build := &buildworker.Worker{Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs, Lease: time.Minute, Logger: d.Logger}
+		build := &buildworker.Worker{Pool: d.Pool, Graph: graph, Logs: logs, Lease: time.Minute, Logger: d.Logger}
 		m := work.NewMetrics(d.Server.Metrics, d.Logger)
 		d.Gauges(work.Gauges...)
 		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter, Metrics: m}

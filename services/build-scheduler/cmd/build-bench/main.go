@@ -6,8 +6,8 @@
 // gap the counter closes.
 //
 // Each slot claims with ClaimNext and applies its report with Report, in two transactions as a
-// build-worker and the scheduler's report worker do; River's fetch and the report job's queue
-// round trip are left out, as they are River's cost, not the scheduler's.
+// build-worker does; River's fetch and the token's completion (which a build-worker commits in
+// its report's transaction) are left out, as they are River's cost, not the scheduler's.
 //
 // -profile prints the time spent in each statement (round trip, lock waits and execution).
 //

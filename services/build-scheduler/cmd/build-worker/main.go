@@ -1,7 +1,7 @@
 // Command build-worker runs build jobs for one or more targets. It takes dispatch tokens from
 // the targets' River queues in the build_scheduler schema, claims jobs under a heartbeat lease,
-// runs them, streams their output to the scheduler's log store and reports each outcome through
-// a job in the scheduler's queue.
+// runs them, streams their output to the scheduler's log store and applies each outcome to the
+// job graph in the transaction that ends the token.
 //
 // Its River client is a full member of the build_scheduler schema: it registers every kind and
 // periodic job the scheduler does (so whichever client River elects leader rescues and enqueues

@@ -1,8 +1,10 @@
 // Package buildworker is the build-worker's side of the scheduler: a River worker that takes a
 // dispatch token from a target's queue, claims the best ready job of that target under a lease,
 // runs its command in a fresh temporary directory, streams the output to the log store, and
-// reports the outcome through a job in the scheduler's queue, enqueued in the same transaction
-// that ends its own token as the build ended (completed, discarded with the error, or cancelled).
+// applies the outcome to the job graph itself (the job's transition with all its consequences)
+// in the same transaction that ends its own token as the build ended (completed, discarded with
+// the error, or cancelled). There is no queue hop between a build's end and its dependents
+// becoming ready: when the slot takes its next token, the older group's next jobs are ready.
 //
 // While the command runs, a heartbeat extends the lease every third of it. The heartbeat is also
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
@@ -12,7 +14,6 @@ package buildworker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -31,7 +32,7 @@ import (
 type Worker struct {
 	river.WorkerDefaults[queue.BuildRunArgs]
 	Pool    *pgxpool.Pool
-	Reports *queue.Client // inserts into the scheduler's queue
+	Graph   *jobgraph.Graph // applies the worker's reports and enqueues the tokens they release
 	Logs    logstore.Store
 	ID      string // this worker process, recorded on the jobs it claims
 	Lease   time.Duration
@@ -66,32 +67,33 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 	return nil
 }
 
-// report enqueues the outcome for the scheduler and ends the token in one transaction: completed
-// when the build succeeded, discarded with the error when it failed, cancelled when it was
-// cancelled, so River UI shows each build_run job as the build it carried ended. The token's
-// metadata names the job it claimed, which may not be the one its args name. An attempt that
-// lost its lease reports nothing and completes the token.
+// report applies the outcome to the job graph and ends the token in one transaction: the job's
+// transition with all its consequences (dependents ready and their tokens enqueued, group state,
+// events), and the token completed when the build succeeded, discarded with the error when it
+// failed, cancelled when it was cancelled. River's state of each build_run job and the
+// service's state of the build so commit together, and the slot takes its next token only once
+// the consequences are committed: a finished job's dependents are ready before the slot claims
+// again, so the oldest group keeps the slot while it has work. The token's metadata names the
+// job it claimed, which may not be the one its args name. A report from an attempt that lost
+// its lease matches no job and changes nothing; the token then completes.
 func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
-	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+	args := queue.BuildReportArgs{
+		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
+		AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
+	}
+	res, err := w.Graph.Report(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
 		end := tokenEnd(c, out)
-		err := jobgraph.MarkReportedTx(ctx, tx, c.JobID, c.LeaseToken)
-		switch {
-		case errors.Is(err, jobgraph.ErrLeaseLost):
-			w.Logger.Warn("attempt lost its lease; not reporting", "job", c.JobID, "attempt", c.Attempt)
+		if !res.Applied {
+			w.Logger.Warn("attempt lost its lease; its report changed nothing", "job_id", c.JobID, "attempt", c.Attempt)
 			end = queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: end.Metadata}
-		case err != nil:
-			return err
-		default:
-			args := queue.BuildReportArgs{
-				JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
-				AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
-			}
-			if _, err := w.Reports.InsertTx(ctx, tx, args, nil); err != nil {
-				return fmt.Errorf("enqueue report of job %d: %w", c.JobID, err)
-			}
 		}
 		return queue.JobEndTx(ctx, tx, job, end)
 	})
+	if err != nil {
+		return fmt.Errorf("report job %d attempt %d: %w", c.JobID, c.Attempt, err)
+	}
+	w.Metrics.reported(args, res)
+	return nil
 }
 
 // tokenEnd is how a token ends for the attempt it carried.

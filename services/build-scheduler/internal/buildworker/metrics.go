@@ -1,27 +1,34 @@
 package buildworker
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/outcomes"
 )
 
 // buildBuckets span a build: from an instant job to the longest timeout a job may have.
 var buildBuckets = []float64{0.1, 0.5, 1, 5, 15, 60, 300, 900, 1800, 3600, 7200}
 
-// Metrics is what a build-worker process did: how long ready jobs waited for it, and its builds
-// by target and outcome with their durations.
+// Metrics is what a build-worker process did: how long ready jobs waited for it, its builds by
+// target and outcome with their durations, and (under the scheduler's names, see package
+// outcomes) the jobs finished and groups settled by the reports it applied.
 type Metrics struct {
+	*outcomes.Counters
 	dispatch *prometheus.HistogramVec
 	builds   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
-// NewMetrics registers the build-worker's metrics on reg, every target's outcomes at zero.
-func NewMetrics(reg prometheus.Registerer, targets []string) *Metrics {
+// NewMetrics registers the build-worker's metrics on reg, every target's outcomes at zero;
+// logger receives the line per job failed and group settled.
+func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger) *Metrics {
 	m := &Metrics{
+		Counters: outcomes.New(reg, logger),
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "drover_build_worker_dispatch_seconds",
 			Help:    "Time from a job becoming ready (its dispatch token inserted) to this worker claiming a job with the token, by target.",
@@ -57,5 +64,12 @@ func (m *Metrics) built(target string, outcome queue.BuildOutcome, took time.Dur
 	if m != nil {
 		m.builds.WithLabelValues(target, string(outcome)).Inc()
 		m.duration.WithLabelValues(target).Observe(took.Seconds())
+	}
+}
+
+// reported counts and logs a report this worker applied.
+func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
+	if m != nil {
+		m.Reported(r, res)
 	}
 }

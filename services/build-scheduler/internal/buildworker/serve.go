@@ -65,8 +65,8 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		}
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		build := &Worker{
-			Pool: d.Pool, Reports: d.Inserters[queue.BuildScheduler], Logs: logs,
-			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets),
+			Pool: d.Pool, Graph: graph, Logs: logs,
+			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
 		}
 		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)
 		if _, err := d.NewClient(); err != nil {

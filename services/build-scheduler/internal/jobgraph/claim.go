@@ -77,20 +77,6 @@ func Heartbeat(ctx context.Context, db postgres.DBTX, jobID, token int64, lease 
 	return JobState(state), nil
 }
 
-// MarkReportedTx records, in the transaction that enqueues the report, that the attempt has
-// reported, so the lease reaper leaves the job alone while the report waits in the queue.
-// ErrLeaseLost means the attempt is dead and its report must not be sent.
-func MarkReportedTx(ctx context.Context, tx pgx.Tx, jobID, token int64) error {
-	n, err := queries.JobMarkReported(ctx, tx, dbsqlc.JobMarkReportedParams{ID: jobID, LeaseToken: token})
-	if err != nil {
-		return fmt.Errorf("mark job %d reported: %w", jobID, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("mark job %d reported: %w", jobID, ErrLeaseLost)
-	}
-	return nil
-}
-
 // SeeWorker records that workerID is polling targets, for the watchdog's "no worker serves this
 // target" check.
 func SeeWorker(ctx context.Context, db postgres.DBTX, workerID string, targets []string) error {

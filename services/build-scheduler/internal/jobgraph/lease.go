@@ -18,7 +18,10 @@ type Lease struct {
 	Token   int64
 }
 
-// ExpiredLeases lists attempts whose worker stopped heartbeating and has not reported.
+// ExpiredLeases lists attempts whose worker stopped heartbeating and has not reported. Workers
+// now apply their reports in the transaction that ends their token, so no running job is marked
+// reported any more; the check stays for reports queued as build_report jobs by workers of
+// earlier releases, which marked the job when they queued it.
 func ExpiredLeases(ctx context.Context, db postgres.DBTX, limit int) ([]Lease, error) {
 	rows, err := queries.JobListExpiredLeases(ctx, db, int32(limit))
 	if err != nil {

@@ -168,10 +168,6 @@ UPDATE job_graph SET lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::
 WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending')
 RETURNING state::text;
 
--- name: JobMarkReported :execrows
-UPDATE job_graph SET reported = true
-WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending');
-
 -- name: JobReport :one
 -- JobReport applies a worker's report in one statement, guarded by the job being running (or
 -- cancel_pending) under the reported attempt and lease token: the job's transition (CTE done),

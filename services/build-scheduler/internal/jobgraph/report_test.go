@@ -44,7 +44,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		ctx := context.Background()
 		pool, graph, g, args := setup(t)
 		var sawTx bool
-		res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx) error {
+		res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
 			_, err := tx.Exec(ctx, `SELECT 1`)
 			sawTx = err == nil
 			return err
@@ -67,7 +67,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		ctx := context.Background()
 		pool, graph, g, args := setup(t)
 		boom := errors.New("boom")
-		_, err := graph.Report(ctx, pool, args, func(pgx.Tx) error { return boom })
+		_, err := graph.Report(ctx, pool, args, func(pgx.Tx, Result) error { return boom })
 		require.ErrorIs(t, err, boom)
 		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1}, states(t, pool, g))
 		require.Equal(t, int32(0), pool.Stat().AcquiredConns(), "the connection went back to the pool")

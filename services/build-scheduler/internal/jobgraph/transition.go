@@ -66,9 +66,10 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 }
 
 // Report applies a worker's report as ReportTx does, in a transaction of its own on pool that
-// begins in the same round trip as JobReport (see beginWith), and runs also in it before it
-// commits (the report job's completion, for a River worker). also may be nil.
-func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx) error) (Result, error) {
+// begins in the same round trip as JobReport (see beginWith), and runs also in it, given the
+// result, before it commits: the end of the River job that carried the build or the report, so
+// River's job state and the job graph's commit together. also may be nil.
+func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
 	db := &beginWith{pool: pool}
 	rep, err := report(ctx, db, r)
 	tx, closeErr := db.close()
@@ -88,7 +89,7 @@ func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildRep
 		}
 	}
 	if also != nil {
-		if err := also(tx); err != nil {
+		if err := also(tx, res); err != nil {
 			return res, err
 		}
 	}

@@ -7,15 +7,16 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/outcomes"
 	"drover.dev/shared/metrics"
 )
 
 // Metrics counts what the scheduler's workers and reaper did. The jobs and groups by state are
 // read from the database at scrape time (Gauges). A nil *Metrics counts nothing, for the
-// build-worker process, which registers these workers without working their queue.
+// build-worker process, which registers these workers without working their queue (it counts
+// the reports it applies itself with its own outcomes.Counters).
 type Metrics struct {
-	finished *prometheus.CounterVec
-	settled  *prometheus.CounterVec
+	*outcomes.Counters
 	watchdog *prometheus.CounterVec
 	lost     prometheus.Counter
 	logger   *slog.Logger
@@ -25,14 +26,7 @@ type Metrics struct {
 // work (a job failed, a group settled, a watchdog action, a lease lost).
 func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	m := &Metrics{
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drover_build_scheduler_jobs_finished_total",
-			Help: "Build jobs that reached a final state through a report or a lost lease, by state.",
-		}, []string{"state"}),
-		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "drover_build_scheduler_groups_settled_total",
-			Help: "Groups settled by a report or by the watchdog, by final state.",
-		}, []string{"state"}),
+		Counters: outcomes.New(reg, logger),
 		watchdog: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_build_scheduler_watchdog_actions_total",
 			Help: "Watchdog actions, by action: cancel (a stalled group), settle (a group left open), drift (counters repaired).",
@@ -43,38 +37,17 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 		}),
 		logger: logger,
 	}
-	for _, s := range []jobgraph.JobState{jobgraph.Complete, jobgraph.JobFailed, jobgraph.CancelComplete} {
-		m.finished.WithLabelValues(string(s))
-	}
-	for _, s := range []jobgraph.GroupState{jobgraph.GroupComplete, jobgraph.GroupFailed, jobgraph.GroupCanceled} {
-		m.settled.WithLabelValues(string(s))
-	}
 	for _, a := range []string{"cancel", "settle", "drift"} {
 		m.watchdog.WithLabelValues(a)
 	}
-	reg.MustRegister(m.finished, m.settled, m.watchdog, m.lost)
+	reg.MustRegister(m.watchdog, m.lost)
 	return m
 }
 
-// reported counts and logs an applied report: the job's final state, and its group when the
-// report settled it.
+// reported counts and logs a report applied from the queue.
 func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
-	if m == nil || !res.Applied {
-		return
-	}
-	m.finished.WithLabelValues(string(res.State)).Inc()
-	if res.State == jobgraph.JobFailed {
-		m.logger.Info("build job failed", "job_id", r.JobID, "group_id", res.GroupID, "attempt", r.Attempt,
-			"exit_code", r.ExitCode, "error", r.Error)
-	}
-	m.groupSettled(res, "report")
-}
-
-func (m *Metrics) groupSettled(res jobgraph.Result, by string) {
-	switch res.GroupState {
-	case jobgraph.GroupComplete, jobgraph.GroupFailed, jobgraph.GroupCanceled:
-		m.settled.WithLabelValues(string(res.GroupState)).Inc()
-		m.logger.Info("group settled", "group_id", res.GroupID, "state", res.GroupState, "by", by)
+	if m != nil {
+		m.Reported(r, res)
 	}
 }
 
@@ -85,10 +58,8 @@ func (m *Metrics) expired(l jobgraph.Lease, res jobgraph.Result) {
 	}
 	m.lost.Inc()
 	m.logger.Warn("worker lost; lease expired", "job_id", l.JobID, "attempt", l.Attempt, "group_id", res.GroupID, "job_state", res.State)
-	if jobgraph.IsFinal(res.State) {
-		m.finished.WithLabelValues(string(res.State)).Inc()
-	}
-	m.groupSettled(res, "reaper")
+	m.Finished(res.State)
+	m.GroupSettled(res, "reaper")
 }
 
 // watched counts and logs what a watchdog pass did.

@@ -12,9 +12,13 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
 
-// ReportWorker applies a build worker's report: the job's transition and all its consequences
-// commit with the report job's completion, so a report is applied exactly once even though River
-// may deliver it twice.
+// ReportWorker applies a report that came through the scheduler's queue as a build_report job:
+// the job's transition and all its consequences commit with the report job's completion, so a
+// report is applied exactly once even though River may deliver it twice. Build workers apply
+// their own reports in the transaction that ends their build_run job (see package buildworker);
+// the kind stays for reports still queued by workers of earlier releases and for any producer
+// that must report through the queue. A repeated report, or one from a dead attempt, matches no
+// job and completes without effect.
 type ReportWorker struct {
 	river.WorkerDefaults[queue.BuildReportArgs]
 	Pool    *pgxpool.Pool
@@ -24,7 +28,7 @@ type ReportWorker struct {
 
 // Work applies the report; a stale or repeated report completes without effect.
 func (w *ReportWorker) Work(ctx context.Context, job *river.Job[queue.BuildReportArgs]) error {
-	res, err := w.Graph.Report(ctx, w.Pool, job.Args, func(tx pgx.Tx) error {
+	res, err := w.Graph.Report(ctx, w.Pool, job.Args, func(tx pgx.Tx, _ jobgraph.Result) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})

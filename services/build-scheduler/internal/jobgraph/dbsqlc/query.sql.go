@@ -972,24 +972,6 @@ func (q *Queries) JobLockUnfinished(ctx context.Context, db DBTX, groupID int64)
 	return err
 }
 
-const jobMarkReported = `-- name: JobMarkReported :execrows
-UPDATE job_graph SET reported = true
-WHERE id = $1 AND lease_token = $2::bigint AND state IN ('running', 'cancel_pending')
-`
-
-type JobMarkReportedParams struct {
-	ID         int64
-	LeaseToken int64
-}
-
-func (q *Queries) JobMarkReported(ctx context.Context, db DBTX, arg JobMarkReportedParams) (int64, error) {
-	result, err := db.Exec(ctx, jobMarkReported, arg.ID, arg.LeaseToken)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
 const jobReadyUnblocked = `-- name: JobReadyUnblocked :many
 UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
 WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
