@@ -3,7 +3,6 @@ package buildworker
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -59,7 +58,7 @@ func laneTarget(lane int) string { return fmt.Sprintf("oldest%d", lane) }
 // startWorker runs a River client working every lane's queue with one slot, until the test ends.
 func startWorker(t *testing.T, pool *pgxpool.Pool, graph *jobgraph.Graph) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := slog.New(slog.DiscardHandler)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &Worker{Pool: pool, Graph: graph, Logs: logstore.Postgres{DB: pool}, ID: "oldest-first", Lease: time.Minute, Logger: quiet})
 	queues := map[string]river.QueueConfig{}
