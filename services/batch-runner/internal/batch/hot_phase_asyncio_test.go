@@ -62,7 +62,7 @@ func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []
 	for i, m := range fleet.plan.Miners {
 		auth, err := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
 		require.NoError(b, err)
-		miners[i] = asyncioMiner{URL: protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address()), Auth: string(auth)}
+		miners[i] = asyncioMiner{URL: protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address()), Auth: string(auth), Jobs: []string{}}
 		for _, p := range payloads[i] {
 			miners[i].Jobs = append(miners[i].Jobs, string(p))
 		}

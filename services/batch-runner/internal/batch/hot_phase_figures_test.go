@@ -127,8 +127,8 @@ func (f figures) completion(rs []round) {
 	p99 := median(rs, func(r round) time.Duration { return r.completion.p99 })
 	answers := median(rs, func(r round) time.Duration { return r.completion.sendSpread })
 	perTarget := median(rs, round.completionRatio)
-	f.line("completion error", "median of %d rounds: p50 %s  p99 %s  2x floor send spread %s;  median of p99/(2x floor send spread) %.2f (target <= 1)%s  (%d answers a round; minersim wrote them within %s)",
-		len(rs), ms(p50), ms(p99), ms(median(rs, round.completionTarget)), perTarget, meets(perTarget, 1), f.executors, ms(answers))
+	f.line("completion error", "median of %d rounds: p50 %s  p99 %s  2x floor send spread %s;  median of p99/(2x floor send spread) %.2f (target <= 1)%s  (%d answers a round, median; minersim wrote them within %s)",
+		len(rs), ms(p50), ms(p99), ms(median(rs, round.completionTarget)), perTarget, meets(perTarget, 1), int(median(rs, func(r round) float64 { return float64(len(r.completion.errs)) })), ms(answers))
 	f.metric(msf(p50), "completion_err_p50_ms")
 	f.metric(msf(p99), "completion_err_p99_ms")
 	f.metric(perTarget, "completion_err_p99_per_2x_floor_send")
