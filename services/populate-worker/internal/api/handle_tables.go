@@ -44,7 +44,8 @@ type populateRequest struct {
 	ReserveJobs    *bool                `json:"reserve_jobs"`
 	ScheduleJobs   *bool                `json:"schedule_jobs"`
 	SuppressErrors bool                 `json:"suppress_errors"`
-	Processes      int                  `json:"processes"`
+	// Processes is 1 when omitted; an explicit 0 is refused, not read as the default.
+	Processes *int `json:"processes"`
 	// MinSchedulingInterval (seconds) overrides the service's for the schedule_jobs call that
 	// precedes a reserved populate.
 	MinSchedulingInterval *float64 `json:"min_scheduling_interval"`
@@ -60,10 +61,17 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		processes := 1
+		if req.Processes != nil {
+			processes = *req.Processes
+		}
+		if processes < 1 || processes > populate.MaxProcesses {
+			return problem.Unprocessablef("processes", "must be 1 to %d", populate.MaxProcesses)
+		}
 		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.Opts{
 			Restriction: req.Restriction, Order: req.Order, MaxCalls: req.MaxCalls,
 			ReserveJobs: orTrue(req.ReserveJobs), SkipSchedule: !orTrue(req.ScheduleJobs),
-			SuppressErrors: req.SuppressErrors, Processes: req.Processes, ScheduleInterval: interval,
+			SuppressErrors: req.SuppressErrors, Processes: processes, ScheduleInterval: interval,
 		})
 		if err != nil {
 			return err
@@ -75,10 +83,11 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 func orTrue(b *bool) bool { return b == nil || *b }
 
 // scheduleRequest is POST /v1/tables/{name}/schedule; MinSchedulingInterval (seconds) overrides
-// the service's for this call.
+// the service's for this call, and Restriction (as populate's) limits the keys it schedules.
 type scheduleRequest struct {
-	Force                 bool     `json:"force"`
-	MinSchedulingInterval *float64 `json:"min_scheduling_interval"`
+	Force                 bool                 `json:"force"`
+	Restriction           populate.Restriction `json:"restriction"`
+	MinSchedulingInterval *float64             `json:"min_scheduling_interval"`
 }
 
 func handleSchedule(e *populate.Engine) echo.HandlerFunc {
@@ -91,7 +100,9 @@ func handleSchedule(e *populate.Engine) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		res, err := e.ScheduleJobs(c.Request().Context(), c.Param("name"), populate.ScheduleOpts{Force: req.Force, MinInterval: interval})
+		res, err := e.ScheduleJobs(c.Request().Context(), c.Param("name"), populate.ScheduleOpts{
+			Force: req.Force, Restriction: req.Restriction, MinInterval: interval,
+		})
 		if err != nil {
 			return err
 		}

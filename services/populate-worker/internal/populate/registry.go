@@ -94,6 +94,8 @@ func (r *Registry) Check(ctx context.Context, db postgres.DBTX) error {
 	return errors.Join(errs...)
 }
 
+// check also records the kinds of key_source's key columns, which restrictions are checked
+// against: the jobs table's keys are built from them.
 func (t *Table) check(ctx context.Context, db postgres.DBTX) error {
 	for _, q := range []string{
 		"SELECT " + pkList(t, "t") + " FROM " + t.target() + " t LIMIT 0",
@@ -101,6 +103,11 @@ func (t *Table) check(ctx context.Context, db postgres.DBTX) error {
 	} {
 		rows, err := db.Query(ctx, q)
 		if err == nil {
+			kinds := map[string]valueKind{}
+			for i, fd := range rows.FieldDescriptions() {
+				kinds[t.PrimaryKey[i]] = kindOf(fd.DataTypeOID)
+			}
+			t.keyKinds = kinds
 			rows.Close()
 			err = rows.Err()
 		}

@@ -24,7 +24,9 @@ type filter struct {
 	values  [][]string
 }
 
-// compile validates r against t. field names the request field in problems.
+// compile validates r against t: every column a primary-key column, every value of the JSON type
+// the column takes in the key (a value of another type could never match, so it is refused
+// rather than answered with nothing). field names the request field in problems.
 func (r Restriction) compile(t *Table, field string) (filter, error) {
 	var f filter
 	cols := make([]string, 0, len(r))
@@ -36,7 +38,7 @@ func (r Restriction) compile(t *Table, field string) (filter, error) {
 		if !t.hasPK(c) {
 			return f, problem.Unprocessablef(field+"."+c, "not a primary-key column of %s (key: %v)", t.Name, t.PrimaryKey)
 		}
-		vals, err := scalars(r[c])
+		vals, err := scalars(r[c], t.keyKinds[c])
 		if err != nil {
 			return f, problem.Unprocessablef(field+"."+c, "%s", err)
 		}
@@ -45,9 +47,9 @@ func (r Restriction) compile(t *Table, field string) (filter, error) {
 	return f, nil
 }
 
-// scalars returns the canonical JSON of each value in raw: one scalar, or a non-empty array of
-// scalars.
-func scalars(raw json.RawMessage) ([]string, error) {
+// scalars returns the canonical JSON of each value in raw, one scalar or a non-empty array of
+// scalars, each checked against kind.
+func scalars(raw json.RawMessage, kind valueKind) ([]string, error) {
 	var v any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -63,10 +65,11 @@ func scalars(raw json.RawMessage) ([]string, error) {
 	}
 	out := make([]string, len(list))
 	for i, x := range list {
-		switch x.(type) {
-		case string, json.Number, bool:
-		default:
-			return nil, fmt.Errorf("values must be strings, numbers or booleans, not %T", x)
+		if err := kind.check(x); err != nil {
+			if isList {
+				return nil, fmt.Errorf("value %d: %w", i, err)
+			}
+			return nil, err
 		}
 		b, _ := json.Marshal(x)
 		out[i] = string(b)

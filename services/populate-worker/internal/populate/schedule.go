@@ -16,6 +16,10 @@ type ScheduleOpts struct {
 	// Force reschedules keys whose job is in error or ignore.
 	Force bool
 
+	// Restriction limits scheduling to the key_source keys it matches (DataJoint #1244's
+	// schedule_jobs(restriction)); the call still counts as the table's scheduling event.
+	Restriction Restriction
+
 	// MinInterval overrides Config.MinSchedulingInterval for this call when not nil; zero
 	// schedules whatever the last event.
 	MinInterval *time.Duration
@@ -34,10 +38,14 @@ type ScheduleResult struct {
 // ScheduleJobs is DataJoint's schedule_jobs for the table registered as name: in one
 // transaction it records a scheduling event (or stops if one is too recent, by the database
 // clock), inserts a scheduled job for every key of key_source that is neither in the target (by
-// primary key only) nor already scheduled, reserved or succeeded, and inserts each new job's
-// River job.
+// primary key only) nor already scheduled, reserved or succeeded, restricted by
+// opts.Restriction, and inserts each new job's River job. A bad restriction writes nothing.
 func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpts) (ScheduleResult, error) {
 	t, err := e.tables.Get(name)
+	if err != nil {
+		return ScheduleResult{}, err
+	}
+	f, err := opts.Restriction.compile(t, "restriction")
 	if err != nil {
 		return ScheduleResult{}, err
 	}
@@ -52,7 +60,7 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 			res.Suppressed = !ok
 			return err
 		}
-		hashes, err := e.insertScheduled(ctx, tx, t, opts.Force)
+		hashes, err := e.insertScheduled(ctx, tx, t, f, opts.Force)
 		if err != nil {
 			return err
 		}
@@ -69,13 +77,13 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	return res, nil
 }
 
-// scheduleSQL is the set-based statement: key_source minus target minus live jobs. Conflicts with
-// existing jobs update only error/ignore rows and only when forced; every other existing job is
-// left alone and not returned.
-func scheduleSQL(t *Table) string {
+// scheduleSQL is the set-based statement: key_source minus target minus live jobs, restricted by
+// cond (whose parameters follow $4). Conflicts with existing jobs update only error/ignore rows
+// and only when forced; every other existing job is left alone and not returned.
+func scheduleSQL(t *Table, cond string) string {
 	return `WITH todo AS (` + todoSQL(t) + `)
 	INSERT INTO jobs AS j (table_name, key_hash, status, key, host, pid, run_metadata)
-	SELECT $1, md5(key::text), 'scheduled', key, $2, $3, NULL FROM todo
+	SELECT $1, md5(key::text), 'scheduled', key, $2, $3, NULL FROM todo WHERE ` + cond + `
 	ON CONFLICT (table_name, key_hash) DO UPDATE
 		SET status = 'scheduled', error_message = NULL, error_stack = NULL, "user" = current_user,
 		    host = excluded.host, pid = excluded.pid, connection_id = pg_backend_pid(), "timestamp" = now()
@@ -83,8 +91,9 @@ func scheduleSQL(t *Table) string {
 	RETURNING key_hash`
 }
 
-func (e *Engine) insertScheduled(ctx context.Context, tx pgx.Tx, t *Table, force bool) ([]string, error) {
-	rows, err := tx.Query(ctx, scheduleSQL(t), t.Name, e.host, pid(), force)
+func (e *Engine) insertScheduled(ctx context.Context, tx pgx.Tx, t *Table, f filter, force bool) ([]string, error) {
+	cond, args := f.where("todo.key", []any{t.Name, e.host, pid(), force})
+	rows, err := tx.Query(ctx, scheduleSQL(t, cond), args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert scheduled jobs: %w", err)
 	}

@@ -1,10 +1,13 @@
 package populate
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/problem"
 )
 
 func TestScheduleJobs(t *testing.T) {
@@ -64,6 +67,36 @@ func TestScheduleJobs(t *testing.T) {
 		require.Equal(t, 3, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'reserved'`))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'success'`))
+	})
+	t.Run("RestrictionLimitsTheKeysScheduled", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 5)
+		r := Restriction{"a": json.RawMessage(`[2, 4]`), "b": json.RawMessage(`1`)}
+		require.Equal(t, ScheduleResult{Scheduled: 2}, b.schedule(t, ScheduleOpts{Restriction: r}))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE key->>'a' IN ('2', '4')`))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs`))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
+		require.Equal(t, 3, b.schedule(t, ScheduleOpts{}).Scheduled, "the rest is scheduled unrestricted")
+	})
+	t.Run("BadRestrictionWritesNothing", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 3)
+		for _, r := range []Restriction{
+			{"a": json.RawMessage(`"1"`)},
+			{"a": json.RawMessage(`1.5`)},
+			{"a": json.RawMessage(`true`)},
+			{"a": json.RawMessage(`2147483648`)}, // a is an int column
+			{"v": json.RawMessage(`1`)},
+		} {
+			_, err := b.engine.ScheduleJobs(b.ctx, "pair", ScheduleOpts{Restriction: r})
+			var p *problem.Error
+			require.ErrorAs(t, err, &p, "%v", r)
+			require.Equal(t, problem.Unprocessable, p.Code)
+		}
+		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM scheduling_events`), "no scheduling event claimed")
 	})
 	t.Run("UnknownTableIsNotFound", func(t *testing.T) {
 		t.Parallel()

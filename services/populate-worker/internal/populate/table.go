@@ -55,6 +55,10 @@ type Table struct {
 	Make    MakeFunc    `json:"-"`
 	Fetch   FetchFunc   `json:"-"`
 	Compute ComputeFunc `json:"-"`
+
+	// keyKinds holds the JSON type of each primary-key column's values, from key_source's
+	// column types; Registry.Check fills it at start, before any request reads it.
+	keyKinds map[string]valueKind
 }
 
 var (
