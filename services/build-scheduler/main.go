@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"time"
@@ -52,6 +53,13 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	submit := api.Submit{Limits: dag.Limits{
+		MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
+		DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
+	}, MaxAttempts: cfg.MaxAttempts}
+	if err := submit.Check(); err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
 	spec := service.Spec{
 		Service:  queue.BuildScheduler,
 		Config:   cfg.Common,
@@ -77,10 +85,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		if _, err := d.NewClient(); err != nil {
 			return err
 		}
-		api.Routes(d.Server.API, d.Pool, graph, logs, api.Submit{Limits: dag.Limits{
-			MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
-			DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
-		}, MaxAttempts: cfg.MaxAttempts})
+		api.Routes(d.Server.API, d.Pool, graph, logs, submit)
 		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger, Metrics: m}
 		d.Go(reaper.Run)
 		return nil

@@ -105,7 +105,11 @@ func ParseIDListParams(c *echo.Context) (ListParams, int64, error) {
 		return p, 0, err
 	}
 	var id int64
-	_, err = p.After(&id)
+	ok, err := p.After(&id)
+	if err == nil && ok && id <= 0 {
+		// Ids are positive: a cursor of 0, a negative id or null was not returned by this API.
+		return p, 0, problem.Invalidf("cursor", "is not a cursor this API returned")
+	}
 	return p, id, err
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 
 	"github.com/labstack/echo/v5"
@@ -77,5 +78,22 @@ func TestListParamsRejectBadInput(t *testing.T) {
 			require.Equal(t, problem.Invalid, pe.Code)
 			require.Equal(t, tt.field, pe.Field)
 		})
+	}
+}
+
+func TestIDListParamsTakeOnlyPositiveIDCursors(t *testing.T) {
+	t.Parallel()
+
+	cursor := func(json string) string { return base64.RawURLEncoding.EncodeToString([]byte(json)) }
+	for _, good := range []string{"1", "9223372036854775807"} {
+		_, id, err := ParseIDListParams(listContext(t, "cursor="+cursor(good)))
+		require.NoError(t, err, good)
+		require.Equal(t, good, strconv.FormatInt(id, 10))
+	}
+	for _, bad := range []string{"0", "-1", "null", "9223372036854775808", "1e309", "1.5", `"1"`, "true"} {
+		_, _, err := ParseIDListParams(listContext(t, "cursor="+cursor(bad)))
+		var pe *problem.Error
+		require.ErrorAs(t, err, &pe, bad)
+		require.Equal(t, "cursor", pe.Field, bad)
 	}
 }

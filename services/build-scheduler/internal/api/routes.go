@@ -4,6 +4,8 @@ package api
 
 import (
 	_ "embed"
+	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v5"
@@ -23,6 +25,14 @@ var OpenAPI []byte
 type Submit struct {
 	Limits      dag.Limits
 	MaxAttempts int
+}
+
+// Check reports a limit or an attempt count outside its range.
+func (s Submit) Check() error {
+	if s.MaxAttempts < 1 || s.MaxAttempts > math.MaxInt32 {
+		return fmt.Errorf("max attempts %d: must be from 1 to %d", s.MaxAttempts, math.MaxInt32)
+	}
+	return s.Limits.Check()
 }
 
 // Routes lists every route of the service under /v1 (g).

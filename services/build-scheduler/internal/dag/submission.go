@@ -6,6 +6,8 @@ package dag
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -22,10 +24,21 @@ type JobSpec struct {
 	Command        []string          `json:"command"`
 	Payload        json.RawMessage   `json:"payload,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
-	TimeoutSeconds int               `json:"timeout_seconds,omitempty"`
-	Priority       int               `json:"priority,omitempty"`
+	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
+	Priority       int64             `json:"priority,omitempty"`
 	DependsOn      []string          `json:"depends_on,omitempty"`
 }
+
+// The range of a job's priority: the column that orders claims is a 32-bit integer, and a
+// priority outside it is refused rather than truncated (2^31 would become the lowest).
+const (
+	MinPriority = math.MinInt32
+	MaxPriority = math.MaxInt32
+)
+
+// MaxLimit is the largest value MaxJobs, MaxDeps and MaxJobBytes may be configured to: counts of
+// jobs are stored in 32-bit integers.
+const MaxLimit = math.MaxInt32
 
 // Limits bound what one submission may ask for. They protect the scheduler from a single group
 // that would take its tables or a worker's disk hostage; each is configurable.
@@ -41,6 +54,24 @@ type Limits struct {
 var DefaultLimits = Limits{
 	MaxJobs: 10000, MaxDeps: 1000, MaxJobBytes: 64 << 10,
 	DefaultTimeout: 30 * time.Minute, MaxTimeout: 24 * time.Hour,
+}
+
+// Check reports the first limit outside its range, so that a misconfigured scheduler refuses to
+// start instead of accepting jobs it cannot store.
+func (l Limits) Check() error {
+	switch {
+	case l.MaxJobs < 1 || l.MaxJobs > MaxLimit:
+		return fmt.Errorf("max jobs per group %d: must be from 1 to %d", l.MaxJobs, MaxLimit)
+	case l.MaxDeps < 0 || l.MaxDeps > MaxLimit:
+		return fmt.Errorf("max dependencies per job %d: must be from 0 to %d", l.MaxDeps, MaxLimit)
+	case l.MaxJobBytes < 1 || l.MaxJobBytes > MaxLimit:
+		return fmt.Errorf("max job bytes %d: must be from 1 to %d", l.MaxJobBytes, MaxLimit)
+	case l.MaxTimeout < time.Second:
+		return fmt.Errorf("max job timeout %s: must be at least 1s", l.MaxTimeout)
+	case l.DefaultTimeout < time.Millisecond || l.DefaultTimeout > l.MaxTimeout:
+		return fmt.Errorf("default job timeout %s: must be from 1ms to the max job timeout %s", l.DefaultTimeout, l.MaxTimeout)
+	}
+	return nil
 }
 
 // Plan is a validated submission: jobs in submission order with dependencies resolved to

@@ -67,20 +67,32 @@ func checkJob(field string, j JobSpec, lim Limits) (PlannedJob, error) {
 		return PlannedJob{}, problem.Unprocessablef(field+".command", "job %q has no command", j.Name)
 	case len(j.DependsOn) > lim.MaxDeps:
 		return PlannedJob{}, problem.Unprocessablef(field+".depends_on", "%d dependencies exceed the limit of %d per job", len(j.DependsOn), lim.MaxDeps)
-	case j.TimeoutSeconds < 0:
-		return PlannedJob{}, problem.Unprocessablef(field+".timeout_seconds", "must not be negative")
+	case j.Priority < MinPriority || j.Priority > MaxPriority:
+		return PlannedJob{}, problem.Unprocessablef(field+".priority", "%d is outside the range %d to %d", j.Priority, MinPriority, MaxPriority)
 	}
 	if n := jobBytes(j); n > lim.MaxJobBytes {
 		return PlannedJob{}, problem.Unprocessablef(field, "command, payload and env take %d bytes, over the limit of %d", n, lim.MaxJobBytes)
 	}
-	timeout := lim.DefaultTimeout
-	if j.TimeoutSeconds > 0 {
-		timeout = time.Duration(j.TimeoutSeconds) * time.Second
-	}
-	if timeout > lim.MaxTimeout {
-		return PlannedJob{}, problem.Unprocessablef(field+".timeout_seconds", "%s exceeds the limit of %s", timeout, lim.MaxTimeout)
+	timeout, err := jobTimeout(field+".timeout_seconds", j.TimeoutSeconds, lim)
+	if err != nil {
+		return PlannedJob{}, err
 	}
 	return PlannedJob{JobSpec: j, Timeout: timeout}, nil
+}
+
+// jobTimeout is the timeout a job asks for in seconds (0: the default), compared with the limit
+// before it is converted, so that no number of seconds can overflow into a small duration.
+func jobTimeout(field string, seconds int64, lim Limits) (time.Duration, error) {
+	maxSeconds := int64(lim.MaxTimeout / time.Second)
+	switch {
+	case seconds < 0:
+		return 0, problem.Unprocessablef(field, "%d is negative; give 1 to %d seconds, or 0 for the default", seconds, maxSeconds)
+	case seconds > maxSeconds:
+		return 0, problem.Unprocessablef(field, "%d seconds exceed the limit of %s (%d seconds)", seconds, lim.MaxTimeout, maxSeconds)
+	case seconds == 0:
+		return lim.DefaultTimeout, nil
+	}
+	return time.Duration(seconds) * time.Second, nil
 }
 
 func jobBytes(j JobSpec) int {

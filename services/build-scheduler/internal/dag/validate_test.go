@@ -3,8 +3,10 @@ package dag
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +38,12 @@ func TestValidateRejectsBadSubmissions(t *testing.T) {
 		{"UnknownDependency", Submission{Name: "g", Jobs: []JobSpec{job("a", "zz")}}, "jobs[0].depends_on[0]", `unknown job "zz"`},
 		{"TooManyDeps", Submission{Name: "g", Jobs: []JobSpec{job("a"), job("b"), job("c", "a", "b")}}, "jobs[2].depends_on", "limit of 1"},
 		{"TooLarge", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Payload: json.RawMessage(`"` + strings.Repeat("x", 40) + `"`)}}}, "jobs[0]", "over the limit of 32"},
-		{"TimeoutTooLong", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: 90000}}}, "jobs[0].timeout_seconds", "exceeds"},
+		{"TimeoutTooLong", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: 90000}}}, "jobs[0].timeout_seconds", "exceed the limit of 24h"},
+		{"TimeoutOverflows", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: math.MaxInt64}}}, "jobs[0].timeout_seconds", "exceed"},
+		{"TimeoutNegative", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: -1}}}, "jobs[0].timeout_seconds", "negative"},
+		{"PriorityPast32Bits", Submission{Name: "g", Jobs: []JobSpec{job("a"), {Name: "b", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32 + 1}}}, "jobs[1].priority", "outside the range"},
+		{"PriorityMax64", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MaxInt64}}}, "jobs[0].priority", "outside the range"},
+		{"PriorityBelow32Bits", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MinInt32 - 1}}}, "jobs[0].priority", "outside the range"},
 		{"SelfCycle", Submission{Name: "g", Jobs: []JobSpec{job("a", "a")}}, "jobs", "cycle: a → a"},
 		{"Cycle", Submission{Name: "g", Jobs: []JobSpec{job("root"), job("a", "root", "c"), job("b", "a"), job("c", "b")}}, "jobs", "cycle: a → c → b → a"},
 	}
@@ -103,5 +110,41 @@ func TestValidateOrdersJobsAfterTheirDependencies(t *testing.T) {
 		for _, d := range j.Deps {
 			require.Less(t, rank[d], rank[i], "%s comes after its dependency %s", j.Name, plan.Jobs[d].Name)
 		}
+	}
+}
+
+func TestValidateKeepsBoundaryNumbers(t *testing.T) {
+	t.Parallel()
+
+	plan, err := Validate(Submission{Name: "g", Jobs: []JobSpec{
+		{Name: "low", Target: "l", Command: []string{"true"}, Priority: math.MinInt32, TimeoutSeconds: 1},
+		{Name: "high", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32, TimeoutSeconds: int64(DefaultLimits.MaxTimeout / time.Second)},
+	}}, DefaultLimits)
+	require.NoError(t, err)
+	require.Equal(t, time.Second, plan.Jobs[0].Timeout)
+	require.Equal(t, DefaultLimits.MaxTimeout, plan.Jobs[1].Timeout)
+	require.Equal(t, int64(math.MaxInt32), plan.Jobs[1].Priority)
+}
+
+func TestLimitsCheckRefusesRangesThatCannotBeStored(t *testing.T) {
+	t.Parallel()
+
+	require.NoError(t, DefaultLimits.Check())
+	tests := map[string]func(*Limits){
+		"NoJobs":          func(l *Limits) { l.MaxJobs = 0 },
+		"JobsPast32Bits":  func(l *Limits) { l.MaxJobs = math.MaxInt32 + 1 },
+		"NegativeDeps":    func(l *Limits) { l.MaxDeps = -1 },
+		"NoBytes":         func(l *Limits) { l.MaxJobBytes = 0 },
+		"NoMaxTimeout":    func(l *Limits) { l.MaxTimeout = 0 },
+		"DefaultPastMax":  func(l *Limits) { l.DefaultTimeout = l.MaxTimeout + time.Second },
+		"NegativeDefault": func(l *Limits) { l.DefaultTimeout = -time.Second },
+	}
+	for name, breakIt := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lim := DefaultLimits
+			breakIt(&lim)
+			require.Error(t, lim.Check())
+		})
 	}
 }
