@@ -106,10 +106,22 @@ func TestIgnoreAKeyWithNoJob(t *testing.T) {
 	require.Equal(t, "ignore", job.Status)
 	require.Equal(t, map[string]int64{"signal_id": ids[1]}, job.Key)
 
+	// By key, as DataJoint's jobs.ignore(key): no hash to compute.
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/ignore",
+		map[string]any{"key": map[string]int64{"signal_id": ids[2]}}, &job))
+	require.Equal(t, "ignore", job.Status)
+	require.Equal(t, map[string]int64{"signal_id": ids[2]}, job.Key)
+	for body, field := range map[string]string{`{}`: "key.signal_id", `{"key": {"signal_id": "x"}}`: "key.signal_id"} {
+		var p problemBody
+		require.Equal(t, http.StatusUnprocessableEntity, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/ignore",
+			json.RawMessage(body), &p), body)
+		require.Equal(t, field, p.Field, body)
+	}
+
 	var res populateResult
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate",
 		map[string]any{"min_scheduling_interval": 0}, &res))
-	require.Equal(t, 3, res.SuccessCount, "populate leaves the ignored key alone")
+	require.Equal(t, 2, res.SuccessCount, "populate leaves the ignored keys alone")
 	require.Equal(t, http.StatusNotFound, b.call(t, http.MethodPost,
 		fmt.Sprintf("/v1/jobs/example_signal_stats/%032d/ignore", 7), nil, nil), "a hash outside key_source")
 }

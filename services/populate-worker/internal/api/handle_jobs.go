@@ -89,6 +89,25 @@ func handleJobIgnore(e *populate.Engine) echo.HandlerFunc {
 	}
 }
 
+// ignoreRequest is POST /v1/tables/{name}/ignore: DataJoint's jobs.ignore(key).
+type ignoreRequest struct {
+	Key populate.Restriction `json:"key"`
+}
+
+func handleTableIgnore(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		var req ignoreRequest
+		if err := web.DecodeJSON(c, &req); err != nil {
+			return err
+		}
+		job, err := e.IgnoreKey(c.Request().Context(), c.Param("name"), req.Key)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, job)
+	}
+}
+
 func handleJobReschedule(e *populate.Engine) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		table, hash, err := jobPath(c)

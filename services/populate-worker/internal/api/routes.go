@@ -23,6 +23,7 @@ func Routes(s *web.Server, e *populate.Engine, ex Examples) {
 	s.API.POST("/tables/:name/schedule", handleSchedule(e))
 	s.API.POST("/tables/:name/cleanup", handleCleanup(e))
 	s.API.GET("/tables/:name/progress", handleProgress(e))
+	s.API.POST("/tables/:name/ignore", handleTableIgnore(e))
 	s.API.GET("/jobs", handleJobList(e))
 	s.API.GET("/jobs/:table/:key_hash", handleJobGet(e))
 	s.API.POST("/jobs/:table/:key_hash/ignore", handleJobIgnore(e))

@@ -105,50 +105,6 @@ func JobList(ctx context.Context, db postgres.DBTX, p JobListParams) ([]Job, err
 	return jobs, nil
 }
 
-// Ignore marks a key's job ignore, so that neither populate nor schedule_jobs (without force)
-// touches it. A reserved job is being made and cannot be ignored. A key of key_source that has no
-// job yet gets one in status ignore, as DataJoint's jobs.ignore inserts it.
-func (e *Engine) Ignore(ctx context.Context, table, keyHash string) (Job, error) {
-	job, err := e.setStatus(ctx, table, keyHash, StatusIgnore, ignorable())
-	if !errors.Is(err, problem.ErrNotFound) {
-		return job, err
-	}
-	return e.ignoreNew(ctx, table, keyHash)
-}
-
-func ignorable() []Status { return []Status{StatusScheduled, StatusError, StatusIgnore} }
-
-// ignoreNew inserts an ignore job for the key_source key whose hash is keyHash. A job created
-// meanwhile is ignored as Ignore would, unless it is reserved (409).
-func (e *Engine) ignoreNew(ctx context.Context, table, keyHash string) (Job, error) {
-	t, err := e.tables.Get(table)
-	if err != nil {
-		return Job{}, err
-	}
-	var job Job
-	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, `INSERT INTO jobs AS j (table_name, key_hash, status, key, host, pid, run_metadata)
-			SELECT $1, md5(x.key::text), 'ignore', x.key, $2, $3, NULL FROM (`+t.keySourceKeys()+`) x
-			WHERE md5(x.key::text) = $4 LIMIT 1
-			ON CONFLICT (table_name, key_hash) DO UPDATE
-				SET status = 'ignore', error_message = NULL, error_stack = NULL, "user" = current_user,
-				    host = excluded.host, pid = excluded.pid, connection_id = pg_backend_pid(), "timestamp" = now()
-				WHERE j.status IN ('scheduled', 'error', 'ignore')`, t.Name, e.host, pid(), keyHash)
-		if err != nil {
-			return fmt.Errorf("ignore key %s/%s: %w", table, keyHash, err)
-		}
-		job, err = JobGet(ctx, tx, table, keyHash)
-		if errors.Is(err, problem.ErrNotFound) {
-			return fmt.Errorf("key %s/%s is neither a job nor a key of key_source: %w", table, keyHash, problem.ErrNotFound)
-		}
-		if err == nil && job.Status != StatusIgnore {
-			return problem.Conflictf("job %s/%s is %s; only %v jobs can become ignore", table, keyHash, job.Status, ignorable())
-		}
-		return err
-	})
-	return job, err
-}
-
 // Reschedule makes an error or ignore job scheduled again and enqueues its make, in one
 // transaction.
 func (e *Engine) Reschedule(ctx context.Context, table, keyHash string) (Job, error) {

@@ -1,6 +1,7 @@
 package populate
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,5 +50,33 @@ func TestIgnore(t *testing.T) {
 		require.NoError(t, err)
 		_, err = b.engine.Ignore(b.ctx, "pair", keyHash(t, b, 1))
 		require.Equal(t, problem.Conflict, problem.CodeOf(err))
+	})
+	t.Run("ByKey", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 2)
+		b.schedule(t, ScheduleOpts{})
+		job, err := b.engine.IgnoreKey(b.ctx, "pair", Restriction{"a": json.RawMessage(`1`), "b": json.RawMessage(`1`)})
+		require.NoError(t, err, "a scheduled job")
+		require.Equal(t, keyHash(t, b, 1), job.KeyHash)
+		require.Equal(t, StatusIgnore, job.Status)
+		_, err = b.pool.Exec(b.ctx, `DELETE FROM jobs`)
+		require.NoError(t, err)
+		job, err = b.engine.IgnoreKey(b.ctx, "pair", Restriction{"b": json.RawMessage(`1`), "a": json.RawMessage(`2`)})
+		require.NoError(t, err, "a key with no job")
+		require.Equal(t, keyHash(t, b, 2), job.KeyHash)
+		require.Equal(t, []string{keyHash(t, b, 2)}, b.hashes(t, StatusIgnore))
+		_, err = b.engine.IgnoreKey(b.ctx, "pair", Restriction{"a": json.RawMessage(`3`), "b": json.RawMessage(`1`)})
+		require.ErrorIs(t, err, problem.ErrNotFound)
+		for _, k := range []Restriction{
+			{"a": json.RawMessage(`1`)},
+			{"a": json.RawMessage(`[1]`), "b": json.RawMessage(`1`)},
+			{"a": json.RawMessage(`"1"`), "b": json.RawMessage(`1`)},
+			{"a": json.RawMessage(`1`), "b": json.RawMessage(`1`), "v": json.RawMessage(`1`)},
+		} {
+			_, err = b.engine.IgnoreKey(b.ctx, "pair", k)
+			require.Equal(t, problem.Unprocessable, problem.CodeOf(err), "%v", k)
+		}
+		require.Len(t, b.hashes(t, StatusIgnore), 1, "refused keys write nothing")
 	})
 }
