@@ -24,8 +24,8 @@ type JobSpec struct {
 	Command        []string          `json:"command"`
 	Payload        json.RawMessage   `json:"payload,omitempty"`
 	Env            map[string]string `json:"env,omitempty"`
-	TimeoutSeconds int64             `json:"timeout_seconds,omitempty"`
-	Priority       int64             `json:"priority,omitempty"`
+	TimeoutSeconds Integer           `json:"timeout_seconds,omitempty"`
+	Priority       Integer           `json:"priority,omitempty"`
 	DependsOn      []string          `json:"depends_on,omitempty"`
 }
 

@@ -68,7 +68,7 @@ func checkJob(field string, j JobSpec, lim Limits) (PlannedJob, error) {
 	case len(j.DependsOn) > lim.MaxDeps:
 		return PlannedJob{}, problem.Unprocessablef(field+".depends_on", "%d dependencies exceed the limit of %d per job", len(j.DependsOn), lim.MaxDeps)
 	case j.Priority < MinPriority || j.Priority > MaxPriority:
-		return PlannedJob{}, problem.Unprocessablef(field+".priority", "%d is outside the range %d to %d", j.Priority, MinPriority, MaxPriority)
+		return PlannedJob{}, problem.Unprocessablef(field+".priority", "must be an integer from %d to %d", MinPriority, MaxPriority)
 	}
 	if n := jobBytes(j); n > lim.MaxJobBytes {
 		return PlannedJob{}, problem.Unprocessablef(field, "command, payload and env take %d bytes, over the limit of %d", n, lim.MaxJobBytes)
@@ -82,13 +82,13 @@ func checkJob(field string, j JobSpec, lim Limits) (PlannedJob, error) {
 
 // jobTimeout is the timeout a job asks for in seconds (0: the default), compared with the limit
 // before it is converted, so that no number of seconds can overflow into a small duration.
-func jobTimeout(field string, seconds int64, lim Limits) (time.Duration, error) {
-	maxSeconds := int64(lim.MaxTimeout / time.Second)
+func jobTimeout(field string, seconds Integer, lim Limits) (time.Duration, error) {
+	maxSeconds := Integer(lim.MaxTimeout / time.Second)
 	switch {
 	case seconds < 0:
-		return 0, problem.Unprocessablef(field, "%d is negative; give 1 to %d seconds, or 0 for the default", seconds, maxSeconds)
+		return 0, problem.Unprocessablef(field, "must not be negative; give 1 to %d seconds, or 0 for the default", maxSeconds)
 	case seconds > maxSeconds:
-		return 0, problem.Unprocessablef(field, "%d seconds exceed the limit of %s (%d seconds)", seconds, lim.MaxTimeout, maxSeconds)
+		return 0, problem.Unprocessablef(field, "must be at most %d seconds: longer timeouts exceed the limit of %s", maxSeconds, lim.MaxTimeout)
 	case seconds == 0:
 		return lim.DefaultTimeout, nil
 	}

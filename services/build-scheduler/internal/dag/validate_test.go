@@ -41,9 +41,9 @@ func TestValidateRejectsBadSubmissions(t *testing.T) {
 		{"TimeoutTooLong", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: 90000}}}, "jobs[0].timeout_seconds", "exceed the limit of 24h"},
 		{"TimeoutOverflows", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: math.MaxInt64}}}, "jobs[0].timeout_seconds", "exceed"},
 		{"TimeoutNegative", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, TimeoutSeconds: -1}}}, "jobs[0].timeout_seconds", "negative"},
-		{"PriorityPast32Bits", Submission{Name: "g", Jobs: []JobSpec{job("a"), {Name: "b", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32 + 1}}}, "jobs[1].priority", "outside the range"},
-		{"PriorityMax64", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MaxInt64}}}, "jobs[0].priority", "outside the range"},
-		{"PriorityBelow32Bits", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MinInt32 - 1}}}, "jobs[0].priority", "outside the range"},
+		{"PriorityPast32Bits", Submission{Name: "g", Jobs: []JobSpec{job("a"), {Name: "b", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32 + 1}}}, "jobs[1].priority", "from -2147483648 to 2147483647"},
+		{"PriorityMax64", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MaxInt64}}}, "jobs[0].priority", "from -2147483648 to 2147483647"},
+		{"PriorityBelow32Bits", Submission{Name: "g", Jobs: []JobSpec{{Name: "a", Target: "l", Command: []string{"true"}, Priority: math.MinInt32 - 1}}}, "jobs[0].priority", "from -2147483648 to 2147483647"},
 		{"SelfCycle", Submission{Name: "g", Jobs: []JobSpec{job("a", "a")}}, "jobs", "cycle: a → a"},
 		{"Cycle", Submission{Name: "g", Jobs: []JobSpec{job("root"), job("a", "root", "c"), job("b", "a"), job("c", "b")}}, "jobs", "cycle: a → c → b → a"},
 	}
@@ -118,12 +118,12 @@ func TestValidateKeepsBoundaryNumbers(t *testing.T) {
 
 	plan, err := Validate(Submission{Name: "g", Jobs: []JobSpec{
 		{Name: "low", Target: "l", Command: []string{"true"}, Priority: math.MinInt32, TimeoutSeconds: 1},
-		{Name: "high", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32, TimeoutSeconds: int64(DefaultLimits.MaxTimeout / time.Second)},
+		{Name: "high", Target: "l", Command: []string{"true"}, Priority: math.MaxInt32, TimeoutSeconds: Integer(DefaultLimits.MaxTimeout / time.Second)},
 	}}, DefaultLimits)
 	require.NoError(t, err)
 	require.Equal(t, time.Second, plan.Jobs[0].Timeout)
 	require.Equal(t, DefaultLimits.MaxTimeout, plan.Jobs[1].Timeout)
-	require.Equal(t, int64(math.MaxInt32), plan.Jobs[1].Priority)
+	require.Equal(t, Integer(math.MaxInt32), plan.Jobs[1].Priority)
 }
 
 func TestLimitsCheckRefusesRangesThatCannotBeStored(t *testing.T) {
