@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"drover.dev/queue"
@@ -22,6 +21,7 @@ type outcome struct {
 	exitCode      int
 	err           string
 	logIncomplete bool
+	unreported    bool // the lease ran out: the attempt leaves the job to the reaper
 }
 
 // stopReason is why the heartbeat stopped a running command.
@@ -31,6 +31,7 @@ const (
 	notStopped stopReason = iota
 	cancelled
 	leaseLost
+	leaseExpired // locally: no heartbeat got through for a lease
 )
 
 // attempt runs the claimed job's command under its timeout, with the heartbeat running beside it.
@@ -50,18 +51,22 @@ func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
 	beatDone := make(chan struct{})
 	go func() {
 		defer close(beatDone)
-		w.heartbeat(beatCtx, c, stop, cancel)
+		w.heartbeat(beatCtx, c, runCtx.Done(), stop, cancel)
 	}()
 	logs := newLogWriter(ctx, w.Logs, c.JobID, c.Attempt)
-	out := run(runCtx, dir, c, logs)
+	w.groups.setLogger(w.Logger)
+	out := run(runCtx, dir, c, logs, &w.groups)
 	cancel()
 	out.logIncomplete = logs.Close()
 	stopBeat()
 	<-beatDone
 	select {
 	case reason := <-stop:
-		if reason == cancelled {
+		switch reason {
+		case cancelled:
 			return outcome{result: queue.BuildCancelled, exitCode: -1, err: "cancelled", logIncomplete: out.logIncomplete}
+		case leaseExpired:
+			return outcome{unreported: true}
 		}
 		return outcome{result: queue.BuildFailed, exitCode: -1, err: "lease lost"}
 	default:
@@ -74,49 +79,71 @@ func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
 
 // heartbeat extends the lease until ctx ends; it stops the command (cancel) when the job is
 // being cancelled or the lease is lost. A failing database is tolerated until the lease itself
-// would have run out.
-func (w *Worker) heartbeat(ctx context.Context, c jobgraph.Claim, stop chan<- stopReason, cancel func()) {
+// would have run out: from then on the reaper may give the job to another attempt, so a command
+// still running (until running is closed) is killed when the last extension sent, or the claim,
+// is a lease old, and the attempt reports nothing: the job is the reaper's to hand out again.
+func (w *Worker) heartbeat(ctx context.Context, c jobgraph.Claim, running <-chan struct{}, stop chan<- stopReason, cancel func()) {
 	tick := time.NewTicker(w.Lease / 3)
 	defer tick.Stop()
+	expiry := time.NewTimer(w.Lease)
+	defer expiry.Stop()
+	expired := expiry.C
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-running:
+			running, expired = nil, nil
+			continue
+		case <-expired:
+			w.Logger.Warn("lease ran out without a heartbeat; killing the build", "job_id", c.JobID, "attempt", c.Attempt)
+			stop <- leaseExpired
+			cancel()
+			return
 		case <-tick.C:
 		}
-		state, err := jobgraph.Heartbeat(ctx, w.Pool, c.JobID, c.LeaseToken, w.Lease)
+		sent := time.Now()
+		state, err := w.beat(ctx, c)
 		switch {
 		case errors.Is(err, jobgraph.ErrLeaseLost):
 			stop <- leaseLost
 			cancel()
 			return
 		case err != nil:
-			w.Logger.Warn("heartbeat", "job", c.JobID, "error", err)
+			w.Logger.Warn("heartbeat", "job_id", c.JobID, "error", err)
 		case state == jobgraph.CancelPending:
 			stop <- cancelled
 			cancel()
 			return
+		default:
+			expiry.Reset(time.Until(sent.Add(w.Lease)))
 		}
 	}
 }
 
-// run executes the command in dir. The process runs in its own process group, so that killing
-// it on cancel or timeout also kills whatever it started.
-func run(ctx context.Context, dir string, c jobgraph.Claim, logs *logWriter) outcome {
+// beat extends the lease once, giving up after a third of it so that a hung connection cannot
+// hold the heartbeat past the lease.
+func (w *Worker) beat(ctx context.Context, c jobgraph.Claim) (jobgraph.JobState, error) {
+	ctx, cancel := context.WithTimeout(ctx, w.Lease/3)
+	defer cancel()
+	return jobgraph.Heartbeat(ctx, w.Pool, c.JobID, c.LeaseToken, w.Lease)
+}
+
+// run executes the command in dir, as a process group of its own that dies whole with the
+// worker, on cancel or timeout, and when the command itself exits (see runGroup).
+func run(ctx context.Context, dir string, c jobgraph.Claim, logs *logWriter, groups *groupReaper) outcome {
 	asBuiltFile := filepath.Join(dir, ".as_built")
 	cmd := exec.CommandContext(ctx, c.Command[0], c.Command[1:]...)
 	cmd.Dir = dir
 	cmd.Env = environment(dir, asBuiltFile, c)
 	cmd.Stdout, cmd.Stderr = logs.Stream("stdout"), logs.Stream("stderr")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	if len(c.Payload) > 0 {
 		if err := os.WriteFile(filepath.Join(dir, "payload.json"), c.Payload, 0o600); err != nil {
 			return outcome{result: queue.BuildFailed, exitCode: -1, err: "write payload: " + err.Error()}
 		}
 	}
-	err := cmd.Run()
+	err := runGroup(cmd, groups)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

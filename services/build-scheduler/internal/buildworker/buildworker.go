@@ -10,6 +10,10 @@
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
 // report cancelled) and of having lost the job (the lease expired and the reaper gave the job to
 // another attempt: kill the process and report nothing, because that report would be ignored).
+//
+// A build's command is a process group of its own that never outlives the worker: see runGroup
+// for how it dies with the worker, and reapGroups for the process that kills it when the worker
+// was killed outright.
 package buildworker
 
 import (
@@ -38,6 +42,8 @@ type Worker struct {
 	Lease   time.Duration
 	Logger  *slog.Logger
 	Metrics *Metrics // nil counts nothing
+
+	groups groupReaper // kills the builds' process groups when this process dies
 }
 
 // Timeout disables River's job timeout: each job carries its own, enforced by run.
@@ -58,6 +64,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
 	}
 	took := time.Since(start)
+	if out.unreported {
+		w.Logger.Warn("build killed, its lease ran out unrenewed; the reaper hands the job out again", "job_id", claim.JobID, "attempt", claim.Attempt)
+		return nil
+	}
 	if err := w.report(ctx, job, claim, out); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"testing"
 	"time"
 
@@ -22,6 +23,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if dbURL := os.Getenv(killedWorkerEnv); dbURL != "" {
+		os.Exit(runKilledWorker(dbURL))
+	}
 	goleak.VerifyTestMain(m)
 }
 
