@@ -26,6 +26,7 @@ func startGroup(cmd *exec.Cmd) error {
 func runGroup(cmd *exec.Cmd, groups *groupReaper) error {
 	runtime.LockOSThread() // for the command's whole life: see startGroup
 	defer runtime.UnlockOSThread()
+	groups.ensure()
 	if err := startGroup(cmd); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 func runGroup(cmd *exec.Cmd, groups *groupReaper) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	groups.ensure()
 	if err := cmd.Start(); err != nil {
 		return err
 	}

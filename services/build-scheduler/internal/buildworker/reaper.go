@@ -76,6 +76,16 @@ func (g *groupReaper) setLogger(l *slog.Logger) {
 	g.logger = l
 }
 
+// ensure starts the reaper if none is running, so that a build starts with its reaper already
+// listening (the first build would otherwise run unguarded while the reaper starts).
+func (g *groupReaper) ensure() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.pipe == nil {
+		g.restart()
+	}
+}
+
 func (g *groupReaper) send(op byte, pgid int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -94,6 +104,11 @@ func (g *groupReaper) send(op byte, pgid int) {
 		}
 		g.stop()
 	}
+	g.restart()
+}
+
+// restart starts a reaper, reporting a failure: builds then run without one.
+func (g *groupReaper) restart() {
 	if err := g.start(); err != nil && g.logger != nil {
 		g.logger.Error("start build group reaper: a build may outlive this worker", "error", err)
 	}
