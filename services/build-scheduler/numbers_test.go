@@ -142,6 +142,14 @@ func TestNumericParametersAreInRangeOrRefused(t *testing.T) {
 		}
 	}
 
+	for _, v := range numberCorpus {
+		if v == "true" {
+			continue // follows the log of a job no worker runs: see the log tests
+		}
+		requireStatus(t, http.MethodGet, base+"/v1/jobs/"+job+"/log?follow="+v, http.StatusBadRequest, "follow")
+	}
+	requireStatus(t, http.MethodGet, base+"/v1/jobs/"+job+"/log?follow=false", http.StatusOK, "")
+
 	limits := map[string]int{"1": http.StatusOK, "1000": http.StatusOK}
 	cursors := map[string]int{cursor("1"): http.StatusOK, cursor(int63m): http.StatusOK}
 	for _, v := range append(numberCorpus, "1001") {
