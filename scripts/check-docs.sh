@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 patterns=(
 	# the notes folder beside a checkout, and absolute paths on a development machine
 	'\.\./(\.\./)*shared/(seeds|reference|DESIGN|STYLE)'
-	'(^|[^[:alnum:]_.])/work/'
+	'(^|[^[:alnum:]_.])/wor[k]/'
 	# the brief a feature started from, its numbered alternatives and its files
 	"\\bthe seed's\\b|\\b(per|as) the seed\\b|\\bthe seed (asks|says|lays|wants|requires)"
 	'\bseed option\b|\(seed:|\boption [0-9]\b'
