@@ -67,13 +67,14 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 	return nil
 }
 
-// fail records that job's batch cannot be scored and cancels the job with cause, together.
+// fail records that job's batch cannot be scored and ends the job discarded with cause, together,
+// so River UI shows the scoring as failed with the same error the API's 409 gives.
 func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], cause error) error {
 	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		if err := store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
 			return err
 		}
-		return queue.JobCancelTx(ctx, tx, job, cause)
+		return queue.JobFailTx(ctx, tx, job, cause)
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
@@ -90,7 +91,7 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.Equal(t, 3, scores.Miners[0].Classes[0].Completed)
 	})
 
-	t.Run("SameBatchWithOtherInputsIsCancelled", func(t *testing.T) {
+	t.Run("SameBatchWithOtherInputsIsDiscarded", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
 		a := args(2, true, queue.MinerClassResult{Hotkey: "A", ExecutorClass: llm, Executors: 1, Completed: 1})
@@ -101,7 +102,8 @@ func TestScoreBatchWorker(t *testing.T) {
 		a.Miners[0].Completed, a.Miners[0].Failed = 0, 1
 		res, err := bundle.work(t, a)
 		require.NoError(t, err)
-		require.Equal(t, river.EventKindJobCancelled, res.EventKind)
+		require.Equal(t, river.EventKindJobFailed, res.EventKind)
+		require.Equal(t, rivertype.JobStateDiscarded, res.Job.State)
 		require.Contains(t, res.Job.Errors[0].Error, store.ErrInputsDiffer.Error())
 		require.Equal(t, before, rows(t, bundle.tx, 2))
 		var failed string
@@ -135,7 +137,7 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.Equal(t, 65535, scores.Miners[1].WeightU16)
 	})
 
-	t.Run("InvalidArgsAreCancelledAndRecordedAsFailed", func(t *testing.T) {
+	t.Run("InvalidArgsAreDiscardedAndRecordedAsFailed", func(t *testing.T) {
 		t.Parallel()
 		for name, a := range map[string]queue.ScoreBatchArgs{
 			"NegativeCount": args(5, true, queue.MinerClassResult{Hotkey: "A", ExecutorClass: llm, Executors: -1}),
@@ -146,9 +148,10 @@ func TestScoreBatchWorker(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				bundle := setup(t)
-				res, err := bundle.work(t, a) // cancelling is not an error of Work's
+				res, err := bundle.work(t, a) // failing it in its own transaction is not an error of Work's
 				require.NoError(t, err)
-				require.Equal(t, river.EventKindJobCancelled, res.EventKind)
+				require.Equal(t, river.EventKindJobFailed, res.EventKind)
+				require.Equal(t, rivertype.JobStateDiscarded, res.Job.State)
 				require.Len(t, res.Job.Errors, 1)
 				require.Empty(t, rows(t, bundle.tx, 5))
 				_, err = store.BatchScoresGet(ctx, bundle.tx, a.BatchID)
