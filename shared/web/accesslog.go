@@ -2,20 +2,30 @@ package web
 
 import (
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v5"
 )
 
-// quietPaths are answered to probes and scrapers every few seconds, as is River UI's health
-// check; they log at debug so that info shows the work and the requests of people.
+// quietPaths are answered to probes and scrapers every few seconds; they log at debug so that
+// info shows the work and the requests of people.
 var quietPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
 
-// quietPrefix is River UI's health checks (see service.RiverUIPath).
-const quietPrefix = "/riverui/api/health-checks/"
+// riverUIPrefix is where River UI is served (see service.RiverUIPath). An open River UI page
+// polls its API every few seconds, and probes use its health checks: those reads log at debug.
+// What changes River's state through it (retry, cancel, delete a job, pause a queue) is a
+// POST, PUT, PATCH or DELETE and logs at info like any other request of a person.
+const riverUIPrefix = "/riverui/"
 
-func quiet(path string) bool { return quietPaths[path] || strings.HasPrefix(path, quietPrefix) }
+func quiet(method, path string) bool {
+	if quietPaths[path] {
+		return true
+	}
+	read := method == http.MethodGet || method == http.MethodHead
+	return read && strings.HasPrefix(path, riverUIPrefix)
+}
 
 // accessLog logs one line per request with its id, route, status and duration; probes and
 // scrapes that succeed log at debug.
@@ -29,7 +39,7 @@ func accessLog(logger *slog.Logger) echo.MiddlewareFunc {
 			switch {
 			case status >= 500:
 				level = slog.LevelError
-			case quiet(c.Request().URL.Path):
+			case quiet(c.Request().Method, c.Request().URL.Path):
 				level = slog.LevelDebug
 			}
 			logger.LogAttrs(c.Request().Context(), level, "http request",
