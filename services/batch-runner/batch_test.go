@@ -99,6 +99,23 @@ func waitDone(t *testing.T, base string, jobID int64, within time.Duration) batc
 	return b
 }
 
+// requireNamedWhileRunning waits for phase 1 to create jobID's batch and requires the run_batch
+// River row to name it in its metadata while the batch still runs.
+func requireNamedWhileRunning(t *testing.T, pool *pgxpool.Pool, base string, jobID int64) {
+	t.Helper()
+	var found batchView
+	require.Eventually(t, func() bool {
+		var ok bool
+		found, ok = batchOfJob(t, base, jobID)
+		return ok
+	}, 10*time.Second, 20*time.Millisecond)
+	var batchID int64
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce((metadata->>'batch_id')::bigint, 0)
+		FROM batch_runner.river_job WHERE id = $1`, jobID).Scan(&batchID))
+	require.Equal(t, "running", found.State, "the batch is seen before it ends")
+	require.Equal(t, found.ID, batchID, "the River row names its batch as soon as the batch exists")
+}
+
 // scoreJobs returns the args of every score_batch job waiting in scorer's queue.
 func scoreJobs(t *testing.T, pool *pgxpool.Pool) []queue.ScoreBatchArgs {
 	t.Helper()
@@ -138,6 +155,7 @@ func TestRunBatchEndToEnd(t *testing.T) {
 	base := startService(t, cfg)
 
 	jobID := enqueueBatch(t, base)
+	requireNamedWhileRunning(t, pool, base, jobID)
 	b := waitDone(t, base, jobID, 30*time.Second)
 	require.Equal(t, "done", b.State, "error: %v", b.Error)
 	require.Equal(t, 4, b.Miners, "the fleet's validators are not tested")

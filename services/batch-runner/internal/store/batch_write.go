@@ -22,7 +22,7 @@ type Started struct {
 }
 
 // BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
-// the job. A running batch of another job older than staleAfter belonged to a process that died
+// the job, and merges {"batch_id": id} into that River job's metadata in the same statement. A running batch of another job older than staleAfter belonged to a process that died
 // and whose job River gave up on; it is marked failed so batches can go on (a sharded batch only
 // once no River job of an unfinished shard is left). Another batch still
 // running gives ErrConflict; this job's batch already done gives ErrAlreadyDone, and so does a

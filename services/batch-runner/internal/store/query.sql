@@ -1,6 +1,6 @@
 -- The statements of batch-runner, compiled by sqlc into dbsqlc (make generate). Tables: batches,
 -- batch_shards, batch_jobs, batch_events in batch_runner; miner_sync.miners read-only; the
--- river_job table of this schema read-only.
+-- river_job table of this schema, read and, for BatchStart, its metadata.
 
 -- name: MinerList :many
 -- MinerList reads the miners table of miner-sync: every neuron, the tested miners and the validators alike.
@@ -63,13 +63,20 @@ WHERE b.state = 'running' AND b.river_job_id <> @river_job_id
 
 -- name: BatchStart :one
 -- BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
--- whose batch is neither done nor sharded (no row then).
-INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
-ON CONFLICT (river_job_id) DO UPDATE
-   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-       started_at = clock_timestamp(), finished_at = NULL
- WHERE batches.state <> 'done' AND batches.shards = 0
-RETURNING id, attempt;
+-- whose batch is neither done nor sharded (no row then), and merges the batch id into that River
+-- job's metadata in the same statement, so River UI names the batch of a running job.
+WITH b AS (
+    INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
+    ON CONFLICT (river_job_id) DO UPDATE
+       SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+           started_at = clock_timestamp(), finished_at = NULL
+     WHERE batches.state <> 'done' AND batches.shards = 0
+    RETURNING id, attempt
+), named AS (
+    UPDATE river_job SET metadata = river_job.metadata || jsonb_build_object('batch_id', b.id)
+    FROM b WHERE river_job.id = @river_job_id
+)
+SELECT b.id, b.attempt FROM b;
 
 -- name: BatchSetPlan :exec
 UPDATE batches SET miners = @miners, previous_jobs = @previous_jobs, pregenerated = @pregenerated

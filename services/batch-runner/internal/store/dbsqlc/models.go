@@ -123,8 +123,9 @@ type MinerSyncMiner struct {
 }
 
 type RiverJob struct {
-	ID    int64
-	State string
+	ID       int64
+	State    string
+	Metadata []byte
 }
 
 type SyncEvent struct {

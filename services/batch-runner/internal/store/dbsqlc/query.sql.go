@@ -840,12 +840,18 @@ func (q *Queries) BatchShardStart(ctx context.Context, db DBTX, arg BatchShardSt
 }
 
 const batchStart = `-- name: BatchStart :one
-INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
-ON CONFLICT (river_job_id) DO UPDATE
-   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-       started_at = clock_timestamp(), finished_at = NULL
- WHERE batches.state <> 'done' AND batches.shards = 0
-RETURNING id, attempt
+WITH b AS (
+    INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
+    ON CONFLICT (river_job_id) DO UPDATE
+       SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+           started_at = clock_timestamp(), finished_at = NULL
+     WHERE batches.state <> 'done' AND batches.shards = 0
+    RETURNING id, attempt
+), named AS (
+    UPDATE river_job SET metadata = river_job.metadata || jsonb_build_object('batch_id', b.id)
+    FROM b WHERE river_job.id = $1
+)
+SELECT b.id, b.attempt FROM b
 `
 
 type BatchStartParams struct {
@@ -859,7 +865,8 @@ type BatchStartRow struct {
 }
 
 // BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
-// whose batch is neither done nor sharded (no row then).
+// whose batch is neither done nor sharded (no row then), and merges the batch id into that River
+// job's metadata in the same statement, so River UI names the batch of a running job.
 func (q *Queries) BatchStart(ctx context.Context, db DBTX, arg BatchStartParams) (BatchStartRow, error) {
 	row := db.QueryRow(ctx, batchStart, arg.RiverJobID, arg.Reason)
 	var i BatchStartRow
@@ -897,7 +904,7 @@ type MinerListRow struct {
 
 // The statements of batch-runner, compiled by sqlc into dbsqlc (make generate). Tables: batches,
 // batch_shards, batch_jobs, batch_events in batch_runner; miner_sync.miners read-only; the
-// river_job table of this schema read-only.
+// river_job table of this schema, read and, for BatchStart, its metadata.
 // MinerList reads the miners table of miner-sync: every neuron, the tested miners and the validators alike.
 func (q *Queries) MinerList(ctx context.Context, db DBTX) ([]MinerListRow, error) {
 	rows, err := db.Query(ctx, minerList)
