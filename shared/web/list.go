@@ -121,3 +121,18 @@ func QueryID(c *echo.Context, name string) (int64, error) {
 	}
 	return ParseID(name, s)
 }
+
+// QueryBool reads the optional query parameter name as exactly true or false; nil when absent,
+// so the caller chooses the default. Any other value (1, TRUE, yes) is a 400 naming the
+// parameter: follow=1 silently meaning false would answer a different request than the one asked.
+func QueryBool(c *echo.Context, name string) (*bool, error) {
+	switch s := c.QueryParam(name); s {
+	case "":
+		return nil, nil
+	case "true", "false":
+		b := s == "true"
+		return &b, nil
+	default:
+		return nil, problem.Invalidf(name, "must be true or false, not %q", s)
+	}
+}

@@ -97,3 +97,23 @@ func TestIDListParamsTakeOnlyPositiveIDCursors(t *testing.T) {
 		require.Equal(t, "cursor", pe.Field, bad)
 	}
 }
+
+func TestQueryBoolTakesOnlyTrueOrFalse(t *testing.T) {
+	t.Parallel()
+
+	for query, want := range map[string]*bool{"": nil, "flag=": nil, "flag=true": new(true), "flag=false": new(false)} {
+		got, err := QueryBool(listContext(t, query), "flag")
+		require.NoError(t, err, query)
+		require.Equal(t, want, got, query)
+	}
+	for _, value := range []string{"1", "0", "TRUE", "True", "t", "yes", "%00", "true%20"} {
+		t.Run(value, func(t *testing.T) {
+			t.Parallel()
+			_, err := QueryBool(listContext(t, "flag="+value), "flag")
+			var pe *problem.Error
+			require.ErrorAs(t, err, &pe)
+			require.Equal(t, problem.Invalid, pe.Code)
+			require.Equal(t, "flag", pe.Field)
+		})
+	}
+}

@@ -10,7 +10,6 @@ import (
 
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
-	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
 )
 
@@ -69,10 +68,11 @@ func writeLog(c *echo.Context, pool *pgxpool.Pool, logs logstore.Store) error {
 	if err != nil {
 		return err
 	}
-	follow, err := boolParam(c, "follow")
+	followParam, err := web.QueryBool(c, "follow")
 	if err != nil {
 		return err
 	}
+	follow := followParam != nil && *followParam
 	ctx := c.Request().Context()
 	if _, err := jobgraph.GetJob(ctx, pool, id); err != nil {
 		return err
@@ -136,17 +136,4 @@ func logDone(c *echo.Context, pool *pgxpool.Pool, id int64, follow bool) (bool, 
 		return false, err
 	}
 	return jobgraph.IsFinal(j.State), nil
-}
-
-// boolParam reads the optional query parameter name, which must be true or false when given:
-// follow=1 silently meaning false would answer a different request than the one asked.
-func boolParam(c *echo.Context, name string) (bool, error) {
-	switch s := c.QueryParam(name); s {
-	case "", "false":
-		return false, nil
-	case "true":
-		return true, nil
-	default:
-		return false, problem.Invalidf(name, "must be true or false, not %q", s)
-	}
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 
@@ -41,13 +40,13 @@ func handleMinerList(db postgres.DBTX) echo.HandlerFunc {
 func minerFilter(c *echo.Context, p web.ListParams) (store.MinerFilter, error) {
 	f := store.MinerFilter{Hotkey: c.QueryParam("hotkey"), Limit: p.Limit}
 	var err error
-	if f.Active, err = boolParam(c, "active"); err != nil {
+	if f.Active, err = web.QueryBool(c, "active"); err != nil {
 		return f, err
 	}
-	if f.Validator, err = boolParam(c, "validator"); err != nil {
+	if f.Validator, err = web.QueryBool(c, "validator"); err != nil {
 		return f, err
 	}
-	if f.Serving, err = boolParam(c, "serving"); err != nil {
+	if f.Serving, err = web.QueryBool(c, "serving"); err != nil {
 		return f, err
 	}
 	if len(f.Hotkey) > 64 {
@@ -59,16 +58,4 @@ func minerFilter(c *echo.Context, p web.ListParams) (store.MinerFilter, error) {
 	}
 	f.AfterUID, f.AfterHotkey = cur.UID, cur.Hotkey
 	return f, nil
-}
-
-func boolParam(c *echo.Context, name string) (*bool, error) {
-	s := c.QueryParam(name)
-	if s == "" {
-		return nil, nil
-	}
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return nil, problem.Invalidf(name, "must be true or false, not %q", s)
-	}
-	return &b, nil
 }
