@@ -2,6 +2,8 @@ package scoring
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 )
 
@@ -107,7 +109,7 @@ func Score(b Batch, h History, p Params) Outcome {
 		base[cs.Hotkey] += cs.Normalised
 	}
 	current := CountsOf(b.Results)
-	for _, hotkey := range sortedKeys(base) {
+	for _, hotkey := range slices.Sorted(maps.Keys(base)) {
 		m := MinerScore{Hotkey: hotkey, Base: base[hotkey]}
 		m.Dancing = dancing(hotkey, h, p)
 		m.NonPeak = 1
@@ -146,7 +148,7 @@ func classScores(results []Result, p Params) ([]ClassScore, []string) {
 			scores[i].Normalised = scores[i].ClassWeight * scores[i].Raw / t
 		}
 	}
-	return scores, sortedKeys(unknown)
+	return scores, slices.Sorted(maps.Keys(unknown))
 }
 
 // raw is Σ job scores (completed 1, excused ExcusedScore, failed 0), or horde_score of them.
@@ -156,13 +158,4 @@ func raw(r Result, p Params) float64 {
 		return HordeScore(sum, r.Completed+r.Excused+r.Failed, p.HordeAlpha, p.HordeBeta, p.HordeDelta)
 	}
 	return sum
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
