@@ -21,24 +21,34 @@ type QueryGauge struct {
 	db     postgres.DBTX
 	sql    string
 	args   []any
+	rows   func(context.Context, postgres.DBTX) ([]Sample, error)
 	labels int
 	failed prometheus.Counter
 }
 
-// Gauge describes a QueryGauge: its family name, help and labels, and the statement (with its
-// arguments) whose rows are the label values in order followed by the value.
+// Gauge describes a QueryGauge: its family name, help and labels, and either the statement (with
+// its arguments) whose rows are the label values in order followed by the value, or Read, a
+// function (a sqlc-generated query) returning the samples; Read wins when both are set.
 type Gauge struct {
 	Name, Help string
 	Labels     []string
 	SQL        string
 	Args       []any
+	Read       func(ctx context.Context, db postgres.DBTX) ([]Sample, error)
+}
+
+// Sample is one series of a gauge family read by Gauge.Read: its label values in order and its
+// value.
+type Sample struct {
+	Labels []string
+	Value  float64
 }
 
 // NewQueryGauge returns the gauge family g, read from db. failures counts statements that
 // failed; a failed statement leaves its family out of that scrape, and the rest is served.
 func NewQueryGauge(db postgres.DBTX, failures *prometheus.CounterVec, g Gauge) *QueryGauge {
 	return &QueryGauge{
-		desc: prometheus.NewDesc(g.Name, g.Help, g.Labels, nil), db: db, sql: g.SQL, args: g.Args,
+		desc: prometheus.NewDesc(g.Name, g.Help, g.Labels, nil), db: db, sql: g.SQL, args: g.Args, rows: g.Read,
 		labels: len(g.Labels), failed: failures.WithLabelValues(g.Name),
 	}
 }
@@ -70,6 +80,9 @@ func (g *QueryGauge) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (g *QueryGauge) read(ctx context.Context) ([]prometheus.Metric, error) {
+	if g.rows != nil {
+		return g.readSamples(ctx)
+	}
 	rows, err := g.db.Query(ctx, g.sql, g.args...)
 	if err != nil {
 		return nil, err
@@ -99,4 +112,45 @@ func (g *QueryGauge) read(ctx context.Context) ([]prometheus.Metric, error) {
 		out = append(out, m)
 	}
 	return out, rows.Err()
+}
+
+// readSamples reads the family through the gauge's Read function.
+func (g *QueryGauge) readSamples(ctx context.Context) ([]prometheus.Metric, error) {
+	samples, err := g.rows(ctx, g.db)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]prometheus.Metric, 0, len(samples))
+	for _, s := range samples {
+		if len(s.Labels) != g.labels {
+			return nil, fmt.Errorf("gauge %s: %d labels, want %d", g.desc, len(s.Labels), g.labels)
+		}
+		m, err := prometheus.NewConstMetric(g.desc, prometheus.GaugeValue, s.Value, s.Labels...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Samples maps the rows of a gauge's query to its samples, passing the query's error through.
+func Samples[R any](rows []R, err error, sample func(R) Sample) ([]Sample, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Sample, len(rows))
+	for i, r := range rows {
+		out[i] = sample(r)
+	}
+	return out, nil
+}
+
+// Strings returns typed values (states, statuses) as the strings a query's text[] takes.
+func Strings[S ~string](values []S) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package work
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,7 +9,9 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/outcomes"
+	"drover.dev/services/build-scheduler/internal/work/dbsqlc"
 	"drover.dev/shared/metrics"
+	"drover.dev/shared/postgres"
 )
 
 // Metrics counts what the scheduler's workers and reaper did. The jobs and groups by state are
@@ -75,34 +78,49 @@ func (m *Metrics) watched(rep jobgraph.WatchReport) {
 	}
 }
 
-// Gauges are the scheduler's gauges read at scrape time. Jobs are counted in open groups only,
-// through the groups' state index and the jobs' group index, so the cost follows the work in
-// flight rather than the history; groups are one row per submission.
+// Gauges are the scheduler's gauges read at scrape time (query.sql). Jobs are counted in open
+// groups only, through the groups' state index and the jobs' group index, so the cost follows the
+// work in flight rather than the history; groups are one row per submission.
 var Gauges = []metrics.Gauge{{
 	Name: "drover_build_scheduler_jobs", Labels: []string{"state", "target"},
 	Help: "Jobs of open (queued or dispatching) groups, by state and target; targets with a worker report zeros.",
-	SQL: `WITH open AS (
-			SELECT j.state::text AS state, j.target FROM groups g JOIN job_graph j ON j.group_id = g.id
-			WHERE g.state IN ('queued', 'dispatching')
-		), targets AS (SELECT target FROM target_workers UNION SELECT target FROM open)
-		SELECT s, t.target, count(o.target)::float8 FROM targets t
-		CROSS JOIN unnest(ARRAY['pending', 'waiting_on_dependency', 'ready', 'running', 'complete', 'job_failed',
-			'dependency_failed', 'cancel_pending', 'cancel_complete']) s
-		LEFT JOIN open o ON o.state = s AND o.target = t.target
-		GROUP BY s, t.target`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		rows, err := gaugeQueries.JobCountOpen(ctx, db, dbsqlc.JobCountOpenParams{
+			JobStates:  metrics.Strings(jobgraph.JobStates()),
+			OpenStates: metrics.Strings([]jobgraph.GroupState{jobgraph.GroupQueued, jobgraph.GroupDispatching}),
+		})
+		return metrics.Samples(rows, err, func(r dbsqlc.JobCountOpenRow) metrics.Sample {
+			return metrics.Sample{Labels: []string{r.State, r.Target}, Value: r.Jobs}
+		})
+	},
 }, {
 	Name: "drover_build_scheduler_groups", Labels: []string{"state"},
 	Help: "Groups by state.",
-	SQL: `SELECT s, count(g.id)::float8 FROM unnest(ARRAY['queued', 'dispatching', 'complete', 'failed', 'canceled']) s
-		LEFT JOIN groups g ON g.state::text = s GROUP BY s`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		rows, err := gaugeQueries.GroupCountByState(ctx, db, metrics.Strings(jobgraph.GroupStates()))
+		return metrics.Samples(rows, err, func(r dbsqlc.GroupCountByStateRow) metrics.Sample {
+			return metrics.Sample{Labels: []string{r.State}, Value: r.Groups}
+		})
+	},
 }, {
 	Name: "drover_build_scheduler_oldest_ready_seconds", Labels: []string{"target"},
 	Help: "How long the oldest ready job of each target served by a worker has waited for one; 0 when none waits.",
-	SQL: `SELECT t.target, coalesce(extract(epoch FROM now() - (
-			SELECT min(j.updated_at) FROM job_graph j WHERE j.target = t.target AND j.state = 'ready')), 0)::float8
-		FROM (SELECT DISTINCT target FROM target_workers) t`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		rows, err := gaugeQueries.ReadyJobOldestAge(ctx, db)
+		return metrics.Samples(rows, err, func(r dbsqlc.ReadyJobOldestAgeRow) metrics.Sample {
+			return metrics.Sample{Labels: []string{r.Target}, Value: r.Seconds}
+		})
+	},
 }, {
 	Name: "drover_build_scheduler_workers", Labels: []string{"target"},
 	Help: "Build workers that polled each target within the last two minutes.",
-	SQL:  `SELECT target, count(*) FILTER (WHERE seen_at > now() - interval '2 minutes')::float8 FROM target_workers GROUP BY target`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		rows, err := gaugeQueries.WorkerCountRecent(ctx, db)
+		return metrics.Samples(rows, err, func(r dbsqlc.WorkerCountRecentRow) metrics.Sample {
+			return metrics.Sample{Labels: []string{r.Target}, Value: r.Workers}
+		})
+	},
 }}
+
+// gaugeQueries are the gauges' sqlc-generated queries.
+var gaugeQueries = dbsqlc.New()

@@ -1,12 +1,15 @@
 package populate
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 	"drover.dev/shared/metrics"
+	"drover.dev/shared/postgres"
 )
 
 // makeBuckets span a make: a quick Go make to an HTTP function that takes minutes.
@@ -102,16 +105,19 @@ func (m *Metrics) reclaimedFrom(table string, n int) {
 }
 
 // JobGauges are the populate-worker's gauges read at scrape time: the jobs of each registered
-// table by status, counted along the (table_name, status, key) index (the ORDER BY on its columns
-// keeps Postgres on it) and capped at 100,000 per table and status, so a scrape never scans a
-// huge table.
+// table by status (JobCountByTableStatus), capped at 100,000 per table and status, so a scrape
+// never scans a huge table.
 func JobGauges(tables []string) []metrics.Gauge {
 	return []metrics.Gauge{{
 		Name: "drover_populate_worker_jobs", Labels: []string{"table", "status"},
 		Help: "Jobs of each computed table by status (saturates at 100,000 per table and status).",
-		SQL: `SELECT t, s, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
-				ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8
-			FROM unnest($1::text[]) t, unnest(ARRAY['scheduled', 'reserved', 'error', 'ignore', 'success']) s`,
-		Args: []any{tables},
+		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+			rows, err := queries.JobCountByTableStatus(ctx, db, dbsqlc.JobCountByTableStatusParams{
+				Tables: tables, Statuses: metrics.Strings(Statuses()),
+			})
+			return metrics.Samples(rows, err, func(r dbsqlc.JobCountByTableStatusRow) metrics.Sample {
+				return metrics.Sample{Labels: []string{r.TableName, r.Status}, Value: r.Jobs}
+			})
+		},
 	}}
 }

@@ -52,6 +52,14 @@ UPDATE jobs SET status = @status, error_message = NULL, error_stack = NULL,
     "user" = current_user, host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now()
 WHERE table_name = @table_name AND key_hash = @key_hash;
 
+-- name: JobCountByTableStatus :many
+-- JobCountByTableStatus counts the jobs of each table by status along the (table_name, status,
+-- key) index (the ORDER BY on its columns keeps Postgres on it), capped at 100,000 per table and
+-- status, so a scrape never scans a huge table.
+SELECT t::text AS table_name, s::text AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
+        ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8 AS jobs
+FROM unnest(@tables::text[]) t, unnest(@statuses::text[]) s;
+
 -- name: JobReclaim :many
 -- JobReclaim returns to scheduled the reserved jobs whose connection is gone or whose lease
 -- expired, skipping rows locked at this instant.

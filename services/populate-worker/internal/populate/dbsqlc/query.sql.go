@@ -21,6 +21,46 @@ func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const jobCountByTableStatus = `-- name: JobCountByTableStatus :many
+SELECT t::text AS table_name, s::text AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
+        ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8 AS jobs
+FROM unnest($1::text[]) t, unnest($2::text[]) s
+`
+
+type JobCountByTableStatusParams struct {
+	Tables   []string
+	Statuses []string
+}
+
+type JobCountByTableStatusRow struct {
+	TableName string
+	Status    string
+	Jobs      float64
+}
+
+// JobCountByTableStatus counts the jobs of each table by status along the (table_name, status,
+// key) index (the ORDER BY on its columns keeps Postgres on it), capped at 100,000 per table and
+// status, so a scrape never scans a huge table.
+func (q *Queries) JobCountByTableStatus(ctx context.Context, db DBTX, arg JobCountByTableStatusParams) ([]JobCountByTableStatusRow, error) {
+	rows, err := db.Query(ctx, jobCountByTableStatus, arg.Tables, arg.Statuses)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobCountByTableStatusRow
+	for rows.Next() {
+		var i JobCountByTableStatusRow
+		if err := rows.Scan(&i.TableName, &i.Status, &i.Jobs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobDelete = `-- name: JobDelete :exec
 DELETE FROM jobs WHERE table_name = $1 AND key_hash = $2
 `
