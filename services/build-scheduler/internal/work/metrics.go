@@ -85,7 +85,7 @@ var Gauges = []metrics.Gauge{{
 	Name: "drover_build_scheduler_jobs", Labels: []string{"state", "target"},
 	Help: "Jobs of open (queued or dispatching) groups, by state and target; targets with a worker report zeros.",
 	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
-		rows, err := gaugeQueries.JobCountOpen(ctx, db, dbsqlc.JobCountOpenParams{
+		rows, err := queries.JobCountOpen(ctx, db, dbsqlc.JobCountOpenParams{
 			JobStates:  metrics.Strings(jobgraph.JobStates()),
 			OpenStates: metrics.Strings([]jobgraph.GroupState{jobgraph.GroupQueued, jobgraph.GroupDispatching}),
 		})
@@ -97,7 +97,7 @@ var Gauges = []metrics.Gauge{{
 	Name: "drover_build_scheduler_groups", Labels: []string{"state"},
 	Help: "Groups by state.",
 	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
-		rows, err := gaugeQueries.GroupCountByState(ctx, db, metrics.Strings(jobgraph.GroupStates()))
+		rows, err := queries.GroupCountByState(ctx, db, metrics.Strings(jobgraph.GroupStates()))
 		return metrics.Samples(rows, err, func(r dbsqlc.GroupCountByStateRow) metrics.Sample {
 			return metrics.Sample{Labels: []string{r.State}, Value: r.Groups}
 		})
@@ -106,7 +106,7 @@ var Gauges = []metrics.Gauge{{
 	Name: "drover_build_scheduler_oldest_ready_seconds", Labels: []string{"target"},
 	Help: "How long the oldest ready job of each target served by a worker has waited for one; 0 when none waits.",
 	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
-		rows, err := gaugeQueries.ReadyJobOldestAge(ctx, db)
+		rows, err := queries.ReadyJobOldestAge(ctx, db)
 		return metrics.Samples(rows, err, func(r dbsqlc.ReadyJobOldestAgeRow) metrics.Sample {
 			return metrics.Sample{Labels: []string{r.Target}, Value: r.Seconds}
 		})
@@ -115,12 +115,12 @@ var Gauges = []metrics.Gauge{{
 	Name: "drover_build_scheduler_workers", Labels: []string{"target"},
 	Help: "Build workers that polled each target within the last two minutes.",
 	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
-		rows, err := gaugeQueries.WorkerCountRecent(ctx, db)
+		rows, err := queries.WorkerCountRecent(ctx, db)
 		return metrics.Samples(rows, err, func(r dbsqlc.WorkerCountRecentRow) metrics.Sample {
 			return metrics.Sample{Labels: []string{r.Target}, Value: r.Workers}
 		})
 	},
 }}
 
-// gaugeQueries are the gauges' sqlc-generated queries.
-var gaugeQueries = dbsqlc.New()
+// queries are the gauges' sqlc-generated queries.
+var queries = dbsqlc.New()
