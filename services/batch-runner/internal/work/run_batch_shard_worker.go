@@ -62,7 +62,7 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 	res, err := runPhase2(ctx, w.Batch, plan)
 	res.Events = append(res.Events, plan.Events.Drain()...)
 	w.Metrics.ran(w.Logger, shard.BatchID, res)
-	var ended string
+	var ended store.BatchState
 	if err == nil {
 		ended, err = w.finish(ctx, job, shard, res)
 	}
@@ -70,12 +70,12 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		err = fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err)
 		w.Logger.Warn("shard failed", "batch_id", shard.BatchID, "shard", shard.Shard, "error", err)
 		if ended, ok := w.fail(ctx, job, shard, err, res); ok {
-			w.Metrics.ended(ended)
+			w.Metrics.ended(string(ended))
 			return nil // the River job ended discarded with the shard
 		}
 		return river.JobCancel(err)
 	}
-	w.Metrics.ended(ended)
+	w.Metrics.ended(string(ended))
 	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
 	return nil
@@ -129,8 +129,8 @@ func (w *RunBatchShardWorker) pregenerate(ctx context.Context, miners []batch.Mi
 // finish is the shard's phase 3: its results, the batch's end and score_batch when it is the
 // last shard, and this job's completion commit together.
 // It returns how the batch ended when this shard was its last ("" otherwise).
-func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, res *batch.Result) (string, error) {
-	var ended string
+func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, res *batch.Result) (store.BatchState, error) {
+	var ended store.BatchState
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		if err := store.ShardFinish(ctx, tx, s, res); err != nil {
 			return err
@@ -145,31 +145,31 @@ func (w *RunBatchShardWorker) finish(ctx context.Context, job *river.Job[queue.R
 }
 
 // endBatch ends the batch when this shard is the last to finish, and enqueues score_batch with
-// every shard's jobs when at least one shard was done. It returns how the batch ended: done,
-// failed, or "" while other shards are still running.
-func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID int64) (string, error) {
+// every shard's jobs when at least one shard was done. It returns how the batch ended:
+// store.BatchDone, store.BatchFailed, or "" while other shards are still running.
+func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID int64) (store.BatchState, error) {
 	end, err := store.BatchEndShards(ctx, tx, batchID)
 	switch {
 	case err != nil || !end.Ended:
 		return "", err
 	case !end.Done:
-		return "failed", nil
+		return store.BatchFailed, nil
 	}
 	if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], batchID, end.StartedAt, w.PeakEvery); err != nil {
 		return "", err
 	}
 	w.Logger.Info("sharded batch done", "batch_id", batchID)
-	return "done", nil
+	return store.BatchDone, nil
 }
 
 // fail finishes a shard as failed with its events, ends the batch if it was the last, and ends
 // the River job discarded with the cause, in one transaction on a detached context. It reports
 // whether that committed, with how the batch ended (see endBatch); if it did not, the caller
 // cancels the job through River.
-func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (string, bool) {
+func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (store.BatchState, bool) {
 	ctx, cancel := detached(ctx)
 	defer cancel()
-	var ended string
+	var ended store.BatchState
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		if err := store.ShardFail(ctx, tx, s, cause, res); err != nil {
 			return err
