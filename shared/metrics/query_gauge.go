@@ -2,9 +2,11 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"drover.dev/shared/postgres"
@@ -144,6 +146,19 @@ func Samples[R any](rows []R, err error, sample func(R) Sample) ([]Sample, error
 		out[i] = sample(r)
 	}
 	return out, nil
+}
+
+// One is the sample of a family without labels read by a query returning one row: none when
+// the query found no row (the family is absent from that scrape), so a Read can be written
+// return metrics.One(query(ctx, db)).
+func One(v float64, err error) ([]Sample, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []Sample{{Value: v}}, nil
 }
 
 // Strings returns typed values (states, statuses) as the strings a query's text[] takes.

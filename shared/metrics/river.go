@@ -5,7 +5,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
+	"drover.dev/shared/metrics/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -26,6 +28,15 @@ var riverOutcomes = map[river.EventKind]string{
 // vacuumed, so every entry is checked in the heap): 250 ms along the index at 10,000, 3.5 s at
 // 100,000; without the ORDER BY, Postgres scanned the table once per state (1.6 s at 10,000).
 const riverJobsLimit = 10000
+
+// riverUnfinished are the states of the jobs the jobs gauge counts.
+var riverUnfinished = []rivertype.JobState{
+	rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+	rivertype.JobStateRunning, rivertype.JobStateScheduled,
+}
+
+// queries are the gauges' statements, compiled by sqlc from query.sql.
+var queries = dbsqlc.New()
 
 // River is the metrics of one River client's work: the jobs of its schema by queue and state
 // read at scrape time, and from the client's own events the wait from available to started, the
@@ -70,11 +81,14 @@ func riverJobs(db postgres.DBTX, failures *prometheus.CounterVec) *QueryGauge {
 		Name:   "drover_river_jobs",
 		Help:   "River jobs not yet finished, by queue and state, read at scrape time (saturates at 10000 per queue and state).",
 		Labels: []string{"queue", "state"},
-		SQL: `SELECT q.name, s, (SELECT count(*) FROM (
-				SELECT 1 FROM river_job j WHERE j.state = s::river_job_state AND j.queue = q.name
-				ORDER BY j.state, j.queue, j.priority, j.scheduled_at, j.id LIMIT $1) x)::float8
-			FROM river_queue q, unnest(ARRAY['available', 'pending', 'retryable', 'running', 'scheduled']) s`,
-		Args: []any{riverJobsLimit},
+		Read: func(ctx context.Context, db postgres.DBTX) ([]Sample, error) {
+			rows, err := queries.RiverJobCountList(ctx, db, dbsqlc.RiverJobCountListParams{
+				MaxJobs: riverJobsLimit, States: Strings(riverUnfinished),
+			})
+			return Samples(rows, err, func(r dbsqlc.RiverJobCountListRow) Sample {
+				return Sample{Labels: []string{r.Queue, r.State}, Value: r.Jobs}
+			})
+		},
 	})
 }
 
@@ -85,10 +99,12 @@ func riverOldest(db postgres.DBTX, failures *prometheus.CounterVec) *QueryGauge 
 		Name:   "drover_river_oldest_available_seconds",
 		Help:   "How long the job River would hand out next in each queue has been available; 0 when none waits.",
 		Labels: []string{"queue"},
-		SQL: `SELECT q.name, coalesce(extract(epoch FROM now() - (
-				SELECT j.scheduled_at FROM river_job j WHERE j.state = 'available' AND j.queue = q.name AND j.scheduled_at <= now()
-				ORDER BY j.priority, j.scheduled_at, j.id LIMIT 1)), 0)::float8
-			FROM river_queue q`,
+		Read: func(ctx context.Context, db postgres.DBTX) ([]Sample, error) {
+			rows, err := queries.RiverOldestAgeList(ctx, db, string(rivertype.JobStateAvailable))
+			return Samples(rows, err, func(r dbsqlc.RiverOldestAgeListRow) Sample {
+				return Sample{Labels: []string{r.Queue}, Value: r.Age}
+			})
+		},
 	})
 }
 

@@ -221,3 +221,12 @@ LEFT JOIN batch_jobs j ON j.batch_id = m.batch_id AND j.miner_hotkey = m.miner_h
 WHERE m.batch_id = @batch_id
 GROUP BY 1, 2, 3
 ORDER BY 1, 2;
+
+-- name: BatchLatestAgeGet :one
+-- Seconds since the latest batch started, whatever its state (a gauge read at scrape time).
+SELECT extract(epoch FROM now() - started_at)::float8 FROM (SELECT started_at FROM batches ORDER BY id DESC LIMIT 1) b;
+
+-- name: BatchLatestFailedGet :one
+-- 1 when the latest batch not in state running is in state failed, else 0 (a gauge).
+SELECT (state = sqlc.arg(failed)::text)::int::float8 FROM (
+    SELECT state FROM batches WHERE state <> sqlc.arg(running)::text ORDER BY id DESC LIMIT 1) b;

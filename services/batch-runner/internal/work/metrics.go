@@ -1,13 +1,16 @@
 package work
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/store"
 	"drover.dev/shared/metrics"
+	"drover.dev/shared/postgres"
 )
 
 // stageBuckets span a stage's life: a hot phase of milliseconds to a spin-up of minutes.
@@ -54,8 +57,8 @@ func NewMetrics(reg prometheus.Registerer, cycle time.Duration) *Metrics {
 			Help: "The configured interval between periodic batches.",
 		}),
 	}
-	for _, o := range []string{"done", "failed"} {
-		m.batches.WithLabelValues(o)
+	for _, o := range []store.BatchState{store.BatchDone, store.BatchFailed} {
+		m.batches.WithLabelValues(string(o))
 	}
 	m.cycle.Set(cycle.Seconds())
 	reg.MustRegister(m.batches, m.stages, m.jobs, m.send, m.arrival, m.cycle)
@@ -92,10 +95,11 @@ func (m *Metrics) ran(logger *slog.Logger, batchID int64, res *batch.Result) {
 	m.arrival.Set(last.Sub(first).Seconds())
 }
 
-// ended counts a batch that ended with outcome (done or failed).
-func (m *Metrics) ended(outcome string) {
-	if m != nil {
-		m.batches.WithLabelValues(outcome).Inc()
+// ended counts a batch that ended with outcome (done or failed); "" (a shard whose batch goes
+// on) counts nothing.
+func (m *Metrics) ended(outcome store.BatchState) {
+	if m != nil && outcome != "" {
+		m.batches.WithLabelValues(string(outcome)).Inc()
 	}
 }
 
@@ -103,10 +107,13 @@ func (m *Metrics) ended(outcome string) {
 var Gauges = []metrics.Gauge{{
 	Name: "drover_batch_runner_last_batch_age_seconds",
 	Help: "Seconds since the latest batch started, whatever its state; absent before the first batch.",
-	SQL:  `SELECT extract(epoch FROM now() - started_at)::float8 FROM (SELECT started_at FROM batches ORDER BY id DESC LIMIT 1) b`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		return metrics.One(store.LatestBatchAge(ctx, db))
+	},
 }, {
 	Name: "drover_batch_runner_last_batch_failed",
 	Help: "1 when the latest finished batch failed, 0 when it was done; absent before the first.",
-	SQL: `SELECT (state = 'failed')::int::float8 FROM (
-		SELECT state FROM batches WHERE state <> 'running' ORDER BY id DESC LIMIT 1) b`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		return metrics.One(store.LatestBatchFailed(ctx, db))
+	},
 }}

@@ -70,12 +70,12 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		err = fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err)
 		w.Logger.Warn("shard failed", "batch_id", shard.BatchID, "shard", shard.Shard, "error", err)
 		if ended, ok := w.fail(ctx, job, shard, err, res); ok {
-			w.Metrics.ended(string(ended))
+			w.Metrics.ended(ended)
 			return nil // the River job ended discarded with the shard
 		}
 		return river.JobCancel(err)
 	}
-	w.Metrics.ended(string(ended))
+	w.Metrics.ended(ended)
 	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
 	return nil

@@ -81,14 +81,14 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 		err = w.finish(ctx, job, started, res)
 	}
 	if err != nil {
-		w.Metrics.ended(string(store.BatchFailed))
+		w.Metrics.ended(store.BatchFailed)
 		w.Logger.Warn("batch failed", "batch_id", started.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", err)
 		if w.fail(ctx, job, started, err, res) {
 			return nil // the River job ended discarded with the batch
 		}
 		return fmt.Errorf("batch %d: %w", started.ID, err)
 	}
-	w.Metrics.ended(string(store.BatchDone))
+	w.Metrics.ended(store.BatchDone)
 	w.Logger.Info("batch done", "batch_id", started.ID, "attempt", job.Attempt, "jobs", len(res.Jobs),
 		"send_spread", res.SendSpread, "duration", time.Since(begun))
 	return nil

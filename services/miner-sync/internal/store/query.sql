@@ -44,3 +44,20 @@ FROM sync_events
 WHERE (@before::bigint = 0 OR id < @before::bigint)
 ORDER BY id DESC
 LIMIT @max;
+
+-- name: MinerStateCountList :many
+-- The miners in each of the states (serving, not_serving, validator, inactive), 0 for a state
+-- none is in (a gauge read at scrape time).
+SELECT s::text AS state, count(m.hotkey)::float8 AS miners FROM unnest(sqlc.arg(states)::text[]) s
+    LEFT JOIN miners m ON s = CASE WHEN NOT m.active THEN sqlc.arg(inactive)::text WHEN m.is_validator THEN sqlc.arg(validator)::text
+        WHEN m.serving THEN sqlc.arg(serving)::text ELSE sqlc.arg(not_serving)::text END
+    GROUP BY s;
+
+-- name: SyncEventGoodAgeGet :one
+-- Seconds since the last sync whose outcome was not failed (a gauge).
+SELECT extract(epoch FROM now() - at)::float8 FROM (
+    SELECT at FROM sync_events WHERE outcome <> sqlc.arg(failed)::text ORDER BY at DESC LIMIT 1) s;
+
+-- name: SyncEventBlockGet :one
+-- The block the last sync that reached the source read (a gauge).
+SELECT block::float8 FROM (SELECT block FROM sync_events WHERE block IS NOT NULL ORDER BY at DESC LIMIT 1) s;

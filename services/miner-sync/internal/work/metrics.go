@@ -1,10 +1,13 @@
 package work
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"drover.dev/services/miner-sync/internal/store"
 	"drover.dev/shared/metrics"
+	"drover.dev/shared/postgres"
 )
 
 // Metrics counts the syncs of this process by outcome. The gauges of the miners table and of the
@@ -39,20 +42,33 @@ var Gauges = []metrics.Gauge{
 	{
 		Name: "drover_miner_sync_miners", Labels: []string{"state"},
 		Help: "Miners in the miners table by state: serving, not_serving (no axon), validator, inactive (deregistered).",
-		SQL: `SELECT s, count(m.hotkey)::float8 FROM unnest(ARRAY['serving', 'not_serving', 'validator', 'inactive']) s
-			LEFT JOIN miners m ON s = CASE WHEN NOT m.active THEN 'inactive' WHEN m.is_validator THEN 'validator'
-				WHEN m.serving THEN 'serving' ELSE 'not_serving' END
-			GROUP BY s`,
+		Read: minerGauge,
 	},
 	{
 		Name: "drover_miner_sync_last_good_sync_age_seconds",
 		Help: "Seconds since the last sync that applied a metagraph (ok or partial); absent before the first.",
-		SQL: `SELECT extract(epoch FROM now() - at)::float8 FROM (
-			SELECT at FROM sync_events WHERE outcome <> 'failed' ORDER BY at DESC LIMIT 1) s`,
+		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+			return metrics.One(store.LastGoodSyncAge(ctx, db))
+		},
 	},
 	{
 		Name: "drover_miner_sync_last_sync_block",
 		Help: "Block of the metagraph the last sync that reached the source read.",
-		SQL:  `SELECT block::float8 FROM (SELECT block FROM sync_events WHERE block IS NOT NULL ORDER BY at DESC LIMIT 1) s`,
+		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+			return metrics.One(store.LastSyncBlock(ctx, db))
+		},
 	},
+}
+
+// minerGauge reads the miners gauge: one sample per miner state.
+func minerGauge(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+	counts, err := store.MinerStateCounts(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	samples := make([]metrics.Sample, 0, len(counts))
+	for _, s := range store.MinerStates() {
+		samples = append(samples, metrics.Sample{Labels: []string{string(s)}, Value: counts[s]})
+	}
+	return samples, nil
 }

@@ -112,3 +112,16 @@ LIMIT @max;
 -- SubmissionConfirm marks the weights sent at or before the validator's last_update as on chain.
 UPDATE weight_submissions SET confirmed_block = @last_update::bigint
 WHERE outcome = 'sent' AND confirmed_block IS NULL AND block <= @last_update::bigint;
+
+-- name: BatchWeightsAgeGet :one
+-- Seconds since the batch whose weights are the latest was scored, read newest first by the
+-- index on started_at (a gauge read at scrape time).
+SELECT extract(epoch FROM now() - b.scored_at)::float8 FROM batches b
+WHERE b.scored_at IS NOT NULL AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
+ORDER BY b.started_at DESC, b.id DESC LIMIT 1;
+
+-- name: WeightSubmissionSentAgeGet :one
+-- Seconds since Pylon last accepted the weights (a gauge). The outcome is written out, not a
+-- parameter, because it is the predicate of the partial index weight_submissions_sent, which a
+-- generic plan for a parameter could not use.
+SELECT extract(epoch FROM now() - at)::float8 FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1;

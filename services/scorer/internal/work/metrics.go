@@ -1,10 +1,13 @@
 package work
 
 import (
+	"context"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"drover.dev/services/scorer/internal/store"
 	"drover.dev/shared/metrics"
+	"drover.dev/shared/postgres"
 )
 
 // Metrics counts the scorings and weight submissions of this process. The age of the latest
@@ -50,11 +53,13 @@ func (m *Metrics) scored(outcome string) {
 var Gauges = []metrics.Gauge{{
 	Name: "drover_scorer_latest_weights_age_seconds",
 	Help: "Seconds since the batch whose weights are the latest was scored; absent before any weights.",
-	SQL: `SELECT extract(epoch FROM now() - b.scored_at)::float8 FROM batches b
-		WHERE b.scored_at IS NOT NULL AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
-		ORDER BY b.started_at DESC, b.id DESC LIMIT 1`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		return metrics.One(store.LatestWeightsAge(ctx, db))
+	},
 }, {
 	Name: "drover_scorer_weights_sent_age_seconds",
 	Help: "Seconds since Pylon last accepted the weights; absent before it ever did.",
-	SQL:  `SELECT extract(epoch FROM now() - at)::float8 FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1`,
+	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+		return metrics.One(store.WeightsSentAge(ctx, db))
+	},
 }}

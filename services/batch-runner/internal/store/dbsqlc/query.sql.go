@@ -318,6 +318,36 @@ func (q *Queries) BatchJobList(ctx context.Context, db DBTX, batchID int64) ([]B
 	return items, nil
 }
 
+const batchLatestAgeGet = `-- name: BatchLatestAgeGet :one
+SELECT extract(epoch FROM now() - started_at)::float8 FROM (SELECT started_at FROM batches ORDER BY id DESC LIMIT 1) b
+`
+
+// Seconds since the latest batch started, whatever its state (a gauge read at scrape time).
+func (q *Queries) BatchLatestAgeGet(ctx context.Context, db DBTX) (float64, error) {
+	row := db.QueryRow(ctx, batchLatestAgeGet)
+	var column_1 float64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const batchLatestFailedGet = `-- name: BatchLatestFailedGet :one
+SELECT (state = $1::text)::int::float8 FROM (
+    SELECT state FROM batches WHERE state <> $2::text ORDER BY id DESC LIMIT 1) b
+`
+
+type BatchLatestFailedGetParams struct {
+	Failed  string
+	Running string
+}
+
+// 1 when the latest batch not in state running is in state failed, else 0 (a gauge).
+func (q *Queries) BatchLatestFailedGet(ctx context.Context, db DBTX, arg BatchLatestFailedGetParams) (float64, error) {
+	row := db.QueryRow(ctx, batchLatestFailedGet, arg.Failed, arg.Running)
+	var column_1 float64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const batchList = `-- name: BatchList :many
 SELECT b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs, b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us, b.created_at, b.started_at, b.finished_at, b.shards, b.send_at, b.offer_at, b.max_spin_us,
        (SELECT coalesce(jsonb_object_agg(c.outcome, c.n), '{}')

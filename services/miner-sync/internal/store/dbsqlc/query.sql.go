@@ -106,6 +106,54 @@ func (q *Queries) MinerListPage(ctx context.Context, db DBTX, arg MinerListPageP
 	return items, nil
 }
 
+const minerStateCountList = `-- name: MinerStateCountList :many
+SELECT s::text AS state, count(m.hotkey)::float8 AS miners FROM unnest($1::text[]) s
+    LEFT JOIN miners m ON s = CASE WHEN NOT m.active THEN $2::text WHEN m.is_validator THEN $3::text
+        WHEN m.serving THEN $4::text ELSE $5::text END
+    GROUP BY s
+`
+
+type MinerStateCountListParams struct {
+	States     []string
+	Inactive   string
+	Validator  string
+	Serving    string
+	NotServing string
+}
+
+type MinerStateCountListRow struct {
+	State  string
+	Miners float64
+}
+
+// The miners in each of the states (serving, not_serving, validator, inactive), 0 for a state
+// none is in (a gauge read at scrape time).
+func (q *Queries) MinerStateCountList(ctx context.Context, db DBTX, arg MinerStateCountListParams) ([]MinerStateCountListRow, error) {
+	rows, err := db.Query(ctx, minerStateCountList,
+		arg.States,
+		arg.Inactive,
+		arg.Validator,
+		arg.Serving,
+		arg.NotServing,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MinerStateCountListRow
+	for rows.Next() {
+		var i MinerStateCountListRow
+		if err := rows.Scan(&i.State, &i.Miners); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const minerUpsert = `-- name: MinerUpsert :execrows
 
 INSERT INTO miners AS m (hotkey, uid, coldkey, ip, port, stake, is_validator, serving)
@@ -149,6 +197,31 @@ func (q *Queries) MinerUpsert(ctx context.Context, db DBTX, arg MinerUpsertParam
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const syncEventBlockGet = `-- name: SyncEventBlockGet :one
+SELECT block::float8 FROM (SELECT block FROM sync_events WHERE block IS NOT NULL ORDER BY at DESC LIMIT 1) s
+`
+
+// The block the last sync that reached the source read (a gauge).
+func (q *Queries) SyncEventBlockGet(ctx context.Context, db DBTX) (float64, error) {
+	row := db.QueryRow(ctx, syncEventBlockGet)
+	var block float64
+	err := row.Scan(&block)
+	return block, err
+}
+
+const syncEventGoodAgeGet = `-- name: SyncEventGoodAgeGet :one
+SELECT extract(epoch FROM now() - at)::float8 FROM (
+    SELECT at FROM sync_events WHERE outcome <> $1::text ORDER BY at DESC LIMIT 1) s
+`
+
+// Seconds since the last sync whose outcome was not failed (a gauge).
+func (q *Queries) SyncEventGoodAgeGet(ctx context.Context, db DBTX, failed string) (float64, error) {
+	row := db.QueryRow(ctx, syncEventGoodAgeGet, failed)
+	var column_1 float64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const syncEventInsert = `-- name: SyncEventInsert :one

@@ -204,6 +204,21 @@ func (q *Queries) BatchWeightedLatest(ctx context.Context, db DBTX) (BatchWeight
 	return i, err
 }
 
+const batchWeightsAgeGet = `-- name: BatchWeightsAgeGet :one
+SELECT extract(epoch FROM now() - b.scored_at)::float8 FROM batches b
+WHERE b.scored_at IS NOT NULL AND EXISTS (SELECT FROM miner_scores m WHERE m.batch_id = b.id AND m.weight_u16 > 0)
+ORDER BY b.started_at DESC, b.id DESC LIMIT 1
+`
+
+// Seconds since the batch whose weights are the latest was scored, read newest first by the
+// index on started_at (a gauge read at scrape time).
+func (q *Queries) BatchWeightsAgeGet(ctx context.Context, db DBTX) (float64, error) {
+	row := db.QueryRow(ctx, batchWeightsAgeGet)
+	var column_1 float64
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const classScoreDelete = `-- name: ClassScoreDelete :exec
 DELETE FROM class_scores WHERE batch_id = $1
 `
@@ -558,4 +573,18 @@ func (q *Queries) SubmissionList(ctx context.Context, db DBTX, arg SubmissionLis
 		return nil, err
 	}
 	return items, nil
+}
+
+const weightSubmissionSentAgeGet = `-- name: WeightSubmissionSentAgeGet :one
+SELECT extract(epoch FROM now() - at)::float8 FROM weight_submissions WHERE outcome = 'sent' ORDER BY id DESC LIMIT 1
+`
+
+// Seconds since Pylon last accepted the weights (a gauge). The outcome is written out, not a
+// parameter, because it is the predicate of the partial index weight_submissions_sent, which a
+// generic plan for a parameter could not use.
+func (q *Queries) WeightSubmissionSentAgeGet(ctx context.Context, db DBTX) (float64, error) {
+	row := db.QueryRow(ctx, weightSubmissionSentAgeGet)
+	var column_1 float64
+	err := row.Scan(&column_1)
+	return column_1, err
 }
