@@ -25,6 +25,10 @@ type BuildRunArgs struct {
 	// River UI; the worker may claim another job of the same target.
 	GroupID int64 `json:"group_id"`
 	JobID   int64 `json:"job_id"`
+
+	// JobName is that job's name within its group, also for River UI; empty on a token the
+	// watchdog re-inserts for a target, which names no job.
+	JobName string `json:"job_name,omitempty"`
 }
 
 // Kind is the job kind of BuildRunArgs.

@@ -8,7 +8,7 @@ import (
 
 func init() {
 	register(
-		BuildRunArgs{Target: "x86_64-linux", GroupID: 7, JobID: 42},
+		BuildRunArgs{Target: "x86_64-linux", GroupID: 7, JobID: 42, JobName: "core/hello"},
 		BuildReportArgs{
 			JobID: 42, Attempt: 2, LeaseToken: 913, Outcome: BuildSucceeded,
 			AsBuilt: "core/hello/1.0/20260301", ExitCode: 0, Error: "", LogIncomplete: true,

@@ -168,18 +168,23 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	}
 	require.Equal(t, map[string]jobgraph.JobState{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
 
-	// River shows each build_run token as the build it carried ended, naming the job.
+	// River shows each build_run token as the build it carried ended, naming the job; its args
+	// name the job that became ready from the start.
 	rows, err := testdb.NewPoolFor(t, dbURL).Query(context.Background(), `
-		SELECT metadata->'build'->>'name', state::text, coalesce(errors[1]->>'error', '')
+		SELECT metadata->'build'->>'name', coalesce(args->>'job_name', ''), state::text, coalesce(errors[1]->>'error', '')
 		FROM build_scheduler.river_job WHERE kind = 'build_run' ORDER BY id`)
 	require.NoError(t, err)
 	river := map[string][2]string{}
+	argNames := map[string]bool{}
 	for rows.Next() {
-		var name, state, msg string
-		require.NoError(t, rows.Scan(&name, &state, &msg))
+		var name, argName, state, msg string
+		require.NoError(t, rows.Scan(&name, &argName, &state, &msg))
+		argNames[argName] = true
 		river[name] = [2]string{state, msg}
 	}
 	require.NoError(t, rows.Err())
+	// A token may carry another ready job of its target than the one it names.
+	require.Equal(t, map[string]bool{"ok": true, "broken": true}, argNames, "the tokens' args name the jobs that became ready")
 	require.Equal(t, [2]string{"completed", ""}, river["ok"])
 	require.Equal(t, "discarded", river["broken"][0])
 	require.Contains(t, river["broken"][1], "build broken")

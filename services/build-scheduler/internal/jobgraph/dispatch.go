@@ -12,8 +12,8 @@ import (
 
 // readyJob is a job that has just become ready and needs a dispatch token.
 type readyJob struct {
-	id, groupID int64
-	target      string
+	id, groupID  int64
+	name, target string
 }
 
 // dispatch inserts one dispatch token per job into its target's queue, on tx, so that a job
@@ -26,7 +26,7 @@ func (g *Graph) dispatch(ctx context.Context, tx pgx.Tx, jobs []readyJob) error 
 	}
 	params := make([]river.InsertManyParams, len(jobs))
 	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: queue.BuildRunArgs{Target: j.target, GroupID: j.groupID, JobID: j.id}}
+		params[i] = river.InsertManyParams{Args: queue.BuildRunArgs{Target: j.target, GroupID: j.groupID, JobID: j.id, JobName: j.name}}
 	}
 	if _, err := g.Tokens.InsertManyTx(ctx, tx, params); err != nil {
 		return fmt.Errorf("dispatch %d jobs of group %d: %w", len(jobs), jobs[0].groupID, err)

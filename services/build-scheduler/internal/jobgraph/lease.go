@@ -59,6 +59,6 @@ func (g *Graph) ExpireTx(ctx context.Context, tx pgx.Tx, l Lease) (Result, error
 	if err != nil {
 		return res, err
 	}
-	res.GroupState, err = g.consequences(ctx, tx, l.JobID, res.GroupID, row.Target, res.State)
+	res.GroupState, err = g.consequences(ctx, tx, readyJob{id: l.JobID, groupID: res.GroupID, name: row.Name, target: row.Target}, res.State)
 	return res, err
 }

@@ -127,7 +127,7 @@ FROM (
         unnest(@timeouts_ms::bigint[]) AS timeout_ms, unnest(@deps::text[]) AS deps,
         unnest(@dependents::text[]) AS dependents
 ) u
-RETURNING id, target, state = 'ready' AS ready;
+RETURNING id, name, target, state = 'ready' AS ready;
 
 -- name: JobGet :one
 SELECT id, group_id, name, target, state::text AS state, priority, command, env, timeout_ms, dependencies,
@@ -211,7 +211,7 @@ WITH done AS (
         state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
-    RETURNING j.id, j.target, j.state = 'ready' AS ready
+    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -221,6 +221,7 @@ WITH done AS (
 SELECT d.group_id, d.state::text AS state,
     ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id)::bigint[] AS ready_ids,
     ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_targets,
+    ARRAY(SELECT r.name FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_names,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
 FROM done d;
@@ -282,7 +283,7 @@ UPDATE job_graph j SET
 FROM job_graph old
 WHERE j.id = @id AND old.id = j.id AND j.attempt = @attempt AND j.lease_token = @lease_token::bigint
     AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
-RETURNING j.group_id, j.target, j.state::text AS state, old.worker_id, j.max_attempts;
+RETURNING j.group_id, j.name, j.target, j.state::text AS state, old.worker_id, j.max_attempts;
 
 -- name: JobLockUnfinished :exec
 SELECT FROM job_graph WHERE group_id = @group_id
@@ -309,7 +310,7 @@ RETURNING j.id;
 -- name: JobReadyUnblocked :many
 UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
 WHERE group_id = @group_id AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
-RETURNING id, target;
+RETURNING id, name, target;
 
 -- name: JobListDrift :many
 SELECT j.group_id, format('job %s: counter %s, unfinished dependencies %s', j.id, j.waiting_on_count,

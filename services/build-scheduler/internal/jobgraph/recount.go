@@ -65,7 +65,7 @@ func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Rec
 	}
 	ready := make([]readyJob, len(rows))
 	for i, r := range rows {
-		ready[i] = readyJob{id: r.ID, groupID: groupID, target: r.Target}
+		ready[i] = readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target}
 	}
 	for _, r := range ready {
 		out.MadeReady = append(out.MadeReady, r.id)

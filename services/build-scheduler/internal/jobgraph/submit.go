@@ -40,7 +40,7 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 	var ready []readyJob
 	for _, r := range rows {
 		if r.Ready {
-			ready = append(ready, readyJob{id: r.ID, groupID: groupID, target: r.Target})
+			ready = append(ready, readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target})
 		}
 	}
 	return groupID, g.dispatch(ctx, tx, ready)

@@ -48,7 +48,7 @@ func report(ctx context.Context, db dbsqlc.DBTX, r queue.BuildReportArgs) (repor
 	}
 	rep.Applied, rep.GroupID, rep.State, rep.GroupState, rep.emptied = true, row.GroupID, JobState(row.State), GroupState(row.GroupState), row.Emptied
 	for i := range row.ReadyIds {
-		rep.ready = append(rep.ready, readyJob{id: row.ReadyIds[i], groupID: rep.GroupID, target: row.ReadyTargets[i]})
+		rep.ready = append(rep.ready, readyJob{id: row.ReadyIds[i], groupID: rep.GroupID, name: row.ReadyNames[i], target: row.ReadyTargets[i]})
 	}
 	return rep, nil
 }
@@ -124,11 +124,12 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportA
 	return res, err
 }
 
-// consequences applies what follows from job jobID entering state, for the transitions that do
+// consequences applies what follows from job entering state, for the transitions that do
 // not fold them into their own statement as ReportTx does: a ready job dispatched, or a final job
 // and (when it failed) its dependents counted off the group, whose last one settles it. It
 // returns the group state.
-func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int64, target string, state JobState) (GroupState, error) {
+func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, job readyJob, state JobState) (GroupState, error) {
+	jobID, groupID := job.id, job.groupID
 	finished := []int64{jobID}
 	switch state {
 	case JobFailed:
@@ -138,7 +139,7 @@ func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, jobID, groupID int6
 		}
 		finished = append(finished, failed...)
 	case Ready:
-		return "", g.dispatch(ctx, tx, []readyJob{{id: jobID, groupID: groupID, target: target}})
+		return "", g.dispatch(ctx, tx, []readyJob{job})
 	}
 	return settle(ctx, tx, groupID, finished, false, "")
 }

@@ -556,7 +556,7 @@ UPDATE job_graph j SET
 FROM job_graph old
 WHERE j.id = $1 AND old.id = j.id AND j.attempt = $2 AND j.lease_token = $3::bigint
     AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
-RETURNING j.group_id, j.target, j.state::text AS state, old.worker_id, j.max_attempts
+RETURNING j.group_id, j.name, j.target, j.state::text AS state, old.worker_id, j.max_attempts
 `
 
 type JobExpireParams struct {
@@ -567,6 +567,7 @@ type JobExpireParams struct {
 
 type JobExpireRow struct {
 	GroupID     int64
+	Name        string
 	Target      string
 	State       string
 	WorkerID    *string
@@ -578,6 +579,7 @@ func (q *Queries) JobExpire(ctx context.Context, db DBTX, arg JobExpireParams) (
 	var i JobExpireRow
 	err := row.Scan(
 		&i.GroupID,
+		&i.Name,
 		&i.Target,
 		&i.State,
 		&i.WorkerID,
@@ -751,7 +753,7 @@ FROM (
         unnest($10::bigint[]) AS timeout_ms, unnest($11::text[]) AS deps,
         unnest($12::text[]) AS dependents
 ) u
-RETURNING id, target, state = 'ready' AS ready
+RETURNING id, name, target, state = 'ready' AS ready
 `
 
 type JobInsertManyParams struct {
@@ -771,6 +773,7 @@ type JobInsertManyParams struct {
 
 type JobInsertManyRow struct {
 	ID     int64
+	Name   string
 	Target string
 	Ready  bool
 }
@@ -797,7 +800,12 @@ func (q *Queries) JobInsertMany(ctx context.Context, db DBTX, arg JobInsertManyP
 	var items []JobInsertManyRow
 	for rows.Next() {
 		var i JobInsertManyRow
-		if err := rows.Scan(&i.ID, &i.Target, &i.Ready); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Target,
+			&i.Ready,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -975,11 +983,12 @@ func (q *Queries) JobLockUnfinished(ctx context.Context, db DBTX, groupID int64)
 const jobReadyUnblocked = `-- name: JobReadyUnblocked :many
 UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
 WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
-RETURNING id, target
+RETURNING id, name, target
 `
 
 type JobReadyUnblockedRow struct {
 	ID     int64
+	Name   string
 	Target string
 }
 
@@ -992,7 +1001,7 @@ func (q *Queries) JobReadyUnblocked(ctx context.Context, db DBTX, groupID int64)
 	var items []JobReadyUnblockedRow
 	for rows.Next() {
 		var i JobReadyUnblockedRow
-		if err := rows.Scan(&i.ID, &i.Target); err != nil {
+		if err := rows.Scan(&i.ID, &i.Name, &i.Target); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -1059,7 +1068,7 @@ WITH done AS (
         state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
-    RETURNING j.id, j.target, j.state = 'ready' AS ready
+    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -1069,6 +1078,7 @@ WITH done AS (
 SELECT d.group_id, d.state::text AS state,
     ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id)::bigint[] AS ready_ids,
     ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_targets,
+    ARRAY(SELECT r.name FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_names,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
 FROM done d
@@ -1090,6 +1100,7 @@ type JobReportRow struct {
 	State        string
 	ReadyIds     []int64
 	ReadyTargets []string
+	ReadyNames   []string
 	Emptied      bool
 	GroupState   string
 }
@@ -1129,6 +1140,7 @@ func (q *Queries) JobReport(ctx context.Context, db DBTX, arg JobReportParams) (
 		&i.State,
 		&i.ReadyIds,
 		&i.ReadyTargets,
+		&i.ReadyNames,
 		&i.Emptied,
 		&i.GroupState,
 	)
