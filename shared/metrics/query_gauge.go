@@ -15,27 +15,22 @@ import (
 // queryTimeout bounds one gauge statement, so a slow database delays a scrape by at most this.
 const queryTimeout = 2 * time.Second
 
-// QueryGauge is a gauge family computed at scrape time by one SQL statement, whose rows are the
-// label values in order followed by the value (a float8). The statement is the whole cost of a
-// scrape, so it must be bounded: an indexed lookup, a small table, or a LIMIT in a subquery.
+// QueryGauge is a gauge family computed at scrape time by one query (a sqlc-generated statement
+// behind Gauge.Read). The query is the whole cost of a scrape, so it must be bounded: an indexed
+// lookup, a small table, or a LIMIT in a subquery.
 type QueryGauge struct {
 	desc   *prometheus.Desc
 	db     postgres.DBTX
-	sql    string
-	args   []any
-	rows   func(context.Context, postgres.DBTX) ([]Sample, error)
+	read   func(context.Context, postgres.DBTX) ([]Sample, error)
 	labels int
 	failed prometheus.Counter
 }
 
-// Gauge describes a QueryGauge: its family name, help and labels, and either the statement (with
-// its arguments) whose rows are the label values in order followed by the value, or Read, a
-// function (a sqlc-generated query) returning the samples; Read wins when both are set.
+// Gauge describes a QueryGauge: its family name, help and labels, and Read, a function (a
+// sqlc-generated query) returning the samples.
 type Gauge struct {
 	Name, Help string
 	Labels     []string
-	SQL        string
-	Args       []any
 	Read       func(ctx context.Context, db postgres.DBTX) ([]Sample, error)
 }
 
@@ -50,7 +45,7 @@ type Sample struct {
 // failed; a failed statement leaves its family out of that scrape, and the rest is served.
 func NewQueryGauge(db postgres.DBTX, failures *prometheus.CounterVec, g Gauge) *QueryGauge {
 	return &QueryGauge{
-		desc: prometheus.NewDesc(g.Name, g.Help, g.Labels, nil), db: db, sql: g.SQL, args: g.Args, rows: g.Read,
+		desc: prometheus.NewDesc(g.Name, g.Help, g.Labels, nil), db: db, read: g.Read,
 		labels: len(g.Labels), failed: failures.WithLabelValues(g.Name),
 	}
 }
@@ -71,7 +66,7 @@ func (g *QueryGauge) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
 func (g *QueryGauge) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)
 	defer cancel()
-	metrics, err := g.read(ctx)
+	metrics, err := g.samples(ctx)
 	if err != nil {
 		g.failed.Inc()
 		return
@@ -81,44 +76,9 @@ func (g *QueryGauge) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func (g *QueryGauge) read(ctx context.Context) ([]prometheus.Metric, error) {
-	if g.rows != nil {
-		return g.readSamples(ctx)
-	}
-	rows, err := g.db.Query(ctx, g.sql, g.args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []prometheus.Metric
-	for rows.Next() {
-		values, err := rows.Values()
-		if err != nil {
-			return nil, err
-		}
-		if len(values) != g.labels+1 {
-			return nil, fmt.Errorf("gauge %s: %d columns, want %d", g.desc, len(values), g.labels+1)
-		}
-		labels := make([]string, g.labels)
-		for i := range labels {
-			labels[i] = fmt.Sprint(values[i])
-		}
-		v, ok := values[g.labels].(float64)
-		if !ok {
-			return nil, fmt.Errorf("gauge %s: value is %T, want float8", g.desc, values[g.labels])
-		}
-		m, err := prometheus.NewConstMetric(g.desc, prometheus.GaugeValue, v, labels...)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
-}
-
-// readSamples reads the family through the gauge's Read function.
-func (g *QueryGauge) readSamples(ctx context.Context) ([]prometheus.Metric, error) {
-	samples, err := g.rows(ctx, g.db)
+// samples reads the family through the gauge's Read function.
+func (g *QueryGauge) samples(ctx context.Context) ([]prometheus.Metric, error) {
+	samples, err := g.read(ctx, g.db)
 	if err != nil {
 		return nil, err
 	}
