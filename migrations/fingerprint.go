@@ -3,14 +3,16 @@ package migrations
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io/fs"
 
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// Fingerprint identifies the complete set of migrations (Drover's files and River's), so a
-// database migrated from a different set can be told apart, e.g. a stale test template.
+// Fingerprint identifies the complete set of migrations (Drover's files, River's, the roles and
+// their grants), so a database migrated from a different set can be told apart, e.g. a stale test
+// template.
 func Fingerprint() string {
 	h := sha256.New()
 	_ = fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
@@ -28,5 +30,6 @@ func Fingerprint() string {
 			h.Write([]byte(v.SQLUp))
 		}
 	}
+	fmt.Fprintf(h, "grants %d %v %v", grantsVersion, Units, crossReads)
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }

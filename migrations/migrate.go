@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -59,13 +60,34 @@ func tracks(svc queue.Service) ([]track, error) {
 	return out, nil
 }
 
-// Up applies every pending migration to every service schema.
+// Up applies every pending migration to every service schema and creates every unit's role with
+// its grants, leaving passwords as they are.
 func Up(ctx context.Context, databaseURL string, logger *slog.Logger) error {
+	return UpFor(ctx, databaseURL, Units, nil, logger)
+}
+
+// UpFor migrates what the given units need: the schema each works (its River tables, the common
+// tables and its own), and each unit's login role, whose password it sets when passwords (by unit
+// name) holds one. Then every existing role gets its rights on the objects that exist, so units
+// may be migrated one by one in any order (one migration job per service).
+func UpFor(ctx context.Context, databaseURL string, units []Unit, passwords map[string]string, logger *slog.Logger) error {
 	return withLock(ctx, databaseURL, func(pool *pgxpool.Pool) error {
 		for _, svc := range queue.Services {
+			if !slices.ContainsFunc(units, func(u Unit) bool { return u.Home == svc }) {
+				continue
+			}
 			if err := upService(ctx, pool, databaseURL, svc, logger); err != nil {
 				return err
 			}
+		}
+		for _, u := range units {
+			if err := ensureRole(ctx, pool, u, passwords[u.Name]); err != nil {
+				return err
+			}
+			logger.Info("role ready", "unit", u.Name, "role", u.Role(), "password_set", passwords[u.Name] != "")
+		}
+		if err := grantAll(ctx, pool); err != nil {
+			return fmt.Errorf("grant the roles their rights: %w", err)
 		}
 		return nil
 	})

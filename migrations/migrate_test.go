@@ -66,10 +66,7 @@ func TestFingerprintIsStable(t *testing.T) {
 func scratchDatabase(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	admin := os.Getenv("DATABASE_URL")
-	if admin == "" {
-		admin = "postgres://postgres@127.0.0.1:5432/postgres"
-	}
+	admin := serverURL()
 	u, err := url.Parse(admin)
 	require.NoError(t, err)
 	name := fmt.Sprintf("drover_migtest_%d", rand.Int64())
@@ -118,4 +115,12 @@ func TestDownToRollsBackOnlyTheServiceTrack(t *testing.T) {
 	}
 	require.Equal(t, 1, pending)
 	require.NoError(t, Up(ctx, url, logger))
+}
+
+// serverURL is the test server's maintenance database.
+func serverURL() string {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres"
 }

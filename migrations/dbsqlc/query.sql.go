@@ -42,3 +42,37 @@ func (q *Queries) TableExists(ctx context.Context, db DBTX, name string) (bool, 
 	err := row.Scan(&exists)
 	return exists, err
 }
+
+const schemaExists = `-- name: SchemaExists :one
+SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1::text)::bool AS exists
+`
+
+func (q *Queries) SchemaExists(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, schemaExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const roleExists = `-- name: RoleExists :one
+SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1::text)::bool AS exists
+`
+
+func (q *Queries) RoleExists(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, roleExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const roleCanLogin = `-- name: RoleCanLogin :one
+SELECT rolcanlogin::bool AS can_login FROM pg_roles WHERE rolname = $1::text
+`
+
+// RoleCanLogin reports whether a role may log in; no row when the role does not exist.
+func (q *Queries) RoleCanLogin(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, roleCanLogin, name)
+	var can_login bool
+	err := row.Scan(&can_login)
+	return can_login, err
+}

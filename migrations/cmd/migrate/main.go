@@ -1,12 +1,13 @@
 // Command migrate brings a Drover database up to date, reports its state, or rolls a service's
 // own tables back.
 //
-//	migrate up                      apply everything pending, in every service schema
+//	migrate up                      apply everything pending, in every service schema; every role
+//	migrate up SERVICE              only what SERVICE needs: its schema and its role
 //	migrate status                  applied and latest version per schema and track
 //	migrate down-to SERVICE VERSION roll SERVICE's own migrations back to VERSION
 //	migrate ping                    exit 0 when the database answers within 3 s
 //
-// DATABASE_URL names the database.
+// DATABASE_URL names the database; DROVER_DB_PASSWORD_<SERVICE> sets a role's password.
 package main
 
 import (
@@ -27,10 +28,24 @@ import (
 	"drover.dev/queue"
 )
 
-const usage = `usage: migrate up | status | down-to SERVICE VERSION | ping
+const usage = `usage: migrate up [SERVICE] | status | down-to SERVICE VERSION | ping
+
+  up            migrate every service schema; create every service's role (drover_miner_sync, ...)
+                with its rights
+  up SERVICE    migrate only what SERVICE needs (its schema: River's tables, the common tables,
+                its own) and create its role; SERVICE is one of
+                miner-sync, batch-runner, scorer, build-scheduler, build-worker, populate-worker
+  status        applied and latest version per schema and track
+  down-to SERVICE VERSION
+                roll SERVICE's own migrations back to VERSION
+  ping          exit 0 when the database answers within 3 s
 
 Environment:
-  DATABASE_URL  Postgres connection string (required), e.g. postgres://postgres@127.0.0.1:5432/drover
+  DATABASE_URL  Postgres connection string (required), e.g. postgres://postgres@127.0.0.1:5432/drover;
+                its user creates the roles (CREATEROLE) unless they exist
+  DROVER_DB_PASSWORD_<SERVICE>
+                password up sets on SERVICE's role, e.g. DROVER_DB_PASSWORD_BATCH_RUNNER; unset,
+                the password is left as it is
 `
 
 func main() {
@@ -57,11 +72,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	logger := slog.New(slog.NewTextHandler(stdout, nil))
 	switch args[0] {
 	case "up":
-		if err := migrations.Up(ctx, url, logger); err != nil {
-			return err
-		}
-		fmt.Fprintln(stdout, "migrations up to date")
-		return nil
+		return up(ctx, url, args[1:], getenv, logger, stdout)
 	case "status":
 		return printStatus(ctx, url, stdout)
 	case "ping":
@@ -71,6 +82,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	default:
 		return fmt.Errorf("unknown command %q\n%s", args[0], usage)
 	}
+}
+
+func up(ctx context.Context, url string, args []string, getenv func(string) string, logger *slog.Logger, stdout io.Writer) error {
+	units := migrations.Units
+	switch len(args) {
+	case 0:
+	case 1:
+		u, err := migrations.ParseUnit(args[0])
+		if err != nil {
+			return err
+		}
+		units = []migrations.Unit{u}
+	default:
+		return fmt.Errorf("up takes at most one SERVICE\n%s", usage)
+	}
+	passwords := map[string]string{}
+	for _, u := range units {
+		if p := getenv(u.PasswordEnv()); p != "" {
+			passwords[u.Name] = p
+		}
+	}
+	if err := migrations.UpFor(ctx, url, units, passwords, logger); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations up to date")
+	return nil
 }
 
 func printStatus(ctx context.Context, url string, stdout io.Writer) error {
