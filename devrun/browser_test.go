@@ -73,6 +73,7 @@ func TestRiverUIInABrowser(t *testing.T) {
 	require.NoError(t, err)
 	playwright := installPlaywright(t, root)
 	opts := options{bin: buildCommands(t, root), databaseURL: testdb.New(t), logs: t.TempDir(), token: "browser-test-token", once: true}
+	lockFleetPorts(t)
 	requireFreePorts(t)
 
 	ctx := context.Background()

@@ -83,7 +83,14 @@ func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
 	}
 	for _, s := range f.services {
 		s.url = fmt.Sprintf("http://127.0.0.1:%d", s.port)
-		env := map[string]string{s.prefix + "_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", s.port)}
+		dbURL, err := roleURL(opts.databaseURL, s.name)
+		if err != nil {
+			return f, err
+		}
+		env := map[string]string{
+			s.prefix + "_HTTP_ADDR":    fmt.Sprintf("127.0.0.1:%d", s.port),
+			s.prefix + "_DATABASE_URL": dbURL,
+		}
 		for k, v := range s.env {
 			env[k] = v
 		}
@@ -95,7 +102,7 @@ func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
 		if err := s.waitReady(ctx, 30*time.Second, "/readyz"); err != nil {
 			return f, err
 		}
-		p.ok("%-16s %s   (log %s)", s.name, s.url, filepath.Join(opts.logs, s.name+".log"))
+		p.ok("%-16s %s   as role %s   (log %s)", s.name, s.url, roleName(s.name), filepath.Join(opts.logs, s.name+".log"))
 	}
 	return f, nil
 }

@@ -3,16 +3,16 @@ module drover.dev/devrun
 go 1.26.0
 
 require (
+	drover.dev/migrations v0.0.0-00010101000000-000000000000
 	drover.dev/shared v0.0.0
+	github.com/jackc/pgx/v5 v5.12.0
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
-	drover.dev/migrations v0.0.0-00010101000000-000000000000 // indirect
 	drover.dev/queue v0.0.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mfridman/interpolate v0.0.2 // indirect
 	github.com/pressly/goose/v3 v3.29.0 // indirect

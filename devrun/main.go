@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	p := newPrinter(stdout)
 	p.step("migrating %s", redact(opts.databaseURL))
-	if err := runCommand(ctx, filepath.Join(opts.bin, "migrate"), []string{"up"}, env(opts, nil), filepath.Join(opts.logs, "migrate.log")); err != nil {
+	if err := runCommand(ctx, filepath.Join(opts.bin, "migrate"), []string{"up"}, env(opts, rolePasswords(opts.databaseURL)), filepath.Join(opts.logs, "migrate.log")); err != nil {
 		return fmt.Errorf("migrate: %w (log: %s)", err, filepath.Join(opts.logs, "migrate.log"))
 	}
 	fleet, err := startFleet(ctx, opts, p)

@@ -22,10 +22,12 @@ func init() {
 		helper: &helperProcess{
 			name:   "build-worker",
 			binary: "build-worker",
-			env: func(*fleet, options) map[string]string {
+			env: func(_ *fleet, opts options) map[string]string {
+				dbURL, _ := roleURL(opts.databaseURL, "build-worker") // the URL parsed for every service before
 				return map[string]string{
-					"BUILD_WORKER_TARGETS":   "x86_64-linux",
-					"BUILD_WORKER_HTTP_ADDR": "127.0.0.1:8086",
+					"BUILD_WORKER_TARGETS":      "x86_64-linux",
+					"BUILD_WORKER_HTTP_ADDR":    "127.0.0.1:8086",
+					"BUILD_WORKER_DATABASE_URL": dbURL,
 				}
 			},
 		},

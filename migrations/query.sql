@@ -13,11 +13,11 @@ SELECT pg_advisory_unlock(@key::bigint);
 SELECT (to_regclass(@name::text) IS NOT NULL)::bool AS exists;
 
 -- name: SchemaExists :one
-SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = @name::text)::bool AS exists;
+SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = @name::text)::bool AS exists;
 
 -- name: RoleExists :one
-SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = @name::text)::bool AS exists;
+SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = @name::text)::bool AS exists;
 
 -- name: RoleCanLogin :one
 -- RoleCanLogin reports whether a role may log in; no row when the role does not exist.
-SELECT rolcanlogin::bool AS can_login FROM pg_roles WHERE rolname = @name::text;
+SELECT rolcanlogin::bool AS can_login FROM pg_catalog.pg_roles WHERE rolname = @name::text;

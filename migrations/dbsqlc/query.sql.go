@@ -31,6 +31,40 @@ func (q *Queries) MigrationLockRelease(ctx context.Context, db DBTX, key int64) 
 	return err
 }
 
+const roleCanLogin = `-- name: RoleCanLogin :one
+SELECT rolcanlogin::bool AS can_login FROM pg_catalog.pg_roles WHERE rolname = $1::text
+`
+
+// RoleCanLogin reports whether a role may log in; no row when the role does not exist.
+func (q *Queries) RoleCanLogin(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, roleCanLogin, name)
+	var can_login bool
+	err := row.Scan(&can_login)
+	return can_login, err
+}
+
+const roleExists = `-- name: RoleExists :one
+SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = $1::text)::bool AS exists
+`
+
+func (q *Queries) RoleExists(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, roleExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
+const schemaExists = `-- name: SchemaExists :one
+SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1::text)::bool AS exists
+`
+
+func (q *Queries) SchemaExists(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, schemaExists, name)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const tableExists = `-- name: TableExists :one
 SELECT (to_regclass($1::text) IS NOT NULL)::bool AS exists
 `
@@ -41,38 +75,4 @@ func (q *Queries) TableExists(ctx context.Context, db DBTX, name string) (bool, 
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
-}
-
-const schemaExists = `-- name: SchemaExists :one
-SELECT EXISTS (SELECT FROM pg_namespace WHERE nspname = $1::text)::bool AS exists
-`
-
-func (q *Queries) SchemaExists(ctx context.Context, db DBTX, name string) (bool, error) {
-	row := db.QueryRow(ctx, schemaExists, name)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
-const roleExists = `-- name: RoleExists :one
-SELECT EXISTS (SELECT FROM pg_roles WHERE rolname = $1::text)::bool AS exists
-`
-
-func (q *Queries) RoleExists(ctx context.Context, db DBTX, name string) (bool, error) {
-	row := db.QueryRow(ctx, roleExists, name)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
-const roleCanLogin = `-- name: RoleCanLogin :one
-SELECT rolcanlogin::bool AS can_login FROM pg_roles WHERE rolname = $1::text
-`
-
-// RoleCanLogin reports whether a role may log in; no row when the role does not exist.
-func (q *Queries) RoleCanLogin(ctx context.Context, db DBTX, name string) (bool, error) {
-	row := db.QueryRow(ctx, roleCanLogin, name)
-	var can_login bool
-	err := row.Scan(&can_login)
-	return can_login, err
 }
