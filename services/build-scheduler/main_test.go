@@ -138,15 +138,9 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	require.Equal(t, "top", jobs.Items[0].Name)
 	require.Equal(t, "core/top/1.0", *jobs.Items[0].AsBuilt)
 
-	resp, err := http.NewRequestWithContext(t.Context(), http.MethodGet, fmt.Sprintf("%s/v1/jobs/%d/log", base, jobs.Items[0].ID), nil)
-	require.NoError(t, err)
-	resp.Header.Set("Authorization", "Bearer "+servicetest.Token)
-	res, err := http.DefaultClient.Do(resp)
-	require.NoError(t, err)
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	require.NoError(t, err)
-	require.Equal(t, "=== attempt 1 ===\ntop\n", string(body))
+	status, body := getText(t, fmt.Sprintf("%s/v1/jobs/%d/log", base, jobs.Items[0].ID))
+	require.Equal(t, http.StatusOK, status)
+	require.Equal(t, "=== attempt 1 ===\ntop\n", body)
 }
 
 func TestFailedBuildIsAFailedRiverJob(t *testing.T) {

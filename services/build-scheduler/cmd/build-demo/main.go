@@ -102,6 +102,7 @@ func run(ctx context.Context, c client, target string, out io.Writer) error {
 		return fmt.Errorf("expected state failed with %s", counts(expected))
 	}
 	fmt.Fprintln(out, "as expected: the diamond built, docs-build failed, docs-publish was skipped")
+	fmt.Fprintf(out, "the group as a picture: curl -s -H \"Authorization: Bearer $API_TOKEN\" '%s/v1/groups/%d/graph?format=dot' | dot -Tsvg > group.svg (format=mermaid for Mermaid)\n", c.base, g.ID)
 	return nil
 }
 

@@ -42,6 +42,7 @@ func Routes(g *echo.Group, pool *pgxpool.Pool, graph *jobgraph.Graph, logs logst
 	g.GET("/groups/:id", handleGetGroup(pool))
 	g.GET("/groups/:id/jobs", handleListJobs(pool))
 	g.GET("/groups/:id/events", handleGroupEvents(pool))
+	g.GET("/groups/:id/graph", handleGraph(pool))
 	g.POST("/groups/:id/cancel", handleCancel(pool, graph))
 	g.POST("/groups/:id/retry", handleRetry(pool, graph))
 	g.GET("/jobs/:id", handleGetJob(pool))

@@ -113,3 +113,26 @@ func toJob(r dbsqlc.JobListByGroupRow) (Job, error) {
 	}
 	return j, nil
 }
+
+// GraphNode is a job as a picture of its group draws it.
+type GraphNode struct {
+	ID           int64
+	Name         string
+	Target       string
+	State        JobState
+	Dependencies []int64
+}
+
+// GraphPage returns up to limit jobs of a group in id order (topological: a job's dependencies
+// come before it) after the cursor id, with what a picture of the group needs.
+func GraphPage(ctx context.Context, db postgres.DBTX, groupID, after int64, limit int) ([]GraphNode, error) {
+	rows, err := queries.JobGraphPage(ctx, db, dbsqlc.JobGraphPageParams{GroupID: groupID, After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("graph of group %d: %w", groupID, err)
+	}
+	out := make([]GraphNode, len(rows))
+	for i, r := range rows {
+		out[i] = GraphNode{ID: r.ID, Name: r.Name, Target: r.Target, State: JobState(r.State), Dependencies: r.Dependencies}
+	}
+	return out, nil
+}

@@ -144,6 +144,13 @@ FROM job_graph
 WHERE group_id = @group_id AND (@state::text = '' OR state::text = @state::text) AND id > @after::bigint
 ORDER BY id LIMIT @max_rows;
 
+-- name: JobGraphPage :many
+-- JobGraphPage reads one page of a group's jobs for its picture: what a node and its edges need.
+SELECT id, name, target, state::text AS state, dependencies
+FROM job_graph
+WHERE group_id = @group_id AND id > @after::bigint
+ORDER BY id LIMIT @max_rows;
+
 -- name: JobClaim :one
 WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
     SELECT r.id FROM job_graph r, lease_only WHERE r.target = @target AND r.state = 'ready'

@@ -718,6 +718,54 @@ func (q *Queries) JobGet(ctx context.Context, db DBTX, id int64) (JobGetRow, err
 	return i, err
 }
 
+const jobGraphPage = `-- name: JobGraphPage :many
+SELECT id, name, target, state::text AS state, dependencies
+FROM job_graph
+WHERE group_id = $1 AND id > $2::bigint
+ORDER BY id LIMIT $3
+`
+
+type JobGraphPageParams struct {
+	GroupID int64
+	After   int64
+	MaxRows int32
+}
+
+type JobGraphPageRow struct {
+	ID           int64
+	Name         string
+	Target       string
+	State        string
+	Dependencies []int64
+}
+
+// JobGraphPage reads one page of a group's jobs for its picture: what a node and its edges need.
+func (q *Queries) JobGraphPage(ctx context.Context, db DBTX, arg JobGraphPageParams) ([]JobGraphPageRow, error) {
+	rows, err := db.Query(ctx, jobGraphPage, arg.GroupID, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobGraphPageRow
+	for rows.Next() {
+		var i JobGraphPageRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Target,
+			&i.State,
+			&i.Dependencies,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobHeartbeat = `-- name: JobHeartbeat :one
 UPDATE job_graph SET lease_expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'
 WHERE id = $2 AND lease_token = $3::bigint AND state IN ('running', 'cancel_pending')
