@@ -1,0 +1,67 @@
+"""Populate runs against a real populate-worker: started, followed with a progress line to the
+end, read inline with wait, cancelled."""
+
+import io
+import unittest
+
+from . import harness, pipeline
+
+SLOW = "py_signal_slow"
+
+
+class RunTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.client = harness.worker()
+        if not harness.has_runs(cls.client):
+            raise unittest.SkipTest(
+                "this populate-worker has no populate runs yet (GET /v1/populate-runs/{id} is not in its OpenAPI document)"
+            )
+
+    def tearDown(self):
+        pipeline.BROKEN.clear()
+        pipeline.SLOW_SECONDS = 0.05
+
+    def test_a_run_is_followed_to_its_end_with_a_progress_line(self):
+        ids = harness.seed(self.client, 20)
+        pipeline.BROKEN.add(ids[5])
+        out = io.StringIO()
+        run = self.client.populate(
+            SLOW, {"signal_id": ids}, suppress_errors=True, processes=2, display_progress=True, stream=out, interval=0.2
+        )
+        self.assertEqual((run.table, run.state), (SLOW, "done"))
+        self.assertEqual((run.success_count, run.errors, run.remaining), (19, 1, 0))
+        self.assertEqual(len(run.error_list), 1)
+        self.assertEqual(run.error_list[0].key, {"signal_id": ids[5]})
+        self.assertEqual(run.error_list[0].error_message, f"ValueError: signal {ids[5]} is broken")
+        self.assertIsNotNone(run.finished_at)
+        self.assertIn("19/20 made, 1 error", out.getvalue().splitlines()[-1])
+        self.assertEqual(self.client.run(run.id).state, "done")
+        self.assertEqual(self.client.progress(SLOW, {"signal_id": ids}).remaining, 1)
+
+    def test_wait_returns_a_short_run_finished(self):
+        ids = harness.seed(self.client, 3)
+        run = self.client.start_populate(SLOW, {"signal_id": ids}, wait=30)
+        self.assertEqual((run.state, run.made, run.errors), ("done", 3, 0))
+
+    def test_a_run_stops_at_its_first_error_without_suppress_errors(self):
+        ids = harness.seed(self.client, 5)
+        pipeline.BROKEN.add(ids[0])
+        run = self.client.populate(SLOW, {"signal_id": ids}, order="original", interval=0.1)
+        self.assertNotEqual(run.state, "running")
+        self.assertGreaterEqual(run.errors, 1)
+        self.assertIn(f"ValueError: signal {ids[0]} is broken", [e.error_message for e in run.error_list])
+
+    def test_a_cancelled_run_is_interrupted(self):
+        ids = harness.seed(self.client, 30)
+        pipeline.SLOW_SECONDS = 0.3
+        run = self.client.start_populate(SLOW, {"signal_id": ids}, suppress_errors=True)
+        self.assertEqual(run.state, "running")
+        self.client.cancel(run.id)
+        run = self.client.follow(run.id, display_progress=False, interval=0.1)
+        self.assertEqual(run.state, "interrupted")
+        self.assertLess(run.made, 30)
+
+
+if __name__ == "__main__":
+    unittest.main()
