@@ -11,6 +11,12 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
+// FetchCooldown is the least time between two fetches of one queue's producer that insert
+// notifications trigger. River's default (100 ms) delays a job inserted less than that after the
+// notification of the job being worked, as a same-service hop is: it waited up to 100 ms where a
+// job from another service, arriving at an idle producer, was fetched at once.
+const FetchCooldown = 20 * time.Millisecond
+
 // Client is the River client every service uses: pgx transactions on Postgres.
 type Client = river.Client[pgx.Tx]
 
@@ -59,6 +65,7 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		Logger:               cfg.Logger,
 		FetchOnlyKnownKinds:  true,
+		FetchCooldown:        FetchCooldown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client for %s: %w", svc, err)
@@ -70,10 +77,17 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 // it to call InsertTx on its own transaction, so that its state change and the job that another
 // service must work commit together or not at all. An inserter never works or fetches jobs and
 // never takes part in leader election.
+//
+// Its insert notifications are limited to one per queue per millisecond (River's minimum), not
+// River's default of one per FetchCooldown (100 ms): a notification the limiter drops is lost for
+// good, and the job waits for the consumer's next poll (1 s). That is what a same-service hop hit
+// every time, since the job it follows was notified by the same inserter a few milliseconds
+// before; bursts across services hit it too. The cost is a pg_notify per inserting transaction.
 func NewInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:              svc.Schema(),
 		SkipUnknownJobCheck: true,
+		FetchCooldown:       river.FetchCooldownMin, // the insert-notification limiter's window
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river inserter for %s: %w", svc, err)
