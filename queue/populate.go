@@ -7,6 +7,9 @@ import "github.com/riverqueue/river"
 const (
 	QueuePopulate            = "populate"
 	QueuePopulateMaintenance = "populate_maintenance"
+	// QueuePopulateRun carries the makes of populate runs (POST /v1/tables/{name}/populate), so
+	// that a run's processes are its own workers and not a share of the background makes.
+	QueuePopulateRun = "populate_run"
 )
 
 // PopulateMakeArgs asks the populate-worker to run make() for one scheduled key of a computed
@@ -27,6 +30,30 @@ func (PopulateMakeArgs) Kind() string { return "populate_make" }
 // jobs table rather than retried; attempts only cover infrastructure errors.
 func (PopulateMakeArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueuePopulate, MaxAttempts: 5}
+}
+
+// PopulateRunMakeArgs asks the populate-worker to make one key of a populate run: the same make as
+// PopulateMakeArgs, after which the run's next key is enqueued in the finishing transaction, so
+// that at most the run's processes makes are queued or running at a time, in the run's order.
+// A run that was cancelled or stopped completes the job without making its key.
+type PopulateRunMakeArgs struct {
+	// Table is the computed table's registered name.
+	Table string `json:"table"`
+
+	// KeyHash identifies the key within Table, as in the jobs table.
+	KeyHash string `json:"key_hash"`
+
+	// RunID is the populate run (populate_runs.id) the key belongs to.
+	RunID int64 `json:"run_id"`
+}
+
+// Kind is the job kind of PopulateRunMakeArgs.
+func (PopulateRunMakeArgs) Kind() string { return "populate_run_make" }
+
+// InsertOpts pins PopulateRunMakeArgs to QueuePopulateRun; as for PopulateMakeArgs, attempts
+// only cover infrastructure errors.
+func (PopulateRunMakeArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueuePopulateRun, MaxAttempts: 5}
 }
 
 // PopulateScheduleArgs asks the populate-worker to schedule the missing keys of a computed table

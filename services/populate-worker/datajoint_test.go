@@ -119,7 +119,7 @@ func TestIgnoreAKeyWithNoJob(t *testing.T) {
 	}
 
 	var res populateResult
-	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate",
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate?wait=30",
 		map[string]any{"min_scheduling_interval": 0}, &res))
 	require.Equal(t, 2, res.SuccessCount, "populate leaves the ignored keys alone")
 	require.Equal(t, http.StatusNotFound, b.call(t, http.MethodPost,

@@ -11,7 +11,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,8 +99,12 @@ func TestHelperWorkerProcess(t *testing.T) {
 	if os.Getenv("POPULATE_HELPER_DB") == "" {
 		t.Skip("run by TestKilledWorkerIsReclaimed")
 	}
+	workers := 1
+	if n, err := strconv.Atoi(os.Getenv("POPULATE_HELPER_MAKE_WORKERS")); err == nil {
+		workers = n
+	}
 	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"),
-		MakeWorkers: 1, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
+		MakeWorkers: workers, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
 	require.NoError(t, run(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
 }
 
@@ -140,5 +146,70 @@ func TestSIGTERMRecordsMakesThatOutliveTheBudget(t *testing.T) {
 	var msg string
 	require.NoError(t, b.pool.QueryRow(context.Background(),
 		`SELECT status || ': ' || error_message FROM populate_worker.jobs`).Scan(&msg))
-	require.Equal(t, "error: SystemExit: SIGTERM received; make did not finish within the shutdown budget", msg)
+	require.Equal(t, "error: SystemExit: SIGTERM received", msg)
+}
+
+// TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck SIGKILLs a replica whose River client
+// has fetched make jobs but not yet reserved their keys (the test holds the jobs rows' locks, so
+// the reservations wait), and checks that another replica makes every key within ORPHAN_TIMEOUT
+// plus a reclaim period, while River still shows the dead client's jobs running.
+func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
+	t.Parallel()
+	const keys = 3
+	b := setupHeld(t, keys, func(int) time.Duration { return 0 })
+	ctx := context.Background()
+	// Schedule the keys, with their River jobs, as a schedule_jobs would, before any replica runs.
+	first := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		cfg := b.config()
+		cfg.RunWorkers = 0
+		return run(ctx, cfg, ln, stdout)
+	})
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, first+"/v1/tables/held/schedule",
+		map[string]any{"min_scheduling_interval": 0}, nil))
+	lock, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = lock.Rollback(ctx) }()
+	_, err = lock.Exec(ctx, `SELECT 1 FROM populate_worker.jobs FOR UPDATE`)
+	require.NoError(t, err)
+
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile,
+		"POPULATE_HELPER_MAKE_WORKERS="+strconv.Itoa(keys))
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	count := func(sql string) int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, sql).Scan(&n))
+		return n
+	}
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make' AND state = 'running'`) == keys &&
+			count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+				AND query LIKE '%UPDATE jobs SET status = ''reserved''%'`) == keys
+	}, 20*time.Second, 20*time.Millisecond, "the helper fetched every make job and waits to reserve its key")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	// The server notices a dead client's idle connections at once; those waiting on a lock only
+	// when it is granted, so they are ended here as the server would end them.
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+	require.NoError(t, err)
+	require.NoError(t, lock.Rollback(ctx))
+	require.Equal(t, keys, count(`SELECT count(*) FROM populate_worker.jobs WHERE status = 'scheduled'`))
+
+	const orphan, reclaim = 2 * time.Second, 200 * time.Millisecond
+	start := time.Now()
+	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		cfg := b.config()
+		cfg.MakeWorkers, cfg.OrphanTimeout, cfg.ReclaimEvery = 2, orphan, reclaim
+		return run(ctx, cfg, ln, stdout)
+	})
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM populate_worker.held_dst`) == keys
+	}, orphan+reclaim+10*time.Second, 50*time.Millisecond, "every key is made again")
+	t.Logf("all %d keys made %.1f s after the new replica started (ORPHAN_TIMEOUT %s, RECLAIM_EVERY %s)",
+		keys, time.Since(start).Seconds(), orphan, reclaim)
+	require.Zero(t, count(`SELECT count(*) FROM populate_worker.jobs`))
+	require.Equal(t, keys, count(`SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make' AND state = 'running'`),
+		"River itself has not rescued the dead client's jobs (that takes MAKE_TIMEOUT + 1 m)")
 }

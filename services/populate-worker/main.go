@@ -26,7 +26,9 @@ type Config struct {
 	ReclaimEvery          time.Duration `envconfig:"RECLAIM_EVERY" default:"10s" desc:"how often dead or expired reservations are looked for"`
 	ListenFlushEvery      time.Duration `envconfig:"LISTEN_FLUSH_EVERY" default:"200ms" desc:"how long upstream change notifications gather before their schedule jobs are enqueued"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
-	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent makes run from the River queue (0: only populate calls make)"`
+	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent background makes of scheduled keys (queue populate; 0: this replica makes only keys of populate runs)"`
+	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"8" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); keep MAKE_WORKERS + RUN_WORKERS below DB_MAX_CONNS, a make holds a connection"`
+	RunWatchEvery         time.Duration `envconfig:"RUN_WATCH_EVERY" default:"250ms" desc:"how often running makes of populate runs look whether their run was cancelled"`
 	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run"`
 	ScheduleEvery         time.Duration `envconfig:"SCHEDULE_EVERY" default:"1m" desc:"periodic schedule_jobs of every table, besides the event-driven one"`
 	CleanupEvery          time.Duration `envconfig:"CLEANUP_EVERY" default:"24h" desc:"periodic cleanup_jobs of every table, besides the event-driven one"`
@@ -56,6 +58,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if cfg.MakeWorkers > 0 {
 		queues[queue.QueuePopulate] = cfg.MakeWorkers
 	}
+	if cfg.RunWorkers > 0 {
+		queues[queue.QueuePopulateRun] = cfg.RunWorkers
+	}
 	doc, err := api.OpenAPI(cfg.Examples, cfg.ExamplesSeed)
 	if err != nil {
 		return err
@@ -84,6 +89,7 @@ func (c Config) withDefaults() Config {
 		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
 		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
 		{&c.ScheduleEvery, time.Minute}, {&c.ListenFlushEvery, 200 * time.Millisecond}, {&c.CleanupEvery, 24 * time.Hour},
+		{&c.RunWatchEvery, 250 * time.Millisecond},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
 	b := &testBundle{dbURL: testdb.New(t)}
 	cfg.Common = servicetest.Config(b.dbURL)
+	if cfg.RunWorkers == 0 {
+		cfg.RunWorkers = 2
+	}
 	b.base = servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
@@ -47,11 +51,18 @@ type progress struct {
 	Jobs             map[string]int
 }
 
+// populateResult is what the tests read of a populate run.
 type populateResult struct {
+	ID           int64
+	State        string
 	SuccessCount int `json:"success_count"`
+	Made         int
+	Errors       int
+	Remaining    int
 	ErrorList    []struct {
-		KeyHash string `json:"key_hash"`
-		Error   string
+		KeyHash      string `json:"key_hash"`
+		Key          map[string]any
+		ErrorMessage string `json:"error_message"`
 	} `json:"error_list"`
 }
 
@@ -59,7 +70,7 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
-	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance)
+	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulateRun)
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)
@@ -95,11 +106,11 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 
 	for table, want := range map[string]int{"example_signal_stats": 8, "example_signal_energy": 8} {
 		var res populateResult
-		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/"+table+"/populate",
+		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/"+table+"/populate?wait=30",
 			map[string]any{"suppress_errors": true, "processes": 2}, &res))
-		// MakeWorkers is 0, so this call makes every key itself, while the upstream listener's
-		// schedule_jobs run concurrently: a key they schedule again is settled, not counted, and
-		// the rows their schedule locks are waited for, not skipped.
+		require.Equal(t, "done", res.State)
+		// MakeWorkers is 0, so the run's River jobs make every key, while the upstream listener's
+		// schedule_jobs run concurrently: a key they schedule again is settled, not counted.
 		var p progress
 		b.call(t, http.MethodGet, "/v1/tables/"+table+"/progress", nil, &p)
 		require.Equal(t, progress{Total: 10, Remaining: 2, Jobs: p.Jobs}, p, table)
@@ -109,7 +120,7 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 	}
 	var p progress
 	require.Eventually(t, func() bool {
-		b.call(t, http.MethodPost, "/v1/tables/example_signal_grade/populate", map[string]any{}, nil)
+		b.call(t, http.MethodPost, "/v1/tables/example_signal_grade/populate?wait=10", map[string]any{}, nil)
 		b.call(t, http.MethodGet, "/v1/tables/example_signal_grade/progress", nil, &p)
 		return p.Total == 8 && p.Remaining == 0
 	}, 10*time.Second, 50*time.Millisecond, "the chain's second table follows the first: %+v", p)
@@ -124,7 +135,7 @@ func TestJobsAPI(t *testing.T) {
 	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 3, "empty": 3}, nil))
 	var res populateResult
-	b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate", map[string]any{"suppress_errors": true}, &res)
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate?wait=30", map[string]any{"suppress_errors": true}, &res))
 	require.Len(t, res.ErrorList, 3)
 
 	var page struct {
@@ -179,9 +190,19 @@ func TestBadPopulateRequestsAreRejectedAndWriteNothing(t *testing.T) {
 		{"example_signal_stats", map[string]any{"order": "sideways"}, http.StatusUnprocessableEntity},
 		{"example_signal_stats", map[string]any{"max_calls": -1}, http.StatusUnprocessableEntity},
 		{"example_signal_stats", map[string]any{"where": "1=1"}, http.StatusBadRequest},
+		{"example_signal_stats?wait=61", map[string]any{}, http.StatusUnprocessableEntity},
+		{"example_signal_stats?wait=-1", map[string]any{}, http.StatusUnprocessableEntity},
+		{"example_signal_stats?wait=soon", map[string]any{}, http.StatusBadRequest},
 	} {
-		require.Equal(t, tc.status, b.call(t, http.MethodPost, "/v1/tables/"+tc.table+"/populate", tc.body, nil), "%v", tc.body)
+		path := "/v1/tables/" + tc.table + "/populate"
+		if table, query, ok := strings.Cut(tc.table, "?"); ok {
+			path = "/v1/tables/" + table + "/populate?" + query
+		}
+		require.Equal(t, tc.status, b.call(t, http.MethodPost, path, tc.body, nil), "%s %v", path, tc.body)
 	}
+	require.Equal(t, http.StatusNotFound, b.call(t, http.MethodGet, "/v1/populate-runs/999", nil, nil))
+	require.Equal(t, http.StatusNotFound, b.call(t, http.MethodPost, "/v1/populate-runs/999/cancel", nil, nil))
+	require.Equal(t, http.StatusBadRequest, b.call(t, http.MethodGet, "/v1/populate-runs/x", nil, nil))
 	var p progress
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables/example_signal_stats/progress", nil, &p))
 	require.Equal(t, map[string]int{"scheduled": 0, "reserved": 0, "error": 0, "ignore": 0, "success": 0}, p.Jobs)

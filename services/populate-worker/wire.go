@@ -42,7 +42,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed})
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed}, cfg.WriteTimeout)
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
@@ -50,6 +50,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	})
 	deps.Go(func(ctx context.Context) error { return listenLoop(ctx, engine, cfg.ListenFlushEvery, deps) })
 	deps.Go(func(ctx context.Context) error { return reclaimLoop(ctx, engine, cfg.ReclaimEvery, deps) })
+	deps.Go(func(ctx context.Context) error { return engine.WatchRuns(ctx, cfg.RunWatchEvery) })
 	return nil
 }
 

@@ -16,34 +16,63 @@ type demo struct {
 	out    io.Writer
 }
 
-type populateResult struct {
-	SuccessCount int `json:"success_count"`
-	ErrorList    []struct {
-		Error string `json:"error"`
+// populateRun is what the demo reads of a populate run.
+type populateRun struct {
+	ID         int64    `json:"id"`
+	State      string   `json:"state"`
+	Total      int      `json:"total"`
+	Made       int      `json:"made"`
+	Errors     int      `json:"errors"`
+	Remaining  int      `json:"remaining"`
+	Rate       float64  `json:"rate"`
+	ETASeconds *float64 `json:"eta_seconds"`
+	ErrorList  []struct {
+		ErrorMessage string `json:"error_message"`
 	} `json:"error_list"`
 }
 
-// populateAll populates each table in dependency order, restricted to the seeded signals, with
-// a progress line while each call runs.
+// populateAll starts a populate run of each table in dependency order, restricted to the seeded
+// signals, and follows it to its end with a progress line.
 func (d *demo) populateAll(ctx context.Context) error {
 	for _, table := range tables {
-		done := make(chan struct{})
-		go d.printProgress(ctx, done)
-		var res populateResult
+		var run populateRun
 		body := map[string]any{"restriction": map[string]any{"signal_id": d.seed.SignalIDs},
 			"suppress_errors": true, "processes": 4, "order": "random", "min_scheduling_interval": 0}
-		err := d.client.do(ctx, http.MethodPost, "/v1/tables/"+table+"/populate", body, &res, http.StatusOK)
-		close(done)
+		if err := d.client.do(ctx, http.MethodPost, "/v1/tables/"+table+"/populate", body, &run, http.StatusAccepted); err != nil {
+			return err
+		}
+		run, err := d.follow(ctx, run)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "populate %s: this call made %d keys (%d errors); River workers made the rest\n",
-			table, res.SuccessCount, len(res.ErrorList))
+		fmt.Fprintf(d.out, "populate run %d of %s: %s, its River jobs made %d keys (%d errors); background River workers made the rest\n",
+			run.ID, table, run.State, run.Made, run.Errors)
 		if line, err := d.progressLine(ctx); err == nil {
 			fmt.Fprintln(d.out, "progress  "+line)
 		}
 	}
 	return nil
+}
+
+// follow reads run until it has ended, printing a progress line each time.
+func (d *demo) follow(ctx context.Context, run populateRun) (populateRun, error) {
+	for run.State == "running" {
+		eta := "?"
+		if run.ETASeconds != nil {
+			eta = fmt.Sprintf("%.0fs", *run.ETASeconds)
+		}
+		fmt.Fprintf(d.out, "run %d  %d/%d made  %d errors  %d remaining  %.1f keys/s  eta %s\n",
+			run.ID, run.Made, run.Total, run.Errors, run.Remaining, run.Rate, eta)
+		select {
+		case <-ctx.Done():
+			return run, ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+		}
+		if err := d.client.do(ctx, http.MethodGet, fmt.Sprintf("/v1/populate-runs/%d", run.ID), nil, &run, http.StatusOK); err != nil {
+			return run, err
+		}
+	}
+	return run, nil
 }
 
 func (d *demo) printProgress(ctx context.Context, done <-chan struct{}) {

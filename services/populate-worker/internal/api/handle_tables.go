@@ -1,8 +1,11 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -51,8 +54,18 @@ type populateRequest struct {
 	MinSchedulingInterval *float64 `json:"min_scheduling_interval"`
 }
 
-func handlePopulate(e *populate.Engine) echo.HandlerFunc {
+// MaxWait bounds populate's wait parameter, in seconds.
+const MaxWait = 60
+
+// handlePopulate starts a populate run: 202 with the run, or with ?wait=SECONDS (0 to MaxWait)
+// 200 with the ended run when it ends within that time (cut to what the server's write timeout
+// leaves), else 202 with the running run.
+func handlePopulate(e *populate.Engine, writeTimeout time.Duration) echo.HandlerFunc {
 	return func(c *echo.Context) error {
+		wait, err := waitParam(c, writeTimeout)
+		if err != nil {
+			return err
+		}
 		var req populateRequest
 		if err := web.DecodeJSON(c, &req); err != nil {
 			return err
@@ -68,7 +81,8 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 		if processes < 1 || processes > populate.MaxProcesses {
 			return problem.Unprocessablef("processes", "must be 1 to %d", populate.MaxProcesses)
 		}
-		res, err := e.Populate(c.Request().Context(), c.Param("name"), populate.Opts{
+		ctx := c.Request().Context()
+		run, err := e.Populate(ctx, c.Param("name"), populate.Opts{
 			Restriction: req.Restriction, Order: req.Order, MaxCalls: req.MaxCalls,
 			ReserveJobs: orTrue(req.ReserveJobs), SkipSchedule: !orTrue(req.ScheduleJobs),
 			SuppressErrors: req.SuppressErrors, Processes: processes, ScheduleInterval: interval,
@@ -76,7 +90,74 @@ func handlePopulate(e *populate.Engine) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, res)
+		if wait > 0 && run.State == populate.RunRunning {
+			waitCtx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			if run, err = e.WaitRun(waitCtx, run.ID, waitPoll); err != nil {
+				return err
+			}
+		}
+		return c.JSON(runStatus(run), run)
+	}
+}
+
+// waitPoll is how often a waiting populate call reads its run.
+const waitPoll = 50 * time.Millisecond
+
+// runStatus is 200 for an ended run, 202 for a running one.
+func runStatus(run populate.Run) int {
+	if run.State == populate.RunRunning {
+		return http.StatusAccepted
+	}
+	return http.StatusOK
+}
+
+// waitParam reads ?wait=SECONDS, 0 to MaxWait, and cuts it so that the answer is written before
+// the server's write timeout.
+func waitParam(c *echo.Context, writeTimeout time.Duration) (time.Duration, error) {
+	raw := c.QueryParam("wait")
+	if raw == "" {
+		return 0, nil
+	}
+	s, err := strconv.ParseFloat(raw, 64)
+	if err != nil || math.IsNaN(s) {
+		return 0, problem.Invalidf("wait", "must be a number of seconds, not %q", raw)
+	}
+	if s < 0 || s > MaxWait {
+		return 0, problem.Unprocessablef("wait", "must be 0 to %d seconds", MaxWait)
+	}
+	d := time.Duration(s * float64(time.Second))
+	if writeTimeout > 0 {
+		d = min(d, writeTimeout-5*time.Second)
+	}
+	return max(d, 0), nil
+}
+
+func handleRunGet(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		run, err := e.GetRun(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, run)
+	}
+}
+
+func handleRunCancel(e *populate.Engine) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		id, err := web.PathInt64(c, "id")
+		if err != nil {
+			return err
+		}
+		run, err := e.CancelRun(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, run)
 	}
 }
 

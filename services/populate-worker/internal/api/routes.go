@@ -1,6 +1,8 @@
 package api
 
 import (
+	"time"
+
 	"github.com/labstack/echo/v5"
 
 	"drover.dev/services/populate-worker/internal/examples"
@@ -16,10 +18,12 @@ type Examples struct {
 }
 
 // Routes lists every route of the service: the populate API under /v1 and the examples ex
-// enables.
-func Routes(s *web.Server, e *populate.Engine, ex Examples) {
+// enables. writeTimeout is the server's, which a waiting populate call must answer within.
+func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration) {
 	s.API.GET("/tables", handleTableList(e))
-	s.API.POST("/tables/:name/populate", handlePopulate(e))
+	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout))
+	s.API.GET("/populate-runs/:id", handleRunGet(e))
+	s.API.POST("/populate-runs/:id/cancel", handleRunCancel(e))
 	s.API.POST("/tables/:name/schedule", handleSchedule(e))
 	s.API.POST("/tables/:name/cleanup", handleCleanup(e))
 	s.API.GET("/tables/:name/progress", handleProgress(e))

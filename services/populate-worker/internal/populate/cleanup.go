@@ -2,10 +2,14 @@ package populate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"drover.dev/queue"
 )
 
 // CleanupResult says what cleanup_jobs removed.
@@ -55,10 +59,13 @@ func cleanupSQL(t *Table) string {
 			SELECT 1 FROM (` + t.keySourceKeys() + `) x WHERE md5(x.key::text) = j.key_hash)))`
 }
 
-// Reclaim returns orphaned reservations to scheduled and enqueues their makes, in one
-// transaction: those whose database connection is gone (the worker process died; its
-// connection_id no longer appears in pg_stat_activity) and those whose lease expired (the worker
-// stopped renewing it). It returns how many it reclaimed.
+// Reclaim puts back to work the keys of dead or stalled workers, in one transaction: reserved
+// jobs whose connection is gone or whose lease expired become scheduled with a new populate_make
+// job; and make jobs that River shows running for longer than the orphan timeout while their key
+// is still scheduled (the replica died after River fetched them, before it reserved the key) get
+// a copy, so that whatever stage a worker died in, its key is made again within ORPHAN_TIMEOUT
+// plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT and
+// then finds its key taken. It returns how many keys it put back.
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 	n := 0
 	byTable := map[string][]string{}
@@ -70,13 +77,14 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		for _, r := range rows {
 			byTable[r.TableName] = append(byTable[r.TableName], r.KeyHash)
 		}
-		n = len(rows)
 		for table, hashes := range byTable {
 			if err := e.enqueueMakes(ctx, tx, table, hashes); err != nil {
 				return err
 			}
 		}
-		return nil
+		stuck, err := e.reenqueueStuck(ctx, tx)
+		n = len(rows) + stuck
+		return err
 	})
 	if err == nil {
 		for table, hashes := range byTable {
@@ -84,4 +92,38 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// reenqueueStuck inserts a copy of every make job stalled between River's fetch and the key's
+// reservation (RiverMakeJobsStuck) and returns how many it inserted.
+func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
+	rows, err := queries.RiverMakeJobsStuck(ctx, tx, e.cfg.OrphanTimeout)
+	if err != nil {
+		return 0, fmt.Errorf("find stalled make jobs: %w", err)
+	}
+	params := make([]riverInsert, 0, len(rows))
+	for _, r := range rows {
+		var args river.JobArgs
+		switch r.Kind {
+		case queue.PopulateRunMakeArgs{}.Kind():
+			var a queue.PopulateRunMakeArgs
+			err = json.Unmarshal(r.Args, &a)
+			args = a
+		default:
+			var a queue.PopulateMakeArgs
+			err = json.Unmarshal(r.Args, &a)
+			args = a
+		}
+		if err != nil {
+			return 0, fmt.Errorf("stalled %s job: %w", r.Kind, err)
+		}
+		params = append(params, riverInsert{Args: args})
+	}
+	if len(params) == 0 {
+		return 0, nil
+	}
+	if _, err := e.river.InsertManyFastTx(ctx, tx, params); err != nil {
+		return 0, fmt.Errorf("enqueue stalled makes again: %w", err)
+	}
+	return len(params), nil
 }

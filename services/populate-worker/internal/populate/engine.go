@@ -49,6 +49,7 @@ type Engine struct {
 	host     string
 	version  string
 	stopping atomic.Bool
+	watch    runWatch
 }
 
 // NewEngine returns an engine on pool (search_path on the populate_worker schema) that inserts

@@ -38,7 +38,22 @@ type MakeError struct {
 	Stack   string `json:"stack,omitempty"`
 }
 
-func (e *MakeError) Error() string { return e.Class + ": " + e.Message }
+// Error is DataJoint's error_message: "<Class>: <message>", or the class alone when the message
+// is empty (Python's KeyboardInterrupt()).
+func (e *MakeError) Error() string {
+	if e.Message == "" {
+		return e.Class
+	}
+	return e.Class + ": " + e.Message
+}
+
+// The classes DataJoint records for interrupted makes: populate's SIGTERM handler raises
+// SystemExit("SIGTERM received"), and Ctrl-C raises KeyboardInterrupt().
+const (
+	classSystemExit        = "SystemExit"
+	classKeyboardInterrupt = "KeyboardInterrupt"
+	messageSIGTERM         = "SIGTERM received"
+)
 
 // describe returns the error_message and error_stack to record for err.
 func describe(err error) (string, string) {

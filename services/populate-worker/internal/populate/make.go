@@ -53,12 +53,15 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	}()
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	// A pool connection: cancelling a query closes r.conn, and the outcome must still be recorded.
-	err = pgx.BeginFunc(recordCtx, e.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(recordCtx, e.recordOn(r), func(tx pgx.Tx) error {
 		if err := lockReservation(recordCtx, tx, r); err != nil {
 			return err
 		}
-		if err := finishError(recordCtx, tx, r, makeErr); err != nil {
+		msg, err := finishError(recordCtx, tx, r, makeErr)
+		if err != nil {
+			return err
+		}
+		if err := e.settleRunKeys(recordCtx, tx, 0, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
 			return err
 		}
 		return callComplete(recordCtx, tx, complete, makeErr)
@@ -66,13 +69,34 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	return makeErr, err
 }
 
-// interruption is the error recorded for a make whose context ended: DataJoint records Ctrl-C
-// as KeyboardInterrupt and SIGTERM as SystemExit.
-func (e *Engine) interruption(ctx context.Context, cause error) error {
-	if e.stopping.Load() {
-		return &MakeError{Class: "SystemExit", Message: "SIGTERM received; make did not finish within the shutdown budget", Stack: errorChain(cause)}
+// recordOn is where a failed make's outcome is written: the make's own connection when it is
+// still usable, so that recording never waits for a pool connection (with every connection held
+// by failing makes it would wait for itself); else the pool, once the broken connection has been
+// given back (a query cancelled by shutdown closes it).
+func (e *Engine) recordOn(r *reservation) interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+} {
+	if c := r.conn.Conn(); !r.held.released() && !c.IsClosed() && c.PgConn().TxStatus() == 'I' {
+		return r.conn
 	}
-	return &MakeError{Class: "KeyboardInterrupt", Message: "make interrupted: " + context.Cause(ctx).Error(), Stack: errorChain(cause)}
+	r.held.release()
+	return e.pool
+}
+
+// interruption is the error recorded for a make whose context ended, exactly as DataJoint
+// records it: "SystemExit: SIGTERM received" when the process is shutting down,
+// "KeyboardInterrupt" when its run was cancelled. What cut it off goes in the stack.
+func (e *Engine) interruption(ctx context.Context, cause error) error {
+	switch {
+	case e.stopping.Load():
+		return &MakeError{Class: classSystemExit, Message: messageSIGTERM,
+			Stack: "make did not finish within the shutdown budget (SOFT_STOP_TIMEOUT)\n" + errorChain(cause)}
+	case errors.Is(context.Cause(ctx), errRunCancelled):
+		return &MakeError{Class: classKeyboardInterrupt, Stack: "populate run cancelled\n" + errorChain(cause)}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &MakeError{Class: "TimeoutError", Message: "make did not finish within MAKE_TIMEOUT", Stack: errorChain(cause)}
+	}
+	return &MakeError{Class: classKeyboardInterrupt, Message: "make interrupted: " + context.Cause(ctx).Error(), Stack: errorChain(cause)}
 }
 
 func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, makeErr error) error {
@@ -103,13 +127,11 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 		}
 	}
 	err = pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
-		if !r.direct {
-			if err := lockReservation(ctx, tx, r); err != nil {
-				return err
-			}
+		if err := lockReservation(ctx, tx, r); err != nil {
+			return err
 		}
 		if made, err = targetHas(ctx, tx, t, r.key); err != nil || made {
-			return finishAll(ctx, tx, e, r, complete, err)
+			return finishAll(ctx, tx, e, r, complete, err, keySkipped)
 		}
 		if madeBefore { // its target rows were deleted since: nothing was computed for them
 			return fmt.Errorf("make %s key %v: target rows deleted during make: %w", t.Name, map[string]any(r.key), ErrInputChanged)
@@ -127,7 +149,7 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 		if err := insertRows(ctx, tx, t, r.key, rows); err != nil {
 			return err
 		}
-		return finishAll(ctx, tx, e, r, complete, nil)
+		return finishAll(ctx, tx, e, r, complete, nil, keyMade)
 	})
 	if err == nil && made {
 		return fmt.Errorf("make %s/%s: %w", t.Name, r.hash, errAlreadyMade)
@@ -147,11 +169,16 @@ func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, 
 	return rows, fetched, err
 }
 
-func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, err error) error {
-	if err != nil || r.direct {
+// finishAll ends r's job as a success, counts it in the runs that hold it (outcome made, or
+// skipped when the key was already in the target) and completes its River job.
+func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, err error, outcome string) error {
+	if err != nil {
 		return err
 	}
 	if err := e.finishSuccess(ctx, tx, r); err != nil {
+		return err
+	}
+	if err := e.settleRunKeys(ctx, tx, 0, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
 	return callComplete(ctx, tx, complete, nil)

@@ -7,11 +7,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 
 	"drover.dev/shared/postgres"
 )
@@ -45,8 +49,7 @@ func TestMakeErrors(t *testing.T) {
 		stack := strings.Repeat("frame at make.go:42\n", 4498)[:89_942]
 		b := setup(t, Config{}, failing(&MakeError{Class: "ValueError", Message: strings.Repeat("m", 2135), Stack: stack}))
 		b.grid(t, 1)
-		res, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
-		require.NoError(t, err)
+		res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		require.Len(t, res.ErrorList, 1)
 		job := b.onlyJob(t)
 		require.Equal(t, StatusError, job.Status)
@@ -61,8 +64,7 @@ func TestMakeErrors(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{}, failing(errors.New("plain failure")))
 		b.grid(t, 1)
-		_, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
-		require.NoError(t, err)
+		b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		require.Equal(t, "errors.errorString: plain failure", *b.onlyJob(t).ErrorMessage)
 	})
 	t.Run("PanicIsRecorded", func(t *testing.T) {
@@ -71,8 +73,7 @@ func TestMakeErrors(t *testing.T) {
 		tbl.Make = func(context.Context, pgx.Tx, Key) ([]Row, error) { panic("index out of range") }
 		b := setup(t, Config{}, tbl)
 		b.grid(t, 1)
-		_, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SuppressErrors: true})
-		require.NoError(t, err)
+		b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 		job := b.onlyJob(t)
 		require.Equal(t, "panic: index out of range", *job.ErrorMessage)
 		require.Contains(t, *job.ErrorStack, "goroutine")
@@ -99,7 +100,7 @@ func TestInterruptedMakeIsRecorded(t *testing.T) {
 		want     string
 	}{
 		{"Interrupt", false, "KeyboardInterrupt: make interrupted: context canceled"},
-		{"SIGTERM", true, "SystemExit: SIGTERM received; make did not finish within the shutdown budget"},
+		{"SIGTERM", true, "SystemExit: SIGTERM received"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -189,8 +190,47 @@ func TestHTTPFunctionMake(t *testing.T) {
 	b.grid(t, 3)
 	res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
 	require.Equal(t, 2, res.SuccessCount)
-	require.Equal(t, "ZeroDivisionError: division by zero", res.ErrorList[0].Error)
+	require.Equal(t, "ZeroDivisionError: division by zero", res.ErrorList[0].ErrorMessage)
 	require.Equal(t, 8, b.count(t, `SELECT sum(doubled) FROM dst`))
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'success' AND run_duration >= 0`), "kept as success")
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE error_stack LIKE 'Traceback%'`))
+}
+
+// TestFailingMakesHoldingEveryConnectionAreRecorded fails as many makes at once as the pool has
+// connections: each records its error on its own connection instead of waiting for another.
+func TestFailingMakesHoldingEveryConnectionAreRecorded(t *testing.T) {
+	t.Parallel()
+	const conns = 2
+	var arrived sync.WaitGroup
+	arrived.Add(conns)
+	tbl := failing(nil)
+	tbl.Make = func(ctx context.Context, tx pgx.Tx, key Key) ([]Row, error) {
+		arrived.Done()
+		arrived.Wait() // every connection is held by a make now
+		return nil, &MakeError{Class: "ValueError", Message: "bad key"}
+	}
+	b := setup(t, Config{}, tbl)
+	b.grid(t, conns)
+	b.schedule(t, ScheduleOpts{})
+	cfg := b.pool.Config()
+	cfg.MaxConns = conns
+	small, err := pgxpool.NewWithConfig(b.ctx, cfg)
+	require.NoError(t, err)
+	defer small.Close()
+	engine := NewEngine(small, b.engine.river, b.engine.tables, Config{})
+	start := time.Now()
+	var g errgroup.Group
+	for _, h := range b.hashes(t, StatusScheduled) {
+		g.Go(func() error {
+			makeErr, err := engine.MakeKey(b.ctx, "pair", h, nil)
+			if makeErr == nil {
+				return errors.New("make succeeded")
+			}
+			return err
+		})
+	}
+	require.NoError(t, g.Wait())
+	require.Less(t, time.Since(start), 5*time.Second, "no error waited for a connection (recordTimeout is 10 s)")
+	require.Equal(t, conns, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'error' AND error_message = 'ValueError: bad key'`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'reserved'`))
 }

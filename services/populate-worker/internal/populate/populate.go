@@ -2,53 +2,43 @@ package populate
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/jackc/pgx/v5"
 
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 	"drover.dev/shared/problem"
 )
 
-// MaxProcesses bounds the concurrent makes of one populate call.
+// MaxProcesses bounds the concurrent makes of one populate run.
 const MaxProcesses = 16
 
-// Opts are DataJoint's populate arguments.
+// Opts are DataJoint's populate arguments, as a populate run takes them.
 type Opts struct {
-	// Restriction limits the call to matching keys (DataJoint #1413: also with ReserveJobs).
+	// Restriction limits the run to matching keys (DataJoint #1413: also with ReserveJobs).
 	Restriction Restriction
-	// Order is original (ascending key), reverse or random.
+	// Order is the order the run's keys are handed to River: original (ascending key), reverse
+	// or random.
 	Order Order
-	// MaxCalls bounds the makes this call runs; zero is no bound.
+	// MaxCalls bounds the keys the run takes; zero is no bound.
 	MaxCalls int
-	// ReserveJobs works through the jobs table (scheduling first, unless SkipSchedule); without
-	// it keys come straight from key_source minus target and nothing is reserved or recorded.
+	// ReserveJobs takes the run's keys from the scheduled jobs (scheduling first, unless
+	// SkipSchedule). Without it the run's keys are key_source minus target at the call, scheduled
+	// for the run without the rate limit: every make still reserves its key, which is what keeps
+	// replicas and runs from making a key twice.
 	ReserveJobs bool
-	// SkipSchedule leaves out the schedule_jobs call that precedes a reserved populate.
+	// SkipSchedule leaves out the schedule_jobs call that precedes a reserved run.
 	SkipSchedule bool
 	// ScheduleInterval overrides min_scheduling_interval for that call when not nil.
 	ScheduleInterval *time.Duration
-	// SuppressErrors goes on after a failing key; otherwise the call stops at the first error.
+	// SuppressErrors goes on after a failing key; otherwise the run takes no more keys after the
+	// first error and ends failed.
 	SuppressErrors bool
-	// Processes is the number of concurrent makes, 1 to MaxProcesses.
+	// Processes is how many of the run's makes may be queued or running at once, 1 to
+	// MaxProcesses.
 	Processes int
-}
-
-// KeyError is one failed key of a populate call.
-type KeyError struct {
-	KeyHash string `json:"key_hash,omitempty"`
-	Key     Key    `json:"key"`
-	Error   string `json:"error"`
-}
-
-// Result is what populate returns.
-type Result struct {
-	SuccessCount int        `json:"success_count"`
-	ErrorList    []KeyError `json:"error_list"`
-	// Stopped is true when an error ended the call early (SuppressErrors false).
-	Stopped bool `json:"stopped"`
 }
 
 // Validate checks opts against t; every problem names its field.
@@ -72,106 +62,100 @@ func (o *Opts) validate(t *Table) (filter, error) {
 	return o.Restriction.compile(t, "restriction")
 }
 
-// Populate is DataJoint's populate for the table registered as name.
-func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Result, error) {
+// OptsView is how a run shows the options it took: the populate request's names.
+type OptsView struct {
+	Restriction           Restriction `json:"restriction"`
+	Order                 Order       `json:"order"`
+	MaxCalls              int         `json:"max_calls"`
+	ReserveJobs           bool        `json:"reserve_jobs"`
+	ScheduleJobs          bool        `json:"schedule_jobs"`
+	SuppressErrors        bool        `json:"suppress_errors"`
+	Processes             int         `json:"processes"`
+	MinSchedulingInterval *float64    `json:"min_scheduling_interval,omitempty"`
+}
+
+func (o Opts) view() OptsView {
+	v := OptsView{
+		Restriction: o.Restriction, Order: o.Order, MaxCalls: o.MaxCalls, ReserveJobs: o.ReserveJobs,
+		ScheduleJobs: !o.SkipSchedule, SuppressErrors: o.SuppressErrors, Processes: o.Processes,
+	}
+	if v.Restriction == nil {
+		v.Restriction = Restriction{}
+	}
+	if o.ScheduleInterval != nil {
+		v.MinSchedulingInterval = new(o.ScheduleInterval.Seconds())
+	}
+	return v
+}
+
+// Populate is DataJoint's populate for the table registered as name, as a run: it schedules
+// (unless told not to), records a run holding the matching scheduled keys in order, and hands
+// the first opts.Processes of them to River as populate_run_make jobs, in one transaction. The
+// run goes on in River's workers on any replica; follow it with GetRun.
+func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, error) {
 	t, err := e.tables.Get(name)
 	if err != nil {
-		return Result{}, err
+		return Run{}, err
 	}
 	f, err := opts.validate(t)
 	if err != nil {
-		return Result{}, err
+		return Run{}, err
 	}
-	if opts.ReserveJobs && !opts.SkipSchedule {
+	switch {
+	case !opts.ReserveJobs:
+		zero := time.Duration(0)
+		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{Restriction: opts.Restriction, MinInterval: &zero}); err != nil {
+			return Run{}, err
+		}
+	case !opts.SkipSchedule:
 		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{MinInterval: opts.ScheduleInterval}); err != nil {
-			return Result{}, err
+			return Run{}, err
 		}
 	}
-	src, err := e.keySource(ctx, t, f, opts)
+	options, err := json.Marshal(opts.view())
 	if err != nil {
-		return Result{}, err
+		return Run{}, fmt.Errorf("populate %s: %w", name, err)
 	}
-	return e.drive(ctx, src, opts)
-}
-
-// drive runs opts.Processes loops taking keys from src until it is empty, the call budget is
-// spent or (without SuppressErrors) a key fails.
-func (e *Engine) drive(ctx context.Context, src source, opts Opts) (Result, error) {
-	var (
-		mu    sync.Mutex
-		res   = Result{ErrorList: []KeyError{}}
-		calls int
-	)
-	take := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if res.Stopped || (opts.MaxCalls > 0 && calls >= opts.MaxCalls) {
-			return false
+	var id int64
+	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if id, err = queries.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
+			TableName: t.Name, Options: options, Processes: int32(opts.Processes), SuppressErrors: opts.SuppressErrors,
+		}); err != nil {
+			return fmt.Errorf("record run: %w", err)
 		}
-		calls++
-		return true
-	}
-	report := func(r *reservation, makeErr error) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case errors.Is(makeErr, errAlreadyMade):
-			calls-- // settled without make: it spends none of max_calls and is not a success
-			return
-		case makeErr == nil:
-			res.SuccessCount++
-			return
-		}
-		res.ErrorList = append(res.ErrorList, KeyError{KeyHash: r.hash, Key: r.key, Error: makeErr.Error()})
-		res.Stopped = res.Stopped || !opts.SuppressErrors
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	for range opts.Processes {
-		g.Go(func() error { return e.loop(gctx, src, take, report) })
-	}
-	// Wait before reading res: in `return res, g.Wait()` Go leaves unspecified whether res is
-	// read before or after the loops finish.
-	err := g.Wait()
-	return res, err
-}
-
-// loop is one process of populate: acquire a connection, take a key, make it, repeat.
-func (e *Engine) loop(ctx context.Context, src source, take func() bool, report func(*reservation, error)) error {
-	conn, err := e.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire connection: %w", err)
-	}
-	defer conn.Release()
-	for take() {
-		r, err := src.next(ctx, conn)
-		if err != nil || r == nil {
-			return err
-		}
-		makeErr, err := e.makeOne(ctx, r)
-		if errors.Is(err, ErrNotReserved) {
-			continue // reclaimed while we made it: its outcome is someone else's now
-		}
-		if errors.Is(err, errAlreadyMade) {
-			report(r, err)
-			continue
-		}
+		n, err := e.takeKeys(ctx, tx, id, t, f, opts)
 		if err != nil {
 			return err
 		}
-		report(r, makeErr)
+		if err := queries.RunSetTotal(ctx, tx, dbsqlc.RunSetTotalParams{Total: n, ID: id}); err != nil {
+			return fmt.Errorf("record run: %w", err)
+		}
+		return e.advanceRun(ctx, tx, id, dbsqlc.RunTallyParams{})
+	})
+	if err != nil {
+		return Run{}, fmt.Errorf("populate %s: %w", name, err)
 	}
-	return nil
+	return e.GetRun(ctx, id)
 }
 
-// makeOne makes a reserved key through run, settling its River job in the finishing
-// transaction, or a direct one (no jobs row) without recording.
-func (e *Engine) makeOne(ctx context.Context, r *reservation) (makeErr, err error) {
-	if r.direct {
-		makeErr = e.makeAndCommit(ctx, r, nil)
-		if errors.Is(makeErr, errAlreadyMade) {
-			return nil, makeErr
-		}
-		return makeErr, nil
+// takeKeys records the scheduled keys of t matching f as the run's keys, in opts.Order, at most
+// opts.MaxCalls. The statement is built here because the restriction's condition and the order
+// are chosen at run time; the restriction's values are parameters.
+func (e *Engine) takeKeys(ctx context.Context, tx pgx.Tx, run int64, t *Table, f filter, opts Opts) (int64, error) {
+	cond, args := f.where("key", []any{run, t.Name})
+	ob := map[Order][2]string{
+		OrderOriginal: {"key", "s.key"}, OrderReverse: {"key DESC", "s.key DESC"}, OrderRandom: {"o", "s.o"},
+	}[opts.Order]
+	limit := ""
+	if opts.MaxCalls > 0 {
+		limit = fmt.Sprintf(" LIMIT %d", opts.MaxCalls)
 	}
-	return e.run(ctx, r, e.settleRiverJobs(r))
+	tag, err := tx.Exec(ctx, `INSERT INTO populate_run_keys (run_id, seq, table_name, key_hash, key)
+		SELECT $1, (row_number() OVER (ORDER BY `+ob[1]+`) - 1)::int, s.table_name, s.key_hash, s.key
+		FROM (SELECT table_name, key_hash, key, random() AS o FROM jobs
+			WHERE table_name = $2 AND status = 'scheduled' AND `+cond+` ORDER BY `+ob[0]+limit+`) s`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("take keys of %s: %w", t.Name, err)
+	}
+	return tag.RowsAffected(), nil
 }

@@ -89,16 +89,109 @@ UPDATE scheduling_events SET keys = @keys WHERE table_name = @table_name AND kin
 SELECT (n.nspname || '.' || c.relname)::text AS qualified FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass(@name);
 
--- name: RiverJobListWaitingOfKey :many
--- RiverJobListWaitingOfKey locks and returns the ids of a key's populate_make River jobs that are
--- still waiting to run, skipping those locked at this instant. The args containment uses River's
--- GIN index on args.
-SELECT id FROM river_job
-WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', @table_name::text, 'key_hash', @key_hash::text)
-    AND state IN ('available', 'pending', 'retryable', 'scheduled')
-FOR UPDATE SKIP LOCKED;
+-- name: RiverMakeJobsStuck :many
+-- RiverMakeJobsStuck returns the make jobs River shows running for longer than the orphan timeout
+-- whose key is still scheduled: the client that fetched them died before it reserved the key (a
+-- replica killed between River's fetch and JobReserve), and River would rescue them only after
+-- MAKE_TIMEOUT. A job with a copy waiting, or fetched within the timeout, is left alone.
+SELECT rj.kind, rj.args FROM river_job rj
+JOIN jobs j ON j.table_name = rj.args ->> 'table' AND j.key_hash = rj.args ->> 'key_hash'
+WHERE rj.state = 'running' AND rj.kind IN ('populate_make', 'populate_run_make')
+    AND rj.attempted_at < now() - @orphan_timeout::interval AND j.status = 'scheduled'
+    AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = rj.kind AND w.args @> rj.args AND w.id <> rj.id
+        AND (w.state IN ('available', 'pending', 'retryable', 'scheduled')
+            OR (w.state = 'running' AND w.attempted_at >= now() - @orphan_timeout::interval)))
+FOR UPDATE OF j SKIP LOCKED;
+
+-- name: RunInsert :one
+INSERT INTO populate_runs (table_name, options, processes, suppress_errors)
+VALUES (@table_name, @options, @processes, @suppress_errors) RETURNING id;
+
+-- name: RunSetTotal :exec
+UPDATE populate_runs SET total = @total WHERE id = @id;
+
+-- name: RunGet :one
+SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
+    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
+FROM populate_runs r WHERE id = @id;
+
+-- name: RunErrorList :many
+-- RunErrorList is the run's failed keys in its order, at most max_rows.
+SELECT key, key_hash::text AS key_hash, coalesce(error_message, '')::text AS error_message FROM populate_run_keys
+WHERE run_id = @run_id AND state = 'error' ORDER BY seq LIMIT @max_rows;
+
+-- name: RunIDsOfOpenKey :many
+-- RunIDsOfOpenKey lists the runs holding a key that is still pending or queued, in id order.
+SELECT DISTINCT run_id FROM populate_run_keys
+WHERE table_name = @table_name AND key_hash = @key_hash AND state IN ('pending', 'queued')
+ORDER BY run_id;
+
+-- name: RunLockRunning :many
+-- RunLockRunning locks the running runs among ids, in id order: every transaction that changes a
+-- run's keys locks the run first, so they never deadlock and a run's counts stay exact.
+SELECT id FROM populate_runs WHERE id = ANY(@ids::bigint[]) AND state = 'running' ORDER BY id FOR UPDATE;
+
+-- name: RunKeysResolve :many
+-- RunKeysResolve ends a key's pending or queued entries in the given runs, returning each run and
+-- the entry's previous state (the self-join reads the row as it was).
+UPDATE populate_run_keys k SET state = @state, error_message = @error_message
+FROM populate_run_keys o
+WHERE o.run_id = k.run_id AND o.seq = k.seq AND k.run_id = ANY(@run_ids::bigint[])
+    AND k.table_name = @table_name AND k.key_hash = @key_hash AND k.state IN ('pending', 'queued')
+RETURNING k.run_id, o.state AS was;
+
+-- name: RunTally :one
+-- RunTally counts one key's outcome in a run and, for a stop reason, stops the run taking keys
+-- (an error stops it only without suppress_errors; cancel and sigterm always).
+UPDATE populate_runs SET made = made + @made, errors = errors + @errors, skipped = skipped + @skipped,
+    dropped = dropped + @dropped,
+    stopping = coalesce(stopping, CASE WHEN @stop::text = '' OR (@stop::text = 'error' AND suppress_errors)
+        THEN NULL ELSE @stop::text END)
+WHERE id = @id
+RETURNING stopping, processes;
+
+-- name: RunDropPending :exec
+-- RunDropPending drops the keys a stopping run had not yet handed to River.
+WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = @id AND state = 'pending' RETURNING 1)
+UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = @id;
+
+-- name: RunQueuedCount :one
+SELECT count(*) FROM populate_run_keys WHERE run_id = @run_id AND state = 'queued';
+
+-- name: RunKeysQueueNext :many
+-- RunKeysQueueNext hands the run's next pending keys, in its order, to River.
+UPDATE populate_run_keys k SET state = 'queued'
+FROM (SELECT p.run_id, p.seq FROM populate_run_keys p WHERE p.run_id = @run_id AND p.state = 'pending'
+    ORDER BY p.seq LIMIT @max_keys FOR UPDATE) n
+WHERE k.run_id = n.run_id AND k.seq = n.seq
+RETURNING k.seq, k.key_hash::text AS key_hash;
+
+-- name: RunFinish :exec
+UPDATE populate_runs SET state = @state, finished_at = clock_timestamp() WHERE id = @id AND state = 'running';
+
+-- name: RunCancel :one
+-- RunCancel stops a running run taking keys; a SIGTERM stop already recorded stays.
+UPDATE populate_runs SET stopping = CASE WHEN stopping = 'sigterm' THEN stopping ELSE 'cancel' END
+WHERE id = @id AND state = 'running' RETURNING id;
+
+-- name: RunsCancelled :many
+-- RunsCancelled returns which of the runs whose makes this process runs were cancelled.
+SELECT id FROM populate_runs WHERE id = ANY(@ids::bigint[]) AND stopping = 'cancel';
 
 -- name: ChangeListen :exec
 -- ChangeListen subscribes the connection to populate_change, the channel that the tables'
 -- statement triggers (notify_change, migration 00001) notify with payload "<schema>.<table> <TG_OP>".
 LISTEN populate_change;
+
+-- name: RunTable :one
+SELECT table_name FROM populate_runs WHERE id = @id;
+
+-- name: RunDropWaiting :exec
+-- RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
+-- completes without make when it runs, and the run need not wait for it.
+WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = @run_id AND k.state = 'queued'
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make' AND rj.state = 'running'
+        AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
+    RETURNING 1)
+UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = @run_id;

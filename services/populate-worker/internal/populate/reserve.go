@@ -34,10 +34,24 @@ type reservation struct {
 	backend int64
 	started time.Time
 	meta    map[string]any
-	// direct marks a key taken straight from key_source (populate without reserve_jobs): it has
-	// no jobs row to lock or finish.
-	direct bool
+	// held releases conn once, early when a failed make broke it.
+	held *heldConn
 }
+
+// heldConn is a pool connection given back exactly once.
+type heldConn struct {
+	conn *pgxpool.Conn
+	done bool
+}
+
+func (h *heldConn) release() {
+	if h != nil && !h.done {
+		h.done = true
+		h.conn.Release()
+	}
+}
+
+func (h *heldConn) released() bool { return h == nil || h.done }
 
 // reserveKey reserves the scheduled job of hash (JobReserve).
 func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any) (*reservation, error) {
@@ -48,29 +62,6 @@ func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, h
 	row, err := queries.JobReserve(ctx, conn, dbsqlc.JobReserveParams{
 		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash,
 	})
-	return e.reserved(row, err, conn, t, meta)
-}
-
-// claimNext reserves the first scheduled job of t in order that matches f, skipping rows other
-// workers are reserving at this instant, so that workers never queue behind each other's locks.
-// It sets what JobReserve sets. The statement is not in query.sql because the restriction's
-// condition and the order are chosen at run time; the restriction's values are parameters.
-func (e *Engine) claimNext(ctx context.Context, conn *pgxpool.Conn, t *Table, f filter, order Order, meta map[string]any) (*reservation, error) {
-	cond, args := f.where("c.key", []any{t.Name, e.host, pid(), meta, e.cfg.OrphanTimeout})
-	dir := "ASC"
-	if order == OrderReverse {
-		dir = "DESC"
-	}
-	var row dbsqlc.JobReserveRow
-	err := conn.QueryRow(ctx, `
-		UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
-			host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
-			run_metadata = $4::jsonb || jsonb_build_object('lease_until', now() + $5::interval)
-		WHERE table_name = $1 AND key_hash = (
-			SELECT c.key_hash FROM jobs c
-			WHERE c.table_name = $1 AND c.status = 'scheduled' AND `+cond+`
-			ORDER BY c.key `+dir+` LIMIT 1 FOR UPDATE SKIP LOCKED)
-		RETURNING key_hash, key, connection_id`, args...).Scan(&row.KeyHash, &row.Key, &row.ConnectionID)
 	return e.reserved(row, err, conn, t, meta)
 }
 
@@ -149,8 +140,8 @@ func (e *Engine) finishSuccess(ctx context.Context, tx pgx.Tx, r *reservation) e
 	return nil
 }
 
-// finishError records make's failure on r's job.
-func finishError(ctx context.Context, tx pgx.Tx, r *reservation, makeErr error) error {
+// finishError records make's failure on r's job and returns the error_message it recorded.
+func finishError(ctx context.Context, tx pgx.Tx, r *reservation, makeErr error) (string, error) {
 	msg, stack := describe(makeErr)
 	meta, err := json.Marshal(r.meta)
 	if err == nil {
@@ -160,7 +151,7 @@ func finishError(ctx context.Context, tx pgx.Tx, r *reservation, makeErr error) 
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("record error of job %s/%s: %w", r.table.Name, r.hash, err)
+		return "", fmt.Errorf("record error of job %s/%s: %w", r.table.Name, r.hash, err)
 	}
-	return nil
+	return msg, nil
 }

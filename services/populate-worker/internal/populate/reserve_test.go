@@ -42,7 +42,8 @@ func TestReserve(t *testing.T) {
 
 	require.NoError(t, pgx.BeginFunc(b.ctx, c1, func(tx pgx.Tx) error {
 		require.NoError(t, lockReservation(b.ctx, tx, r))
-		return finishError(b.ctx, tx, r, &MakeError{Class: "ValueError", Message: "boom"})
+		_, err := finishError(b.ctx, tx, r, &MakeError{Class: "ValueError", Message: "boom"})
+		return err
 	}))
 	refused, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil)
 	require.NoError(t, err)
@@ -114,10 +115,28 @@ func TestReclaim(t *testing.T) {
 			return n == 1
 		}, 5*time.Second, 20*time.Millisecond)
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`), "the reclaim enqueues a make")
-		res, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true})
-		require.NoError(t, err)
-		require.Equal(t, 3, res.SuccessCount)
+		require.Equal(t, 3, b.populate(t, Opts{ReserveJobs: true}).SuccessCount)
 		require.Len(t, b.calls.list(), 3, "the reclaimed key is made once")
+	})
+	t.Run("FetchedButNeverReserved", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{OrphanTimeout: time.Minute})
+		b.grid(t, 2)
+		b.schedule(t, ScheduleOpts{})
+		// A replica fetched both make jobs from River and died before reserving their keys: River
+		// shows them running under a dead client, their keys stay scheduled.
+		_, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_by = '{dead-client}',
+			attempted_at = now() - $1::interval WHERE kind = 'populate_make'`, 2*time.Minute)
+		require.NoError(t, err)
+		_, err = b.pool.Exec(b.ctx, `UPDATE river_job SET attempted_at = now() WHERE id = (SELECT max(id) FROM river_job)`)
+		require.NoError(t, err)
+		n, err := b.engine.Reclaim(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "only the job fetched longer than ORPHAN_TIMEOUT ago")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make' AND state = 'available'`))
+		n, err = b.engine.Reclaim(b.ctx)
+		require.NoError(t, err)
+		require.Zero(t, n, "a key with a waiting copy is left to it")
 	})
 	t.Run("ExpiredLease", func(t *testing.T) {
 		t.Parallel()

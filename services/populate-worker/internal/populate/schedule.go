@@ -125,3 +125,9 @@ func recordEventKeys(ctx context.Context, tx pgx.Tx, table, kind string, n int) 
 	}
 	return nil
 }
+
+// todoSQL is key_source minus the target, matched on the primary key only, as column key.
+func todoSQL(t *Table) string {
+	return `SELECT ` + t.keyObject("s") + ` AS key FROM (` + t.KeySource + `) s
+		WHERE NOT EXISTS (SELECT 1 FROM ` + t.target() + ` t WHERE ` + t.pkMatch("t", "s") + `)`
+}

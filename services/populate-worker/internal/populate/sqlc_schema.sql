@@ -5,5 +5,6 @@ CREATE TABLE river_job (
     id    bigint PRIMARY KEY,
     kind  text   NOT NULL,
     args  jsonb  NOT NULL,
-    state text   NOT NULL
+    state text   NOT NULL,
+    attempted_at timestamptz
 );

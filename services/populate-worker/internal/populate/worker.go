@@ -8,11 +8,39 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// MakeKey is the River worker's entry point: reserve the job of hash in table, make it and
-// finish it, calling complete inside the finishing transaction. A job that is no longer
-// scheduled (made by populate, ignored, cleaned up, or a duplicate delivery) only runs complete.
-// It returns make's error separately from a failure to record anything.
+// MakeKey is the entry point of the River worker of populate_make jobs: reserve the job of hash
+// in table, make it and finish it, calling complete inside the finishing transaction. A job that
+// is no longer scheduled (made by another worker, ignored, cleaned up, or a duplicate delivery)
+// only runs complete. It returns make's error separately from a failure to record anything.
 func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete CompleteFunc) (makeErr, err error) {
+	return e.makeKey(ctx, 0, table, hash, complete)
+}
+
+// MakeRunKey is the entry point of the River worker of populate_run_make jobs: MakeKey for a key
+// of populate run run. A run that stopped taking keys (cancelled, failed, interrupted) has the key
+// dropped without make; a key that needs no make is counted skipped. Either way the run's next
+// key is enqueued in the same transaction, and a running make is cut off when the run is
+// cancelled.
+func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, complete CompleteFunc) (makeErr, err error) {
+	st, err := queries.RunGet(ctx, e.pool, run)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("populate run %d: %w", run, err)
+	}
+	if err != nil || st.State != string(RunRunning) || st.Stopping != nil {
+		return nil, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			if err := e.settleRunKeys(ctx, tx, run, table, hash, keyDropped, nil, ""); err != nil {
+				return err
+			}
+			return callComplete(ctx, tx, complete, nil)
+		})
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer e.watch.watch(run, cancel)()
+	return e.makeKey(ctx, run, table, hash, complete)
+}
+
+func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, complete CompleteFunc) (makeErr, err error) {
 	t, err := e.tables.Get(table)
 	if err != nil {
 		return nil, err
@@ -21,14 +49,27 @@ func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete Compl
 	if err != nil {
 		return nil, fmt.Errorf("acquire connection for %s/%s: %w", table, hash, err)
 	}
-	defer conn.Release()
-	r, err := e.reserveKey(ctx, conn, t, hash, e.runMetadata("river"))
+	held := &heldConn{conn: conn}
+	defer held.release()
+	meta := e.runMetadata("river")
+	if run != 0 {
+		meta["run_id"] = run
+	}
+	r, err := e.reserveKey(ctx, conn, t, hash, meta)
 	if err != nil {
 		return nil, err
 	}
 	if r == nil {
-		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, nil) })
+		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if run != 0 {
+				if err := e.settleRunKeys(ctx, tx, run, table, hash, keySkipped, nil, ""); err != nil {
+					return err
+				}
+			}
+			return callComplete(ctx, tx, complete, nil)
+		})
 	}
+	r.held = held
 	makeErr, err = e.run(ctx, r, complete)
 	if errors.Is(err, errAlreadyMade) {
 		return nil, nil // settled, River job included, without make

@@ -31,16 +31,46 @@ func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration {
 
 // Work makes one key.
 func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
-	complete := func(ctx context.Context, tx pgx.Tx, makeErr error) error {
+	_, err := w.Engine.MakeKey(ctx, job.Args.Table, job.Args.KeyHash, completer(job, job.Args.Table, job.Args.KeyHash))
+	return cancelUnknown(err, job.Args.Table, job.Args.KeyHash)
+}
+
+// RunMakeWorker works populate_run_make jobs: the make of one key of a populate run, as
+// MakeWorker's, after which the run's next key is enqueued in the finishing transaction.
+type RunMakeWorker struct {
+	river.WorkerDefaults[queue.PopulateRunMakeArgs]
+	Engine      *populate.Engine
+	MakeTimeout time.Duration
+}
+
+// Timeout is the longest a make may run.
+func (w *RunMakeWorker) Timeout(*river.Job[queue.PopulateRunMakeArgs]) time.Duration {
+	return w.MakeTimeout
+}
+
+// Work makes one key of a run.
+func (w *RunMakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateRunMakeArgs]) error {
+	a := job.Args
+	_, err := w.Engine.MakeRunKey(ctx, a.RunID, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
+	return cancelUnknown(err, a.Table, a.KeyHash)
+}
+
+// completer ends job in the transaction that finishes its key: completed, or discarded with
+// make's error, so River UI shows an errored make as failed.
+func completer[T river.JobArgs](job *river.Job[T], table, hash string) populate.CompleteFunc {
+	return func(ctx context.Context, tx pgx.Tx, makeErr error) error {
 		if makeErr != nil {
-			return queue.JobFailTx(ctx, tx, job, fmt.Errorf("make %s/%s: %w", job.Args.Table, job.Args.KeyHash, makeErr))
+			return queue.JobFailTx(ctx, tx, job, fmt.Errorf("make %s/%s: %w", table, hash, makeErr))
 		}
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	}
-	_, err := w.Engine.MakeKey(ctx, job.Args.Table, job.Args.KeyHash, complete)
+}
+
+// cancelUnknown turns an unknown table into a cancelled job: no retry can make it.
+func cancelUnknown(err error, table, hash string) error {
 	if errors.Is(err, problem.ErrNotFound) {
-		return river.JobCancel(fmt.Errorf("make %s/%s: %w", job.Args.Table, job.Args.KeyHash, err))
+		return river.JobCancel(fmt.Errorf("make %s/%s: %w", table, hash, err))
 	}
 	return err
 }

@@ -46,11 +46,40 @@ type Job struct {
 	RunMetadata  []byte
 }
 
+type PopulateRun struct {
+	ID             int64
+	TableName      string
+	State          string
+	Stopping       *string
+	Options        []byte
+	Processes      int32
+	SuppressErrors bool
+	Total          int64
+	Queued         int64
+	Made           int64
+	Errors         int64
+	Skipped        int64
+	Dropped        int64
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+}
+
+type PopulateRunKey struct {
+	RunID        int64
+	Seq          int32
+	TableName    string
+	KeyHash      string
+	Key          []byte
+	State        string
+	ErrorMessage *string
+}
+
 type RiverJob struct {
-	ID    int64
-	Kind  string
-	Args  []byte
-	State string
+	ID          int64
+	Kind        string
+	Args        []byte
+	State       string
+	AttemptedAt *time.Time
 }
 
 type SchedulingEvent struct {

@@ -363,23 +363,438 @@ func (q *Queries) JobSetSuccess(ctx context.Context, db DBTX, arg JobSetSuccessP
 	return err
 }
 
-const riverJobListWaitingOfKey = `-- name: RiverJobListWaitingOfKey :many
-SELECT id FROM river_job
-WHERE kind = 'populate_make' AND args @> jsonb_build_object('table', $1::text, 'key_hash', $2::text)
-    AND state IN ('available', 'pending', 'retryable', 'scheduled')
-FOR UPDATE SKIP LOCKED
+const riverMakeJobsStuck = `-- name: RiverMakeJobsStuck :many
+SELECT rj.kind, rj.args FROM river_job rj
+JOIN jobs j ON j.table_name = rj.args ->> 'table' AND j.key_hash = rj.args ->> 'key_hash'
+WHERE rj.state = 'running' AND rj.kind IN ('populate_make', 'populate_run_make')
+    AND rj.attempted_at < now() - $1::interval AND j.status = 'scheduled'
+    AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = rj.kind AND w.args @> rj.args AND w.id <> rj.id
+        AND (w.state IN ('available', 'pending', 'retryable', 'scheduled')
+            OR (w.state = 'running' AND w.attempted_at >= now() - $1::interval)))
+FOR UPDATE OF j SKIP LOCKED
 `
 
-type RiverJobListWaitingOfKeyParams struct {
+type RiverMakeJobsStuckRow struct {
+	Kind string
+	Args []byte
+}
+
+// RiverMakeJobsStuck returns the make jobs River shows running for longer than the orphan timeout
+// whose key is still scheduled: the client that fetched them died before it reserved the key (a
+// replica killed between River's fetch and JobReserve), and River would rescue them only after
+// MAKE_TIMEOUT. A job with a copy waiting, or fetched within the timeout, is left alone.
+func (q *Queries) RiverMakeJobsStuck(ctx context.Context, db DBTX, orphanTimeout time.Duration) ([]RiverMakeJobsStuckRow, error) {
+	rows, err := db.Query(ctx, riverMakeJobsStuck, orphanTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RiverMakeJobsStuckRow
+	for rows.Next() {
+		var i RiverMakeJobsStuckRow
+		if err := rows.Scan(&i.Kind, &i.Args); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runCancel = `-- name: RunCancel :one
+UPDATE populate_runs SET stopping = CASE WHEN stopping = 'sigterm' THEN stopping ELSE 'cancel' END
+WHERE id = $1 AND state = 'running' RETURNING id
+`
+
+// RunCancel stops a running run taking keys; a SIGTERM stop already recorded stays.
+func (q *Queries) RunCancel(ctx context.Context, db DBTX, id int64) (int64, error) {
+	row := db.QueryRow(ctx, runCancel, id)
+	var id_2 int64
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
+const runDropPending = `-- name: RunDropPending :exec
+WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = $1 AND state = 'pending' RETURNING 1)
+UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = $1
+`
+
+// RunDropPending drops the keys a stopping run had not yet handed to River.
+func (q *Queries) RunDropPending(ctx context.Context, db DBTX, id int64) error {
+	_, err := db.Exec(ctx, runDropPending, id)
+	return err
+}
+
+const runDropWaiting = `-- name: RunDropWaiting :exec
+WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = $1 AND k.state = 'queued'
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make' AND rj.state = 'running'
+        AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
+    RETURNING 1)
+UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = $1
+`
+
+// RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
+// completes without make when it runs, and the run need not wait for it.
+func (q *Queries) RunDropWaiting(ctx context.Context, db DBTX, runID int64) error {
+	_, err := db.Exec(ctx, runDropWaiting, runID)
+	return err
+}
+
+const runErrorList = `-- name: RunErrorList :many
+SELECT key, key_hash::text AS key_hash, coalesce(error_message, '')::text AS error_message FROM populate_run_keys
+WHERE run_id = $1 AND state = 'error' ORDER BY seq LIMIT $2
+`
+
+type RunErrorListParams struct {
+	RunID   int64
+	MaxRows int32
+}
+
+type RunErrorListRow struct {
+	Key          []byte
+	KeyHash      string
+	ErrorMessage string
+}
+
+// RunErrorList is the run's failed keys in its order, at most max_rows.
+func (q *Queries) RunErrorList(ctx context.Context, db DBTX, arg RunErrorListParams) ([]RunErrorListRow, error) {
+	rows, err := db.Query(ctx, runErrorList, arg.RunID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunErrorListRow
+	for rows.Next() {
+		var i RunErrorListRow
+		if err := rows.Scan(&i.Key, &i.KeyHash, &i.ErrorMessage); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runFinish = `-- name: RunFinish :exec
+UPDATE populate_runs SET state = $1, finished_at = clock_timestamp() WHERE id = $2 AND state = 'running'
+`
+
+type RunFinishParams struct {
+	State string
+	ID    int64
+}
+
+func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) error {
+	_, err := db.Exec(ctx, runFinish, arg.State, arg.ID)
+	return err
+}
+
+const runGet = `-- name: RunGet :one
+SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
+    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
+FROM populate_runs r WHERE id = $1
+`
+
+type RunGetRow struct {
+	ID             int64
+	TableName      string
+	State          string
+	Stopping       *string
+	Options        []byte
+	Processes      int32
+	SuppressErrors bool
+	Total          int64
+	Made           int64
+	Errors         int64
+	Skipped        int64
+	Dropped        int64
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	Now            time.Time
+	Queued         int64
+}
+
+func (q *Queries) RunGet(ctx context.Context, db DBTX, id int64) (RunGetRow, error) {
+	row := db.QueryRow(ctx, runGet, id)
+	var i RunGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.TableName,
+		&i.State,
+		&i.Stopping,
+		&i.Options,
+		&i.Processes,
+		&i.SuppressErrors,
+		&i.Total,
+		&i.Made,
+		&i.Errors,
+		&i.Skipped,
+		&i.Dropped,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.Now,
+		&i.Queued,
+	)
+	return i, err
+}
+
+const runIDsOfOpenKey = `-- name: RunIDsOfOpenKey :many
+SELECT DISTINCT run_id FROM populate_run_keys
+WHERE table_name = $1 AND key_hash = $2 AND state IN ('pending', 'queued')
+ORDER BY run_id
+`
+
+type RunIDsOfOpenKeyParams struct {
 	TableName string
 	KeyHash   string
 }
 
-// RiverJobListWaitingOfKey locks and returns the ids of a key's populate_make River jobs that are
-// still waiting to run, skipping those locked at this instant. The args containment uses River's
-// GIN index on args.
-func (q *Queries) RiverJobListWaitingOfKey(ctx context.Context, db DBTX, arg RiverJobListWaitingOfKeyParams) ([]int64, error) {
-	rows, err := db.Query(ctx, riverJobListWaitingOfKey, arg.TableName, arg.KeyHash)
+// RunIDsOfOpenKey lists the runs holding a key that is still pending or queued, in id order.
+func (q *Queries) RunIDsOfOpenKey(ctx context.Context, db DBTX, arg RunIDsOfOpenKeyParams) ([]int64, error) {
+	rows, err := db.Query(ctx, runIDsOfOpenKey, arg.TableName, arg.KeyHash)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var run_id int64
+		if err := rows.Scan(&run_id); err != nil {
+			return nil, err
+		}
+		items = append(items, run_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runInsert = `-- name: RunInsert :one
+INSERT INTO populate_runs (table_name, options, processes, suppress_errors)
+VALUES ($1, $2, $3, $4) RETURNING id
+`
+
+type RunInsertParams struct {
+	TableName      string
+	Options        []byte
+	Processes      int32
+	SuppressErrors bool
+}
+
+func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (int64, error) {
+	row := db.QueryRow(ctx, runInsert,
+		arg.TableName,
+		arg.Options,
+		arg.Processes,
+		arg.SuppressErrors,
+	)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
+const runKeysQueueNext = `-- name: RunKeysQueueNext :many
+UPDATE populate_run_keys k SET state = 'queued'
+FROM (SELECT p.run_id, p.seq FROM populate_run_keys p WHERE p.run_id = $1 AND p.state = 'pending'
+    ORDER BY p.seq LIMIT $2 FOR UPDATE) n
+WHERE k.run_id = n.run_id AND k.seq = n.seq
+RETURNING k.seq, k.key_hash::text AS key_hash
+`
+
+type RunKeysQueueNextParams struct {
+	RunID   int64
+	MaxKeys int32
+}
+
+type RunKeysQueueNextRow struct {
+	Seq     int32
+	KeyHash string
+}
+
+// RunKeysQueueNext hands the run's next pending keys, in its order, to River.
+func (q *Queries) RunKeysQueueNext(ctx context.Context, db DBTX, arg RunKeysQueueNextParams) ([]RunKeysQueueNextRow, error) {
+	rows, err := db.Query(ctx, runKeysQueueNext, arg.RunID, arg.MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunKeysQueueNextRow
+	for rows.Next() {
+		var i RunKeysQueueNextRow
+		if err := rows.Scan(&i.Seq, &i.KeyHash); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runKeysResolve = `-- name: RunKeysResolve :many
+UPDATE populate_run_keys k SET state = $1, error_message = $2
+FROM populate_run_keys o
+WHERE o.run_id = k.run_id AND o.seq = k.seq AND k.run_id = ANY($3::bigint[])
+    AND k.table_name = $4 AND k.key_hash = $5 AND k.state IN ('pending', 'queued')
+RETURNING k.run_id, o.state AS was
+`
+
+type RunKeysResolveParams struct {
+	State        string
+	ErrorMessage *string
+	RunIds       []int64
+	TableName    string
+	KeyHash      string
+}
+
+type RunKeysResolveRow struct {
+	RunID int64
+	Was   string
+}
+
+// RunKeysResolve ends a key's pending or queued entries in the given runs, returning each run and
+// the entry's previous state (the self-join reads the row as it was).
+func (q *Queries) RunKeysResolve(ctx context.Context, db DBTX, arg RunKeysResolveParams) ([]RunKeysResolveRow, error) {
+	rows, err := db.Query(ctx, runKeysResolve,
+		arg.State,
+		arg.ErrorMessage,
+		arg.RunIds,
+		arg.TableName,
+		arg.KeyHash,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunKeysResolveRow
+	for rows.Next() {
+		var i RunKeysResolveRow
+		if err := rows.Scan(&i.RunID, &i.Was); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runLockRunning = `-- name: RunLockRunning :many
+SELECT id FROM populate_runs WHERE id = ANY($1::bigint[]) AND state = 'running' ORDER BY id FOR UPDATE
+`
+
+// RunLockRunning locks the running runs among ids, in id order: every transaction that changes a
+// run's keys locks the run first, so they never deadlock and a run's counts stay exact.
+func (q *Queries) RunLockRunning(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
+	rows, err := db.Query(ctx, runLockRunning, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runQueuedCount = `-- name: RunQueuedCount :one
+SELECT count(*) FROM populate_run_keys WHERE run_id = $1 AND state = 'queued'
+`
+
+func (q *Queries) RunQueuedCount(ctx context.Context, db DBTX, runID int64) (int64, error) {
+	row := db.QueryRow(ctx, runQueuedCount, runID)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const runSetTotal = `-- name: RunSetTotal :exec
+UPDATE populate_runs SET total = $1 WHERE id = $2
+`
+
+type RunSetTotalParams struct {
+	Total int64
+	ID    int64
+}
+
+func (q *Queries) RunSetTotal(ctx context.Context, db DBTX, arg RunSetTotalParams) error {
+	_, err := db.Exec(ctx, runSetTotal, arg.Total, arg.ID)
+	return err
+}
+
+const runTable = `-- name: RunTable :one
+SELECT table_name FROM populate_runs WHERE id = $1
+`
+
+func (q *Queries) RunTable(ctx context.Context, db DBTX, id int64) (string, error) {
+	row := db.QueryRow(ctx, runTable, id)
+	var table_name string
+	err := row.Scan(&table_name)
+	return table_name, err
+}
+
+const runTally = `-- name: RunTally :one
+UPDATE populate_runs SET made = made + $1, errors = errors + $2, skipped = skipped + $3,
+    dropped = dropped + $4,
+    stopping = coalesce(stopping, CASE WHEN $5::text = '' OR ($5::text = 'error' AND suppress_errors)
+        THEN NULL ELSE $5::text END)
+WHERE id = $6
+RETURNING stopping, processes
+`
+
+type RunTallyParams struct {
+	Made    int64
+	Errors  int64
+	Skipped int64
+	Dropped int64
+	Stop    string
+	ID      int64
+}
+
+type RunTallyRow struct {
+	Stopping  *string
+	Processes int32
+}
+
+// RunTally counts one key's outcome in a run and, for a stop reason, stops the run taking keys
+// (an error stops it only without suppress_errors; cancel and sigterm always).
+func (q *Queries) RunTally(ctx context.Context, db DBTX, arg RunTallyParams) (RunTallyRow, error) {
+	row := db.QueryRow(ctx, runTally,
+		arg.Made,
+		arg.Errors,
+		arg.Skipped,
+		arg.Dropped,
+		arg.Stop,
+		arg.ID,
+	)
+	var i RunTallyRow
+	err := row.Scan(&i.Stopping, &i.Processes)
+	return i, err
+}
+
+const runsCancelled = `-- name: RunsCancelled :many
+SELECT id FROM populate_runs WHERE id = ANY($1::bigint[]) AND stopping = 'cancel'
+`
+
+// RunsCancelled returns which of the runs whose makes this process runs were cancelled.
+func (q *Queries) RunsCancelled(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
+	rows, err := db.Query(ctx, runsCancelled, ids)
 	if err != nil {
 		return nil, err
 	}

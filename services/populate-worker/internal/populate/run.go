@@ -1,0 +1,370 @@
+package populate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/shared/problem"
+)
+
+// RunState is a populate run's state.
+type RunState string
+
+// The states of a run. A run is running until its last queued make has ended; it then ends done
+// (every key taken was made, failed with suppress_errors, or needed no make), failed (a make
+// failed without suppress_errors, so the run took no more keys) or interrupted (cancelled, or a
+// make was cut off by SIGTERM).
+const (
+	RunRunning     RunState = "running"
+	RunDone        RunState = "done"
+	RunInterrupted RunState = "interrupted"
+	RunFailed      RunState = "failed"
+)
+
+// RunStates returns every run state.
+func RunStates() []RunState { return []RunState{RunRunning, RunDone, RunInterrupted, RunFailed} }
+
+// Why a running run stops taking keys (populate_runs.stopping).
+const (
+	stopCancel  = "cancel"
+	stopSIGTERM = "sigterm"
+	stopError   = "error"
+)
+
+// The outcomes of a run's key (populate_run_keys.state).
+const (
+	keyMade    = "made"
+	keyError   = "error"
+	keySkipped = "skipped"
+	keyDropped = "dropped"
+)
+
+// MaxRunErrors bounds the error_list a run shows; errors counts them all.
+const MaxRunErrors = 1000
+
+// RunError is one failed key of a run, as DataJoint's populate returns it in error_list.
+type RunError struct {
+	Key          Key    `json:"key"`
+	KeyHash      string `json:"key_hash"`
+	ErrorMessage string `json:"error_message"`
+}
+
+// Run is a populate run as the API shows it.
+type Run struct {
+	ID    int64    `json:"id"`
+	Table string   `json:"table"`
+	State RunState `json:"state"`
+	// Stopping says why a run took no more keys: cancel, sigterm or error; null otherwise.
+	Stopping *string  `json:"stopping"`
+	Options  OptsView `json:"options"`
+	// Total is the keys the run took; Made, Errors and Skipped what became of them, Dropped those
+	// a stopped run never handed to River, Queued those whose make is waiting or running, and
+	// Remaining those not yet ended (queued or waiting their turn).
+	Total        int64 `json:"total"`
+	Made         int64 `json:"made"`
+	SuccessCount int64 `json:"success_count"`
+	Errors       int64 `json:"errors"`
+	Skipped      int64 `json:"skipped"`
+	Dropped      int64 `json:"dropped"`
+	Queued       int64 `json:"queued"`
+	Remaining    int64 `json:"remaining"`
+	// ErrorList is the failed keys in the run's order, at most MaxRunErrors.
+	ErrorList []RunError `json:"error_list"`
+	// Rate is keys ended (made or failed) per second since the run was created; ETASeconds is
+	// Remaining at that rate, null when the run has ended or nothing has ended yet.
+	Rate       float64    `json:"rate"`
+	ETASeconds *float64   `json:"eta_seconds"`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// GetRun returns run id.
+func (e *Engine) GetRun(ctx context.Context, id int64) (Run, error) {
+	r, err := queries.RunGet(ctx, e.pool, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Run{}, fmt.Errorf("populate run %d: %w", id, problem.ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("get populate run %d: %w", id, err)
+	}
+	run := Run{
+		ID: r.ID, Table: r.TableName, State: RunState(r.State), Stopping: r.Stopping, Total: r.Total,
+		Made: r.Made, SuccessCount: r.Made, Errors: r.Errors, Skipped: r.Skipped, Dropped: r.Dropped, Queued: r.Queued,
+		Remaining: r.Total - r.Made - r.Errors - r.Skipped - r.Dropped, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		ErrorList: []RunError{},
+	}
+	if err := json.Unmarshal(r.Options, &run.Options); err != nil {
+		return Run{}, fmt.Errorf("populate run %d options: %w", id, err)
+	}
+	end := r.Now
+	if r.FinishedAt != nil {
+		end = *r.FinishedAt
+	}
+	if secs := end.Sub(r.CreatedAt).Seconds(); secs > 0 {
+		run.Rate = float64(r.Made+r.Errors) / secs
+	}
+	if run.State == RunRunning && run.Rate > 0 {
+		eta := float64(run.Remaining) / run.Rate
+		run.ETASeconds = &eta
+	}
+	if r.Errors > 0 {
+		rows, err := queries.RunErrorList(ctx, e.pool, dbsqlc.RunErrorListParams{RunID: id, MaxRows: MaxRunErrors})
+		if err != nil {
+			return Run{}, fmt.Errorf("errors of populate run %d: %w", id, err)
+		}
+		for _, row := range rows {
+			k, err := scanKey(row.Key)
+			if err != nil {
+				return Run{}, err
+			}
+			run.ErrorList = append(run.ErrorList, RunError{Key: k, KeyHash: row.KeyHash, ErrorMessage: row.ErrorMessage})
+		}
+	}
+	return run, nil
+}
+
+// WaitRun returns run id once it has ended, or as it is when ctx ends first. It reads the run's
+// row every poll.
+func (e *Engine) WaitRun(ctx context.Context, id int64, poll time.Duration) (Run, error) {
+	for {
+		run, err := e.GetRun(context.WithoutCancel(ctx), id)
+		if err != nil || run.State != RunRunning {
+			return run, err
+		}
+		select {
+		case <-ctx.Done():
+			return run, nil
+		case <-time.After(poll):
+		}
+	}
+}
+
+// CancelRun stops run id taking keys, like Ctrl-C on DataJoint's populate: keys not yet handed
+// to River are dropped (their jobs stay scheduled), queued makes that have not started complete
+// without making, and makes running now are cut off and recorded as KeyboardInterrupt. The run
+// ends interrupted once they have. Cancelling an ended run changes nothing.
+func (e *Engine) CancelRun(ctx context.Context, id int64) (Run, error) {
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		_, err := queries.RunCancel(ctx, tx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // unknown (GetRun says so) or ended
+		}
+		if err != nil {
+			return fmt.Errorf("cancel populate run %d: %w", id, err)
+		}
+		return e.advanceRun(ctx, tx, id, dbsqlc.RunTallyParams{})
+	})
+	if err != nil {
+		return Run{}, err
+	}
+	return e.GetRun(ctx, id)
+}
+
+// advanceRun counts tally in run id (locking its row) and moves it on: a stopping run drops its
+// pending keys and the queued ones whose make has not started; a taking one hands its next keys to River until processes are queued; a run with
+// nothing queued ends.
+func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsqlc.RunTallyParams) error {
+	tally.ID = id
+	row, err := queries.RunTally(ctx, tx, tally)
+	if err != nil {
+		return fmt.Errorf("count in populate run %d: %w", id, err)
+	}
+	if row.Stopping != nil {
+		if err := queries.RunDropPending(ctx, tx, id); err != nil {
+			return fmt.Errorf("drop keys of populate run %d: %w", id, err)
+		}
+		if err := queries.RunDropWaiting(ctx, tx, id); err != nil {
+			return fmt.Errorf("drop keys of populate run %d: %w", id, err)
+		}
+	}
+	queued, err := queries.RunQueuedCount(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("count queued keys of populate run %d: %w", id, err)
+	}
+	if row.Stopping == nil && queued < int64(row.Processes) {
+		next, err := queries.RunKeysQueueNext(ctx, tx, dbsqlc.RunKeysQueueNextParams{RunID: id, MaxKeys: row.Processes - int32(queued)})
+		if err != nil {
+			return fmt.Errorf("queue keys of populate run %d: %w", id, err)
+		}
+		if err := e.enqueueRunMakes(ctx, tx, id, next); err != nil {
+			return err
+		}
+		queued += int64(len(next))
+	}
+	if queued > 0 {
+		return nil
+	}
+	state := RunDone
+	if row.Stopping != nil {
+		state = map[string]RunState{stopCancel: RunInterrupted, stopSIGTERM: RunInterrupted, stopError: RunFailed}[*row.Stopping]
+	}
+	if err := queries.RunFinish(ctx, tx, dbsqlc.RunFinishParams{State: string(state), ID: id}); err != nil {
+		return fmt.Errorf("end populate run %d: %w", id, err)
+	}
+	return nil
+}
+
+// enqueueRunMakes inserts a populate_run_make job per key, in the run's order.
+func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, keys []dbsqlc.RunKeysQueueNextRow) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	table, err := queries.RunTable(ctx, tx, run)
+	if err != nil {
+		return fmt.Errorf("populate run %d: %w", run, err)
+	}
+	slices.SortFunc(keys, func(a, b dbsqlc.RunKeysQueueNextRow) int { return int(a.Seq - b.Seq) })
+	params := make([]river.InsertManyParams, len(keys))
+	for i, k := range keys {
+		params[i] = river.InsertManyParams{Args: queue.PopulateRunMakeArgs{Table: table, KeyHash: k.KeyHash, RunID: run}}
+	}
+	if _, err := e.river.InsertManyTx(ctx, tx, params); err != nil {
+		return fmt.Errorf("enqueue makes of populate run %d: %w", run, err)
+	}
+	return nil
+}
+
+// settleRunKeys records, in the transaction that ends a key's make (or finds it needs none), the
+// outcome in every running run that holds the key still pending or queued (only in run only,
+// when not zero), and moves those runs on. stop is the reason the outcome stops a run, if any.
+// It costs one index lookup when no run holds the key.
+func (e *Engine) settleRunKeys(ctx context.Context, tx pgx.Tx, only int64, table, hash, outcome string, msg *string, stop string) error {
+	ids := []int64{only}
+	if only == 0 {
+		var err error
+		if ids, err = queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash}); err != nil {
+			return fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+	}
+	ids, err := queries.RunLockRunning(ctx, tx, ids)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	rows, err := queries.RunKeysResolve(ctx, tx, dbsqlc.RunKeysResolveParams{
+		State: outcome, ErrorMessage: msg, RunIds: ids, TableName: table, KeyHash: hash,
+	})
+	if err != nil {
+		return fmt.Errorf("settle %s/%s in its runs: %w", table, hash, err)
+	}
+	slices.SortFunc(rows, func(a, b dbsqlc.RunKeysResolveRow) int { return int(a.RunID - b.RunID) })
+	for _, r := range rows {
+		tally := dbsqlc.RunTallyParams{Stop: stop}
+		switch outcome {
+		case keyMade:
+			tally.Made = 1
+		case keyError:
+			tally.Errors = 1
+		case keySkipped:
+			tally.Skipped = 1
+		case keyDropped:
+			tally.Dropped = 1
+		}
+		if err := e.advanceRun(ctx, tx, r.RunID, tally); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopFor is the reason a make's error stops its runs: DataJoint's populate ends on SystemExit
+// and KeyboardInterrupt whatever suppress_errors says, and on other errors without it.
+func stopFor(makeErr error) string {
+	var me *MakeError
+	if errors.As(makeErr, &me) {
+		switch me.Class {
+		case classSystemExit:
+			return stopSIGTERM
+		case classKeyboardInterrupt:
+			return stopCancel
+		}
+	}
+	return stopError
+}
+
+// errRunCancelled is the cause of a make's context when its run was cancelled.
+var errRunCancelled = errors.New("populate run cancelled")
+
+// runWatch is what this process knows of the runs whose makes it runs: each make's cancel
+// function by run, so that a cancelled run's makes are cut off here.
+type runWatch struct {
+	mu    sync.Mutex
+	makes map[int64]map[*context.CancelCauseFunc]struct{}
+}
+
+// watch registers a make of run; the returned function unregisters it.
+func (w *runWatch) watch(run int64, cancel context.CancelCauseFunc) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.makes == nil {
+		w.makes = map[int64]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if w.makes[run] == nil {
+		w.makes[run] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &cancel
+	w.makes[run][key] = struct{}{}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.makes[run], key)
+		if len(w.makes[run]) == 0 {
+			delete(w.makes, run)
+		}
+	}
+}
+
+func (w *runWatch) runs() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]int64, 0, len(w.makes))
+	for id := range w.makes {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (w *runWatch) cancel(run int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c := range w.makes[run] {
+		(*c)(errRunCancelled)
+	}
+}
+
+// WatchRuns cuts off this process's makes of cancelled runs until ctx ends, looking every
+// interval (one indexed query, only while runs' makes are running here).
+func (e *Engine) WatchRuns(ctx context.Context, every time.Duration) error {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		ids := e.watch.runs()
+		if len(ids) == 0 {
+			continue
+		}
+		cancelled, err := queries.RunsCancelled(ctx, e.pool, ids)
+		if err != nil {
+			continue // the next tick tries again
+		}
+		for _, id := range cancelled {
+			e.watch.cancel(id)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/servicetest"
+	"drover.dev/shared/testdb"
+)
+
+// heldBundle is a database with the computed table held (held_src → held_dst) made by an HTTP
+// function that answers key k after hold(k), or never when hold(k) is negative, until its caller
+// goes away. entered receives each call's key.
+type heldBundle struct {
+	dbURL      string
+	tablesFile string
+	pool       *pgxpool.Pool
+	entered    chan int
+	calls      atomic.Int32
+}
+
+func setupHeld(t *testing.T, keys int, hold func(k int) time.Duration) *heldBundle {
+	t.Helper()
+	b := &heldBundle{dbURL: testdb.New(t), entered: make(chan int, 100)}
+	b.pool = testdb.NewPoolFor(t, b.dbURL)
+	_, err := b.pool.Exec(context.Background(), `CREATE TABLE populate_worker.held_src (k int PRIMARY KEY);
+		CREATE TABLE populate_worker.held_dst (k int PRIMARY KEY, v int NOT NULL)`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(context.Background(), `INSERT INTO populate_worker.held_src SELECT generate_series(1, $1::int)`, keys)
+	require.NoError(t, err)
+	testOver := make(chan struct{})
+	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Key struct{ K int } }
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		b.calls.Add(1)
+		b.entered <- req.Key.K
+		d := hold(req.Key.K)
+		var after <-chan time.Time
+		if d >= 0 {
+			after = time.After(d)
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-testOver:
+			return
+		case <-after:
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"rows": []map[string]int{{"v": 7}}})
+	}))
+	t.Cleanup(fn.Close)
+	t.Cleanup(func() { close(testOver) })
+	b.tablesFile = filepath.Join(t.TempDir(), "tables.json")
+	tables := fmt.Sprintf(`[{"name": "held", "target": "held_dst", "primary_key": ["k"],
+		"key_source": "SELECT k FROM held_src", "upstream": ["held_src"], "function_url": %q}]`, fn.URL)
+	require.NoError(t, os.WriteFile(b.tablesFile, []byte(tables), 0o600))
+	return b
+}
+
+// config is a replica making only keys of populate runs, two at a time.
+func (b *heldBundle) config() Config {
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 0, RunWorkers: 2,
+		MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}
+}
+
+// waitEntered waits for n makes to have started and returns their keys.
+func (b *heldBundle) waitEntered(t *testing.T, n int) []int {
+	t.Helper()
+	var keys []int
+	for range n {
+		select {
+		case k := <-b.entered:
+			keys = append(keys, k)
+		case <-time.After(15 * time.Second):
+			t.Fatalf("only %d of %d makes started", len(keys), n)
+		}
+	}
+	return keys
+}
+
+// jobMessages counts the jobs table's rows by "status: error_message".
+func (b *heldBundle) jobMessages(t *testing.T) map[string]int {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(),
+		`SELECT status || coalesce(': ' || error_message, ''), count(*) FROM populate_worker.jobs GROUP BY 1`)
+	require.NoError(t, err)
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var n int
+		require.NoError(t, rows.Scan(&s, &n))
+		out[s] = n
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func TestCancelledRunRecordsKeyboardInterrupt(t *testing.T) {
+	t.Parallel()
+	b := setupHeld(t, 5, func(int) time.Duration { return -1 })
+	cfg := b.config()
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	var run populateResult
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+		map[string]any{"processes": 2, "suppress_errors": true}, &run))
+	require.Equal(t, "running", run.State)
+	require.Equal(t, 5, run.Remaining)
+	b.waitEntered(t, 2)
+
+	path := base + "/v1/populate-runs/" + strconv.FormatInt(run.ID, 10)
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, path+"/cancel", nil, &run))
+	require.Eventually(t, func() bool {
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, path, nil, &run))
+		return run.State != "running"
+	}, 15*time.Second, 20*time.Millisecond)
+	require.Equal(t, "interrupted", run.State)
+	require.Equal(t, 0, run.Made)
+	require.Equal(t, 2, run.Errors)
+	require.Zero(t, run.Remaining)
+	require.Len(t, run.ErrorList, 2)
+	for _, e := range run.ErrorList {
+		require.Equal(t, "KeyboardInterrupt", e.ErrorMessage, "DataJoint records Ctrl-C as the bare class")
+	}
+	require.Equal(t, map[string]int{"error: KeyboardInterrupt": 2, "scheduled": 3}, b.jobMessages(t),
+		"the keys the run had not started stay scheduled")
+	require.Equal(t, int32(2), b.calls.Load())
+}
+
+func TestSIGTERMRecordsSystemExitAndInterruptsTheRun(t *testing.T) {
+	t.Parallel()
+	// Key 1 ends within the soft-stop budget, key 2 never does.
+	b := setupHeld(t, 5, func(k int) time.Duration {
+		if k == 1 {
+			return 300 * time.Millisecond
+		}
+		return -1
+	})
+	cfg := b.config()
+	cfg.SoftStopTimeout, cfg.ShutdownTimeout = 1500*time.Millisecond, 10*time.Second
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	base := "http://" + ln.Addr().String()
+	ctx, sigterm := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	var run populateResult
+	require.Eventually(t, func() bool {
+		return servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+			map[string]any{"processes": 2, "suppress_errors": true}, &run) == http.StatusAccepted
+	}, 15*time.Second, 50*time.Millisecond)
+	require.ElementsMatch(t, []int{1, 2}, b.waitEntered(t, 2))
+	sigterm()
+	require.NoError(t, <-done)
+
+	require.Equal(t, map[string]int{"error: SystemExit: SIGTERM received": 1, "scheduled": 3}, b.jobMessages(t),
+		"key 1 finished within the budget; key 2 was cut off; the rest were never started")
+	var state, stopping string
+	var made, errs, dropped int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT state, stopping, made, errors, dropped
+		FROM populate_worker.populate_runs WHERE id = $1`, run.ID).Scan(&state, &stopping, &made, &errs, &dropped))
+	require.Equal(t, []any{"interrupted", "sigterm", 1, 1, 3}, []any{state, stopping, made, errs, dropped})
+}
