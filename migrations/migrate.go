@@ -159,12 +159,20 @@ func openSchemaDB(databaseURL, schema string) (*sql.DB, error) {
 		return nil, fmt.Errorf("parse database url: %w", err)
 	}
 	cfg.RuntimeParams["search_path"] = schema
-	return stdlib.OpenDB(*cfg), nil
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(1)
+	return db, nil
 }
 
 // withLock runs fn holding the migration advisory lock on a pool of its own.
 func withLock(ctx context.Context, databaseURL string, fn func(*pgxpool.Pool) error) (err error) {
-	pool, err := pgxpool.New(ctx, databaseURL)
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return fmt.Errorf("parse database url: %w", err)
+	}
+	// One connection holds the lock, one migrates River and grants; goose's handle is the third.
+	cfg.MaxConns = 2
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}

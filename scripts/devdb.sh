@@ -21,12 +21,8 @@ say() { printf 'devdb: %s\n' "$*" >&2; }
 
 answers() { "$migrate" ping >/dev/null 2>&1; }
 
-pg_bin() {
-	local name=$1 found
-	if found=$(command -v "$name" 2>/dev/null); then echo "$found"; return; fi
-	found=$(ls -d /usr/lib/postgresql/*/bin/"$name" 2>/dev/null | sort -V | tail -n 1)
-	[ -n "$found" ] && echo "$found"
-}
+# shellcheck source=scripts/pg-lib.sh
+source "$root/scripts/pg-lib.sh"
 
 no_postgres() {
 	cat >&2 <<-'MSG'
@@ -51,12 +47,6 @@ free_port() {
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then echo "$port"; return; fi
 	done
 	say "no free port in 54329-54429"; exit 1
-}
-
-# as_owner runs a command as the cluster's owner: Postgres refuses to run as root.
-as_owner() {
-	if [ "$(id -u)" -ne 0 ]; then "$@"; return; fi
-	runuser -u postgres -- "$@"
 }
 
 ensure_owner() {

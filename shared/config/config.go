@@ -39,8 +39,33 @@ type Common struct {
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"total budget to drain HTTP and stop River on SIGTERM"`
 	SoftStopTimeout time.Duration `envconfig:"SOFT_STOP_TIMEOUT" default:"20s" desc:"part of the budget running jobs get to finish before they are cancelled"`
 
-	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"20" desc:"largest size of the Postgres pool"`
+	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"0" desc:"largest size of the Postgres pool; 0 is the process's share of the connection budget (miner-sync 6, batch-runner 8, scorer 6, build-scheduler 10, build-worker 6, populate-worker 14)"`
 	WorkerID   string `envconfig:"WORKER_ID" desc:"River client id of this replica; host name and start time when empty"`
+}
+
+// DBBudget is each process's share of the connection budget by env prefix: its pool's size when
+// <PREFIX>_DB_MAX_CONNS is 0 (unset). The six shares (50) and a migration (MigrateConns, 3) fit a
+// default Postgres's 100 connections with half of them to spare; the README's "Connection budget"
+// says what each pool holds and how to size bigger deployments.
+var DBBudget = map[string]int32{
+	"MINER_SYNC":      6,
+	"BATCH_RUNNER":    8,
+	"SCORER":          6,
+	"BUILD_SCHEDULER": 10,
+	"BUILD_WORKER":    6,
+	"POPULATE_WORKER": 14,
+}
+
+// MigrateConns is the most connections a migration holds at once.
+const MigrateConns = 3
+
+// PoolSize is the pool size of the process with env prefix: DB_MAX_CONNS when set, else the
+// process's share of the budget (DBBudget), else pgx's default (0).
+func (c Common) PoolSize(prefix string) int32 {
+	if c.DBMaxConns > 0 {
+		return c.DBMaxConns
+	}
+	return DBBudget[prefix]
 }
 
 // Load fills spec (a pointer to a struct embedding Common) from the environment with the given

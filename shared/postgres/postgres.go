@@ -32,7 +32,11 @@ type Options struct {
 	MaxConns int32
 
 	// ConnectTimeout bounds how long Open keeps retrying a database that does not answer yet.
+	// Zero retries until ctx ends.
 	ConnectTimeout time.Duration
+
+	// OnFailure, when set, hears of every failed attempt (the first is 1) while Open retries.
+	OnFailure func(attempt int, err error)
 }
 
 // Open returns a pool on databaseURL that has answered a ping.
@@ -51,29 +55,36 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)
 	}
-	if err := ping(ctx, pool, opts.ConnectTimeout); err != nil {
+	if err := ping(ctx, pool, opts); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return pool, nil
 }
 
-func ping(ctx context.Context, pool *pgxpool.Pool, patience time.Duration) error {
-	deadline := time.Now().Add(patience)
-	for {
+// ping retries until the database answers, waiting 0.5 s after the first failure and twice as
+// long after each next one, up to 5 s.
+func ping(ctx context.Context, pool *pgxpool.Pool, opts Options) error {
+	deadline := time.Now().Add(opts.ConnectTimeout)
+	wait := 500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
 		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := pool.Ping(pingCtx)
 		cancel()
 		if err == nil {
 			return nil
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("database does not answer: %w", err)
+		if ctx.Err() != nil || opts.ConnectTimeout > 0 && time.Now().After(deadline) {
+			return fmt.Errorf("database does not answer: %w", errors.Join(ctx.Err(), err))
+		}
+		if opts.OnFailure != nil {
+			opts.OnFailure(attempt, err)
 		}
 		select {
 		case <-ctx.Done():
 			return errors.Join(ctx.Err(), err)
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 5*time.Second)
 	}
 }

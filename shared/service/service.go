@@ -5,14 +5,19 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -53,10 +58,13 @@ type Spec struct {
 }
 
 // Run runs the service until ctx is cancelled, then shuts it down within the configured budget.
-// It builds the logger, the pool and the HTTP server, then wire registers the service's own
-// workers and periodic jobs, builds the River client (Deps.NewClient), and registers the routes
-// and background loops that use it.
-func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) error) error {
+// It builds the logger and the HTTP server and starts serving /healthz and /readyz at once; it
+// opens the pool, waiting for the database as long as it takes (/readyz answers 503 with the
+// reason meanwhile, so an orchestrator sees a live process that is not ready, not a crash loop);
+// then wire registers the service's own workers and periodic jobs, builds the River client
+// (Deps.NewClient), and registers the routes and background loops that use it, and the routes
+// open.
+func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) error) (err error) {
 	cfg := spec.Config
 	logger, err := logging.New(stdout, cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
@@ -69,11 +77,46 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	logger = logger.With("service", name)
 	logger.LogAttrs(ctx, slog.LevelInfo, "starting", slog.GroupValue(config.Masked(spec.Settings)...).Group()...)
 
-	deps, err := newDeps(ctx, spec, logger)
+	deps := &Deps{spec: spec, Service: spec.Service, Logger: logger, Workers: river.NewWorkers()}
+	deps.Server, err = web.New(web.Config{
+		Tokens: cfg.APITokens, AuthDisabled: cfg.AuthDisabled, BodyLimit: cfg.BodyLimit,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+	}, logger, deps.checks()...)
 	if err != nil {
 		return err
 	}
+	ln := spec.Listener
+	if ln == nil {
+		if ln, err = new(net.ListenConfig).Listen(ctx, "tcp", spec.HTTPAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", spec.HTTPAddr, err)
+		}
+	}
+	var waiting startState
+	waiting.set("database", "connecting")
+	waiting.set("river", "not started")
+	deps.Server.Hold(waiting.report)
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- deps.Server.Serve(ln) }()
+	serving := false
+	defer func() {
+		if serving {
+			return
+		}
+		stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		err = errors.Join(err, deps.Server.Shutdown(stop), <-httpDone)
+	}()
+
+	if err := deps.connect(ctx, &waiting); err != nil {
+		if ctx.Err() != nil {
+			logger.Info("stopped while waiting for the database", "error", err)
+			return nil
+		}
+		return err
+	}
 	defer deps.Pool.Close()
+	waiting.set("database", "ok")
 	if err := wire(deps); err != nil {
 		return fmt.Errorf("wire %s: %w", spec.Service, err)
 	}
@@ -86,62 +129,78 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	if deps.riverUI, err = mountRiverUI(deps); err != nil {
 		return err
 	}
-	return serve(ctx, spec, deps)
+	serving = true
+	return serve(ctx, spec, deps, httpDone)
 }
 
-func newDeps(ctx context.Context, spec Spec, logger *slog.Logger) (*Deps, error) {
-	cfg := spec.Config
+// startState is what /readyz reports while the service starts: each dependency's state.
+type startState struct {
+	mu    sync.Mutex
+	state map[string]string
+}
+
+func (s *startState) set(name, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == nil {
+		s.state = map[string]string{}
+	}
+	s.state[name] = state
+}
+
+func (s *startState) report() map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.state)
+}
+
+// connect opens the service's pool, retrying until the database answers or ctx ends, then builds
+// what needs the pool: the insert-only clients, the gauge failure counter and the probe routes.
+func (d *Deps) connect(ctx context.Context, waiting *startState) error {
+	cfg, spec := d.spec.Config, d.spec
+	name := cmp.Or(spec.Name, string(spec.Service))
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
-		Schema: spec.Service.Schema(), MaxConns: cfg.DBMaxConns, ConnectTimeout: 30 * time.Second,
+		Schema: spec.Service.Schema(), MaxConns: cfg.PoolSize(strings.ToUpper(strings.ReplaceAll(name, "-", "_"))),
+		OnFailure: func(attempt int, err error) {
+			waiting.set("database", err.Error())
+			if attempt == 1 || attempt%12 == 0 {
+				d.Logger.Warn("database does not answer; retrying, /readyz answers 503 meanwhile", "attempt", attempt, "error", err)
+			}
+		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	d.Logger.Info("database connected", "db_max_conns", pool.Config().MaxConns)
 	inserters, err := queue.NewInserters(pool)
 	if err != nil {
 		pool.Close()
-		return nil, err
+		return err
 	}
-	deps := &Deps{spec: spec, Service: spec.Service, Pool: pool, Logger: logger, Inserters: inserters, Workers: river.NewWorkers()}
-	server, err := web.New(web.Config{
-		Tokens: cfg.APITokens, AuthDisabled: cfg.AuthDisabled, BodyLimit: cfg.BodyLimit,
-		ReadHeaderTimeout: cfg.ReadHeaderTimeout, ReadTimeout: cfg.ReadTimeout,
-		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
-	}, logger, deps.checks()...)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	deps.Server = server
-	deps.failures = metrics.NewQueryFailures()
-	server.Metrics.MustRegister(deps.failures)
-	probe.Register(deps.Workers, server.API, pool, inserters, spec.Service)
-	return deps, nil
+	d.Pool, d.Inserters = pool, inserters
+	d.failures = metrics.NewQueryFailures()
+	d.Server.Metrics.MustRegister(d.failures)
+	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service)
+	return nil
 }
 
-// serve runs HTTP, River and the service's background loops, and shuts them down in order.
-func serve(ctx context.Context, spec Spec, deps *Deps) error {
-	ln := spec.Listener
-	if ln == nil {
-		var err error
-		if ln, err = new(net.ListenConfig).Listen(ctx, "tcp", spec.HTTPAddr); err != nil {
-			return fmt.Errorf("listen on %s: %w", spec.HTTPAddr, err)
-		}
-	}
+// serve runs HTTP (already serving on httpDone's behalf), River and the service's background
+// loops, opens the routes, and shuts them down in order.
+func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) error {
 	// River UI's caches run until the service has stopped serving it.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
 	if err := deps.riverUI.Start(uiCtx); err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("start river ui: %w", err)
+		return errors.Join(fmt.Errorf("start river ui: %w", err), stopHTTP(ctx, deps, httpDone))
 	}
 	// River's own context outlives ctx: stopping is ours to sequence below.
 	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("start river: %w", err)
+		return errors.Join(fmt.Errorf("start river: %w", err), stopHTTP(ctx, deps, httpDone))
 	}
+	deps.Server.Open()
+	deps.Logger.Info("ready")
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return deps.Server.Serve(ln) })
+	g.Go(func() error { return <-httpDone })
 	g.Go(func() error { observeRiver(gctx, deps); return nil })
 	for _, loop := range deps.background {
 		g.Go(func() error { return loop(gctx) })
@@ -157,6 +216,13 @@ func serve(ctx context.Context, spec Spec, deps *Deps) error {
 	err := g.Wait()
 	deps.Logger.Info("stopped", "error", err)
 	return err
+}
+
+// stopHTTP stops the server a failed start left serving.
+func stopHTTP(ctx context.Context, deps *Deps, httpDone <-chan error) error {
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return errors.Join(deps.Server.Shutdown(stop), <-httpDone)
 }
 
 // shutdown drains HTTP, gives running jobs SoftStopTimeout to finish, then cancels them and waits

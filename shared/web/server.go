@@ -46,6 +46,7 @@ type Server struct {
 	Metrics *prometheus.Registry
 
 	http   *http.Server
+	gate   *gate
 	logger *slog.Logger
 }
 
@@ -70,8 +71,10 @@ func New(cfg Config, logger *slog.Logger, checks ...Check) (*Server, error) {
 	e.GET("/readyz", readiness(checks))
 	e.GET("/metrics", echo.WrapHandler(metricsHandler(s.Metrics)))
 	s.API = e.Group("/v1", bearerAuth(cfg.Tokens, cfg.AuthDisabled))
+	s.gate = &gate{next: e}
+	s.gate.open.Store(true)
 	s.http = &http.Server{
-		Handler:           e,
+		Handler:           s.gate,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
