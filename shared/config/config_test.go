@@ -47,3 +47,15 @@ func TestMaskedHidesSecrets(t *testing.T) {
 	require.NotContains(t, slog.GroupValue(Masked(&spec)...).String(), "hunter2")
 	require.NotContains(t, slog.GroupValue(Masked(&spec)...).String(), "tok-1")
 }
+
+func TestPoolSizeIsTheSettingElseTheProcessShare(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, int32(14), Common{}.PoolSize("POPULATE_WORKER"))
+	require.Equal(t, int32(3), Common{DBMaxConns: 3}.PoolSize("POPULATE_WORKER"))
+	require.Equal(t, int32(0), Common{}.PoolSize("UNKNOWN"), "pgx's default")
+	var total int32
+	for _, share := range DBBudget {
+		total += share
+	}
+	require.LessOrEqual(t, total+MigrateConns, int32(100-3-40), "the whole stack fits a default Postgres (100, 3 reserved for superusers) beside 40 other connections")
+}

@@ -14,7 +14,8 @@ import (
 // and the problem+json error body) with the documents of the service's parts merged in: their
 // paths and every kind of component. The answers every operation can give whatever its handler
 // does are added where a part leaves them out: 400 for an operation with parameters or a body
-// (the shared decoders reject bad text), 401 for one behind the bearer token.
+// (the shared decoders reject bad text), 401 for one behind the bearer token, 503 for all but
+// /healthz (a service waiting for its database at start answers nothing else).
 //
 // CheckOpenAPI holds the document to the routes that exist, so it cannot drift: a service whose
 // routes and document disagree does not start, and its main_test fails.
@@ -106,11 +107,12 @@ func merge(dst, src map[string]any, key string) {
 	}
 }
 
-// addCommonResponses documents the problems the server answers before any handler runs.
+// addCommonResponses documents the problems the server answers before any handler runs: 400,
+// 401, and 503 on every path but /healthz while the service starts (waiting for its database).
 func addCommonResponses(doc openAPIDoc) {
 	problem := map[string]any{"$ref": "#/components/responses/Problem"}
 	paths, _ := doc["paths"].(map[string]any)
-	for _, item := range paths {
+	for path, item := range paths {
 		ops, _ := item.(map[string]any)
 		for _, op := range ops {
 			op, _ := op.(map[string]any)
@@ -125,6 +127,9 @@ func addCommonResponses(doc openAPIDoc) {
 			security, secured := op["security"].([]any)
 			if _, ok := responses["401"]; !ok && (!secured || len(security) > 0) {
 				responses["401"] = problem
+			}
+			if _, ok := responses["503"]; !ok && path != "/healthz" {
+				responses["503"] = problem
 			}
 		}
 	}
