@@ -72,15 +72,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	// A batch whose process died stays running in River until the rescuer sees it has run longer
-	// than this; River then retries it and the retry takes its batch row over. Never below the
-	// job timeout, or a live batch would be retried under its own feet.
-	rescueAfter := cfg.RescueAfter
-	if rescueAfter == 0 {
-		rescueAfter = cfg.JobTimeout + time.Minute
-	}
-	if rescueAfter < cfg.JobTimeout {
-		return fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s is below BATCH_RUNNER_JOB_TIMEOUT %s", rescueAfter, cfg.JobTimeout)
+	rescueAfter, err := rescueAfter(cfg)
+	if err != nil {
+		return err
 	}
 	if err := checkSharding(cfg); err != nil {
 		return err
@@ -99,6 +93,43 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		OpenAPI:              api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, batchCfg) })
+}
+
+// Check lists every problem of the configuration that can be seen without the network (the
+// hotkey is loaded, the class table read); the service refuses to start with any
+// (service.Main), and `batch-runner check-config` prints them.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("BATCH_RUNNER_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := loadHotkey(c); err != nil {
+		errs = append(errs, err)
+	}
+	if _, _, err := generators(c); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := rescueAfter(c); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkSharding(c); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// rescueAfter is how long a batch whose process died stays running in River before the rescuer
+// retries it (and the retry takes its batch row over). Never below the job timeout, or a live
+// batch would be retried under its own feet.
+func rescueAfter(cfg Config) (time.Duration, error) {
+	after := cfg.RescueAfter
+	if after == 0 {
+		after = cfg.JobTimeout + time.Minute
+	}
+	if after < cfg.JobTimeout {
+		return 0, fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s is below BATCH_RUNNER_JOB_TIMEOUT %s", after, cfg.JobTimeout)
+	}
+	return after, nil
 }
 
 // checkSharding refuses settings under which shards could not meet: no slot to work one, a

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -27,7 +29,7 @@ func TestLoadHotkeyFromComputeHordeWalletSettings(t *testing.T) {
 	}{
 		{"DefaultHotkey", Config{WalletName: "validator", WalletDir: dir}, ""},
 		{"NamedHotkey", Config{WalletName: "validator", WalletHotkey: "second", WalletDir: dir}, ""},
-		{"MissingHotkey", Config{WalletName: "validator", WalletHotkey: "nope", WalletDir: dir}, "BITTENSOR_WALLET_NAME validator"},
+		{"MissingHotkey", Config{WalletName: "validator", WalletHotkey: "nope", WalletDir: dir}, "HOST_WALLET_DIR/BITTENSOR_WALLET_NAME/hotkeys/BITTENSOR_WALLET_HOTKEY_NAME"},
 		{"PathInName", Config{WalletName: "../validator", WalletDir: dir}, "BITTENSOR_WALLET_NAME: \"../validator\" is not a wallet name"},
 		{"PathInHotkey", Config{WalletName: "validator", WalletHotkey: "..", WalletDir: dir}, "BITTENSOR_WALLET_HOTKEY_NAME"},
 		{"NothingSet", Config{WalletDir: dir}, "no validator hotkey"},
@@ -53,4 +55,18 @@ func TestWalletPathDefaultsToBittensorsFolder(t *testing.T) {
 	path, err := walletPath(Config{WalletName: "validator", WalletHotkey: "default", WalletDir: defaultWalletDir})
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(home, ".bittensor", "wallets", "validator", "hotkeys", "default"), path)
+}
+
+func TestCheckNamesEveryProblem(t *testing.T) {
+	t.Parallel()
+	cfg := Config{
+		HTTPAddr: ":8082", Generators: "*=gpu-magic", JobTimeout: 15 * time.Minute, RescueAfter: time.Minute,
+		ShardWorkers: 2, ShardPoll: 25 * time.Millisecond, SendMargin: 250 * time.Millisecond,
+	}
+	got := errors.Join(cfg.Check()...)
+	for _, want := range []string{"no validator hotkey", "BATCH_RUNNER_GENERATORS", "BATCH_RUNNER_RESCUE_AFTER"} {
+		require.ErrorContains(t, got, want)
+	}
+	cfg.HotkeyURI, cfg.Generators, cfg.RescueAfter = "//Alice", "*=pow", 0
+	require.Empty(t, cfg.Check())
 }

@@ -51,22 +51,9 @@ func batchConfig(cfg Config) (batch.Config, error) {
 	if err != nil {
 		return batch.Config{}, err
 	}
-	gens, err := batch.ParseGenerators(cfg.Generators, cfg.PoWTimeLimit)
+	gens, classes, err := generators(cfg)
 	if err != nil {
 		return batch.Config{}, err
-	}
-	classes := protocol.DefaultClassTable()
-	if cfg.ClassTablePath != "" {
-		data, err := os.ReadFile(cfg.ClassTablePath)
-		if err != nil {
-			return batch.Config{}, fmt.Errorf("read class table: %w", err)
-		}
-		if classes, err = protocol.ParseClassTable(data); err != nil {
-			return batch.Config{}, fmt.Errorf("class table %s: %w", cfg.ClassTablePath, err)
-		}
-	}
-	if gens, _, err = gens.ForClasses(classes); err != nil {
-		return batch.Config{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
 	}
 	return batch.Config{
 		Key: key, Classes: classes, SpinUps: cfg.SpinUps, MinSpinUp: cfg.MinSpinUp, ClassCaps: cfg.ClassCaps,
@@ -74,6 +61,29 @@ func batchConfig(cfg Config) (batch.Config, error) {
 		ReceiptTimeout: cfg.ReceiptTimeout, WriteTimeout: cfg.WriteTimeout, SlowSend: cfg.SlowSend,
 		MaxFrameSize: cfg.MaxFrameSize, ExcuseMinStake: cfg.ExcuseMinStake,
 	}.WithDefaults(), nil
+}
+
+// generators reads the executor class table (the built-in one, or CLASS_TABLE's file) and the
+// job generator of each class.
+func generators(cfg Config) (batch.Generators, protocol.ClassTable, error) {
+	gens, err := batch.ParseGenerators(cfg.Generators, cfg.PoWTimeLimit)
+	if err != nil {
+		return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
+	}
+	classes := protocol.DefaultClassTable()
+	if cfg.ClassTablePath != "" {
+		data, err := os.ReadFile(cfg.ClassTablePath)
+		if err != nil {
+			return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_CLASS_TABLE: %w", err)
+		}
+		if classes, err = protocol.ParseClassTable(data); err != nil {
+			return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_CLASS_TABLE %s: %w", cfg.ClassTablePath, err)
+		}
+	}
+	if gens, _, err = gens.ForClasses(classes); err != nil {
+		return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
+	}
+	return gens, classes, nil
 }
 
 func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
@@ -97,7 +107,7 @@ func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
 		}
 		key, err := hotkey.LoadWallet(path)
 		if err != nil {
-			return nil, fmt.Errorf("BITTENSOR_WALLET_NAME %s: %w", cfg.WalletName, err)
+			return nil, fmt.Errorf("validator wallet HOST_WALLET_DIR/BITTENSOR_WALLET_NAME/hotkeys/BITTENSOR_WALLET_HOTKEY_NAME (%s): %w", path, err)
 		}
 		return key, nil
 	}

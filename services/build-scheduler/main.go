@@ -51,12 +51,35 @@ func main() {
 	})
 }
 
+// Check lists every problem of the configuration that can be seen without the network; the
+// service refuses to start with any (service.Main), and `build-scheduler check-config` prints them.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("BUILD_SCHEDULER_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.submit().Check(); err != nil {
+		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_* job limits: %w", err))
+	}
+	if err := logstore.Check(c.Config); err != nil {
+		errs = append(errs, fmt.Errorf("log store: %w", err))
+	}
+	if c.ReportWorkers < 1 {
+		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_REPORT_WORKERS: %d, want at least 1", c.ReportWorkers))
+	}
+	return errs
+}
+
+func (c Config) submit() api.Submit {
+	return api.Submit{Limits: dag.Limits{
+		MaxJobs: c.MaxJobsPerGroup, MaxDeps: c.MaxDepsPerJob, MaxJobBytes: c.MaxJobBytes,
+		DefaultTimeout: c.DefaultJobTimeout, MaxTimeout: c.MaxJobTimeout,
+	}, MaxAttempts: c.MaxAttempts}
+}
+
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
-	submit := api.Submit{Limits: dag.Limits{
-		MaxJobs: cfg.MaxJobsPerGroup, MaxDeps: cfg.MaxDepsPerJob, MaxJobBytes: cfg.MaxJobBytes,
-		DefaultTimeout: cfg.DefaultJobTimeout, MaxTimeout: cfg.MaxJobTimeout,
-	}, MaxAttempts: cfg.MaxAttempts}
+	submit := cfg.submit()
 	if err := submit.Check(); err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}

@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -78,6 +79,24 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		api.Routes(deps.Server.API, deps.Pool, deps.Inserters[queue.MinerSync])
 		return nil
 	})
+}
+
+// Check lists every problem of the configuration that can be seen without the network; the
+// service refuses to start with any (service.Main), and `miner-sync check-config` prints them.
+// Without a metagraph source every sync would fail, so none is a problem here.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("MINER_SYNC_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	source, err := sourceOf(c.withDefaults())
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case source == nil:
+		errs = append(errs, errors.New("no metagraph source: set MINER_SYNC_METAGRAPH_URL (pylon+http://…, subtensor+ws://…, http(s)://… or file:///…), or ComputeHorde's PYLON_ADDRESS or BITTENSOR_NETWORK"))
+	}
+	return errs
 }
 
 // sourceOf builds the metagraph source METAGRAPH_URL names, or ComputeHorde's PYLON_ADDRESS when

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,12 @@ func TestSourceOf(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCheckNamesAMissingOrBadSource(t *testing.T) {
+	t.Parallel()
+	require.ErrorContains(t, errors.Join(Config{HTTPAddr: ":8081"}.Check()...), "no metagraph source: set MINER_SYNC_METAGRAPH_URL")
+	require.ErrorContains(t, errors.Join(Config{HTTPAddr: ":8081", MetagraphURL: "gopher://x"}.Check()...), `scheme "gopher"`)
+	require.Empty(t, Config{HTTPAddr: ":8081", MetagraphURL: "subtensor+wss://node:443"}.Check())
+	require.Len(t, Config{HTTPAddr: "8081", MetagraphURL: "gopher://x"}.Check(), 2, "every problem, not the first")
 }

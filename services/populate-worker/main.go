@@ -79,6 +79,26 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
 }
 
+// Check lists every problem of the configuration that can be seen without the network (the
+// tables file is read and its tables checked, not against the database); the service refuses to
+// start with any (service.Main), and `populate-worker check-config` prints them.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("POPULATE_WORKER_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MakeWorkers < 0 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MAKE_WORKERS: %d, want 0 or more", c.MakeWorkers))
+	}
+	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := registry(c, "http://127.0.0.1/examples/functions/energy"); err != nil {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_TABLES_FILE or _EXAMPLES_FUNCTION_URL: %w", err))
+	}
+	return errs
+}
+
 // withDefaults fills the durations a config struct built in code (tests) left at zero with the
 // defaults the environment would give.
 func (c Config) withDefaults() Config {

@@ -18,7 +18,7 @@ import (
 // triggers and adds the workers and periodic jobs, then builds the River client, then adds the
 // routes and background loops.
 func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) error {
-	reg, err := registry(cfg, ln)
+	reg, err := registry(cfg, fmt.Sprintf("http://127.0.0.1:%d/examples/functions/energy", ln.Addr().(*net.TCPAddr).Port))
 	if err != nil {
 		return err
 	}
@@ -54,13 +54,14 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	return nil
 }
 
-// registry builds the tables from code (the examples) and from the tables file.
-func registry(cfg Config, ln net.Listener) (*populate.Registry, error) {
+// registry builds the tables from code (the examples) and from the tables file. ownFunction is
+// the URL of this service's example function, used when EXAMPLES_FUNCTION_URL is empty.
+func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
 	reg := populate.NewRegistry()
 	if cfg.Examples {
 		url := cfg.ExamplesFunctionURL
 		if url == "" {
-			url = fmt.Sprintf("http://127.0.0.1:%d/examples/functions/energy", ln.Addr().(*net.TCPAddr).Port)
+			url = ownFunction
 		}
 		if err := examples.Register(reg, url); err != nil {
 			return nil, err

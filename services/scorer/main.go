@@ -97,6 +97,22 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	})
 }
 
+// Check lists every problem of the configuration that can be seen without the network; the
+// service refuses to start with any (service.Main), and `scorer check-config` prints them.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("SCORER_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := c.params(); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := pylonAddress(c.withDefaults()); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
 // params reads the scoring constants; a service with meaningless ones refuses to start.
 func (c Config) params() (scoring.Params, error) {
 	weights, err := scoring.ParseClassWeights(c.ClassWeights)

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -83,10 +86,81 @@ func Load(prefix string, spec any, args []string, out io.Writer) error {
 	if len(args) > 0 {
 		return fmt.Errorf("unexpected arguments %q: configuration comes from the environment (see --help)", args)
 	}
+	if errs := variableProblems(prefix, spec); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	if err := envconfig.Process(prefix, spec); err != nil {
 		return fmt.Errorf("read %s_* environment: %w", prefix, err)
 	}
 	return nil
+}
+
+// variableProblems reads each variable of spec on its own into spec and returns one error per
+// variable that is required and missing or does not parse: envconfig.Process stops at the first,
+// and a configuration check must name them all. Each field is read through a one-field struct
+// with the field's own type and tags, so the rules are envconfig's exactly; a field that does
+// not parse gets its default, so that the checks after loading see no invented zero.
+func variableProblems(prefix string, spec any) []error {
+	v := reflect.ValueOf(spec)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return []error{envconfig.ErrInvalidSpecification}
+	}
+	var errs []error
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || f.Tag.Get("ignored") == "true" {
+				continue
+			}
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("envconfig") == "" {
+				walk(v.Field(i)) // embedded settings (Common) share the prefix, as envconfig reads them
+				continue
+			}
+			one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: f.Name, Type: f.Type, Tag: f.Tag}}))
+			err := envconfig.Process(prefix, one.Interface())
+			if err == nil && f.Tag.Get("required") == "true" && one.Elem().Field(0).IsZero() {
+				err = errEmpty // set to "": envconfig accepts it, nothing that requires it can use it
+			}
+			if err == nil {
+				v.Field(i).Set(one.Elem().Field(0))
+				continue
+			}
+			errs = append(errs, variableError(prefix, f, err))
+			def := reflect.New(reflect.StructOf([]reflect.StructField{{
+				Name: "DroverDefaultOnly", Type: f.Type, Tag: reflect.StructTag(`default:` + strconv.Quote(f.Tag.Get("default"))),
+			}}))
+			if envconfig.Process("DROVER_DEFAULT_ONLY", def.Interface()) == nil {
+				v.Field(i).Set(def.Elem().Field(0))
+			}
+		}
+	}
+	walk(v.Elem())
+	return errs
+}
+
+var errEmpty = errors.New("required variable set but empty")
+
+// variableError names the variable a field is read from, with its unprefixed fallback.
+func variableError(prefix string, f reflect.StructField, err error) error {
+	name := strings.ToUpper(f.Tag.Get("envconfig"))
+	key := strings.ToUpper(prefix + "_" + f.Name)
+	if name != "" {
+		key = fmt.Sprintf("%s_%s (or %s)", prefix, name, name)
+	}
+	var perr *envconfig.ParseError
+	switch {
+	case errors.As(err, &perr) && f.Tag.Get("secret") == "true":
+		return fmt.Errorf("%s: does not parse as %s: %w", key, perr.TypeName, perr.Err)
+	case errors.As(err, &perr):
+		return fmt.Errorf("%s: %q does not parse as %s: %w", key, perr.Value, perr.TypeName, perr.Err)
+	case errors.Is(err, errEmpty):
+		return fmt.Errorf("%s: required, set but empty (%s)", key, f.Tag.Get("desc"))
+	case f.Tag.Get("required") == "true":
+		return fmt.Errorf("%s: required, not set (%s)", key, f.Tag.Get("desc"))
+	}
+	return fmt.Errorf("%s: %w", key, err)
 }
 
 const usageFormat = `{{range .}}{{usage_key .}}	{{usage_type .}}	{{if usage_default .}}{{usage_default .}}{{else}}-{{end}}	{{usage_description .}}{{if usage_required .}} (required){{end}}
@@ -94,7 +168,9 @@ const usageFormat = `{{range .}}{{usage_key .}}	{{usage_type .}}	{{if usage_defa
 
 // Usage prints every variable spec reads, its type, default and description.
 func Usage(prefix string, spec any, out io.Writer) error {
-	fmt.Fprintf(out, "Configuration comes from the environment. Each %s_NAME falls back to NAME when unset.\n\n", prefix)
+	fmt.Fprintf(out, "Configuration comes from the environment. Each %s_NAME falls back to NAME when unset.\n", prefix)
+	fmt.Fprintf(out, "Modes: check-config checks it without connecting anywhere, naming every problem (exit 1 if any);\n"+
+		"healthcheck URL exits 0 when URL (a running instance's /readyz) answers 2xx.\n\n")
 	tw := tabwriter.NewWriter(out, 1, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "VARIABLE\tTYPE\tDEFAULT\tDESCRIPTION")
 	if err := envconfig.Usagef(prefix, spec, tw, usageFormat); err != nil {
@@ -111,4 +187,15 @@ func IsTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// CommonConfig returns the common settings; a service's Config gets the method by embedding
+// Common, which lets shared code find them in any service's settings.
+func (c *Common) CommonConfig() *Common { return c }
+
+// Checker is a service's configuration that checks itself without the network (no database,
+// no peer): every problem, each naming the variable(s) to change. A service refuses to start
+// while its configuration has a problem, and its check-config mode lists them.
+type Checker interface {
+	Check() []error
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"log/slog"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,4 +59,34 @@ func TestPoolSizeIsTheSettingElseTheProcessShare(t *testing.T) {
 		total += share
 	}
 	require.LessOrEqual(t, total+MigrateConns, int32(100-3-40), "the whole stack fits a default Postgres (100, 3 reserved for superusers) beside 40 other connections")
+}
+
+func TestLoadNamesEveryVariableThatFails(t *testing.T) {
+	t.Setenv("CHECKCFG_DATABASE_URL", "")
+	t.Setenv("CHECKCFG_DB_MAX_CONNS", "many")
+	t.Setenv("CHECKCFG_SHUTDOWN_TIMEOUT", "soon")
+	t.Setenv("CHECKCFG_HTTP_ADDR", ":9")
+	var spec testSpec
+	err := Load("CHECKCFG", &spec, nil, &bytes.Buffer{})
+	require.Error(t, err)
+	for _, want := range []string{
+		`CHECKCFG_DB_MAX_CONNS (or DB_MAX_CONNS): "many" does not parse as int32`,
+		`CHECKCFG_SHUTDOWN_TIMEOUT (or SHUTDOWN_TIMEOUT): "soon" does not parse as time.Duration`,
+		`CHECKCFG_DATABASE_URL (or DATABASE_URL): required, set but empty`,
+	} {
+		require.ErrorContains(t, err, want)
+	}
+	// The rest is read, and a field that failed has its default.
+	require.Equal(t, ":9", spec.HTTPAddr)
+	require.Equal(t, int32(20), spec.DBMaxConns)
+}
+
+func TestLoadNamesAMissingRequiredVariable(t *testing.T) {
+	var spec testSpec
+	err := Load("CHECKCFG_NONE", &spec, nil, &bytes.Buffer{})
+	if _, set := os.LookupEnv("DATABASE_URL"); set {
+		require.NoError(t, err) // the unprefixed fallback is set in this environment
+		return
+	}
+	require.ErrorContains(t, err, "CHECKCFG_NONE_DATABASE_URL (or DATABASE_URL): required, not set")
 }

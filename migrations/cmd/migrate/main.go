@@ -6,6 +6,7 @@
 //	migrate status                  applied and latest version per schema and track
 //	migrate down-to SERVICE VERSION roll SERVICE's own migrations back to VERSION
 //	migrate ping                    exit 0 when the database answers within 3 s
+//	migrate check-config            check the environment without connecting (exit 1 naming each problem)
 //
 // DATABASE_URL names the database; DROVER_DB_PASSWORD_<SERVICE> sets a role's password.
 package main
@@ -16,9 +17,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	neturl "net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,7 +31,7 @@ import (
 	"drover.dev/queue"
 )
 
-const usage = `usage: migrate up [SERVICE] | status | down-to SERVICE VERSION | ping
+const usage = `usage: migrate up [SERVICE] | status | down-to SERVICE VERSION | ping | check-config
 
   up            migrate every service schema; create every service's role (drover_miner_sync, ...)
                 with its rights
@@ -39,6 +42,7 @@ const usage = `usage: migrate up [SERVICE] | status | down-to SERVICE VERSION | 
   down-to SERVICE VERSION
                 roll SERVICE's own migrations back to VERSION
   ping          exit 0 when the database answers within 3 s
+  check-config  check the environment without connecting; exit 1 naming each problem
 
 Environment:
   DATABASE_URL  Postgres connection string (required), e.g. postgres://postgres@127.0.0.1:5432/drover;
@@ -52,7 +56,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "migrate:", err)
+		for line := range strings.SplitSeq(err.Error(), "\n") { // one problem per line
+			fmt.Fprintln(os.Stderr, "migrate:", line)
+		}
 		os.Exit(1)
 	}
 }
@@ -65,10 +71,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		}
 		return nil
 	}
-	url := getenv("DATABASE_URL")
-	if url == "" {
-		return errors.New("DATABASE_URL is not set")
+	if args[0] == "check-config" {
+		if err := checkConfig(getenv); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrate: configuration OK")
+		return nil
 	}
+	if err := checkConfig(getenv); err != nil {
+		return err
+	}
+	url := getenv("DATABASE_URL")
 	logger := slog.New(slog.NewTextHandler(stdout, nil))
 	switch args[0] {
 	case "up":
@@ -108,6 +121,32 @@ func up(ctx context.Context, url string, args []string, getenv func(string) stri
 	}
 	fmt.Fprintln(stdout, "migrations up to date")
 	return nil
+}
+
+// checkConfig checks the environment every command reads, without connecting: every problem,
+// joined.
+func checkConfig(getenv func(string) string) error {
+	var errs []error
+	switch url := getenv("DATABASE_URL"); {
+	case url == "":
+		errs = append(errs, errors.New("DATABASE_URL is not set"))
+	case strings.Contains(url, "$("):
+		// Kubernetes leaves $(NAME) as is when NAME is not defined in the container.
+		errs = append(errs, fmt.Errorf("DATABASE_URL: a variable reference was never expanded in %q", redact(url)))
+	default:
+		if _, err := pgx.ParseConfig(url); err != nil {
+			errs = append(errs, fmt.Errorf("DATABASE_URL: not a Postgres connection string: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// redact hides the password of a URL-form connection string.
+func redact(url string) string {
+	if u, err := neturl.Parse(url); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable URL)"
 }
 
 func printStatus(ctx context.Context, url string, stdout io.Writer) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/shared/config"
@@ -31,6 +32,33 @@ type Config struct {
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
+}
+
+// Check lists every problem of the configuration that can be seen without the network; the
+// worker refuses to start with any (service.Main), and `build-worker check-config` prints them.
+func (c Config) Check() []error {
+	var errs []error
+	if err := service.CheckListenAddr("BUILD_WORKER_HTTP_ADDR", c.HTTPAddr); err != nil {
+		errs = append(errs, err)
+	}
+	for _, t := range c.Targets {
+		if !dag.ValidTarget(t) {
+			errs = append(errs, fmt.Errorf("BUILD_WORKER_TARGETS: %q is not a target (lowercase letters and digits separated by single '_' or '-')", t))
+		}
+	}
+	if c.Slots < 1 {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_SLOTS: %d, want at least 1", c.Slots))
+	}
+	if c.Lease < 300*time.Millisecond {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_LEASE: %s, want 300ms or more", c.Lease))
+	}
+	if c.WatchdogInterval <= 0 {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_WATCHDOG_INTERVAL: %s, want a positive duration", c.WatchdogInterval))
+	}
+	if err := logstore.Check(c.Config); err != nil {
+		errs = append(errs, fmt.Errorf("log store: %w", err))
+	}
+	return errs
 }
 
 // Kinds adds to a River client of the build_scheduler schema the kinds and periodic jobs every

@@ -15,6 +15,11 @@ var targetPattern = regexp.MustCompile(`^[a-z0-9]+(?:[_-][a-z0-9]+)*$`)
 
 const maxTargetLen = 58
 
+// ValidTarget reports whether target names a build target (and so a valid River queue).
+func ValidTarget(target string) bool {
+	return len(target) <= maxTargetLen && targetPattern.MatchString(target)
+}
+
 // Validate checks sub against lim and returns its plan, or a problem.Error (422) naming the field
 // at fault and what is wrong with it.
 func Validate(sub Submission, lim Limits) (Plan, error) {
@@ -60,7 +65,7 @@ func checkJob(field string, j JobSpec, lim Limits) (PlannedJob, error) {
 		return PlannedJob{}, problem.Unprocessablef(field+".name", "names are at most 200 characters")
 	case j.Target == "":
 		return PlannedJob{}, problem.Unprocessablef(field+".target", "job %q has no target", j.Name)
-	case len(j.Target) > maxTargetLen || !targetPattern.MatchString(j.Target):
+	case !ValidTarget(j.Target):
 		return PlannedJob{}, problem.Unprocessablef(field+".target",
 			"target %q must be lowercase letters and digits separated by single '_' or '-', at most %d characters", j.Target, maxTargetLen)
 	case len(j.Command) == 0 || j.Command[0] == "":

@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"net/url"
 
 	"drover.dev/shared/postgres"
 )
@@ -39,4 +40,18 @@ func Open(cfg Config, db postgres.DBTX) (Store, error) {
 	default:
 		return nil, fmt.Errorf("LOG_STORE %q: want postgres or s3", cfg.LogStore)
 	}
+}
+
+// Check reports what Open would refuse, and an LOG_S3_ENDPOINT that is not a URL, without
+// opening anything (the configuration check of the scheduler and the build-worker).
+func Check(cfg Config) error {
+	if _, err := Open(cfg, nil); err != nil {
+		return err
+	}
+	if cfg.LogStore == "s3" && cfg.LogS3Endpoint != "" {
+		if u, err := url.Parse(cfg.LogS3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("LOG_S3_ENDPOINT %q: want http(s)://host[:port]", cfg.LogS3Endpoint)
+		}
+	}
+	return nil
 }
