@@ -3,8 +3,8 @@
 #
 #   infra/compose-check.sh
 #
-# 1. docker-compose.yml is valid (`docker-compose config -q`) with dummy values for the required
-#    variables, and each required variable really is required.
+# 1. docker-compose.yml is valid (`docker-compose config -q`) with the test values of
+#    infra/env.example, and each variable env.example sets really is required.
 # 2. No drift: every service module listed in go.work (./services/<name>) has a compose service
 #    built from services/<name> (which serves River UI for its schema itself), and a Kubernetes
 #    Deployment + Service
@@ -12,6 +12,10 @@
 #    every compose build CMD is a directory (the placeholder build-worker may be missing: warning).
 # 3. infra/k8s renders (`kubectl kustomize`, offline) when kubectl is installed, else every YAML
 #    file parses when python3 has PyYAML; otherwise that step is skipped with a notice.
+# 4. Every binary's check-config passes with the environment compose gives it and with the one
+#    Kubernetes gives it (devrun/cmd/deploy-check: variables from env.example, ConfigMaps,
+#    Secrets, mounted Secret files; the rendered manifests when kubectl is installed, and the
+#    base's files read directly in any case).
 #
 # Exits non-zero on any problem. Installs Debian's docker-compose when missing and run as root.
 set -euo pipefail
@@ -23,8 +27,11 @@ problem() { echo "compose-check: FAIL: $*" >&2; problems=$((problems + 1)); }
 warn() { echo "compose-check: warning: $*" >&2; }
 info() { echo "compose-check: $*"; }
 
-required_vars=(POSTGRES_PASSWORD DROVER_API_TOKEN)
 k8s_dir=infra/k8s
+# The test values: every variable infra/env.example sets (each one is required).
+mapfile -t dummy_env < <(grep -E '^[A-Z_][A-Z0-9_]*=' infra/env.example)
+required_vars=()
+for kv in "${dummy_env[@]}"; do required_vars+=("${kv%%=*}"); done
 
 # --- the compose tool ---------------------------------------------------------------------------
 compose=()
@@ -48,15 +55,15 @@ info "using: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || ech
 # An empty env file keeps a developer's .env out of the check; env -i keeps the caller's
 # environment out, so results are the same on every machine.
 empty_env=$(mktemp)
-trap 'rm -f "$empty_env"' EXIT
-dummy_env=(POSTGRES_PASSWORD=dummy-password DROVER_API_TOKEN=dummy-token)
+work=$(mktemp -d)
+trap 'rm -rf "$empty_env" "$work"' EXIT
 
 run_compose() { # run_compose VAR=value... -- compose args...
 	local envs=()
 	while [ "$1" != -- ]; do envs+=("$1"); shift; done
 	shift
 	env -i PATH="$PATH" HOME="${HOME:-/tmp}" "${envs[@]}" \
-		"${compose[@]}" --env-file "$empty_env" -f docker-compose.yml --profile build-worker "$@"
+		"${compose[@]}" --env-file "$empty_env" -f docker-compose.yml "$@"
 }
 
 # --- 1. compose file validity -------------------------------------------------------------------
@@ -74,6 +81,8 @@ for var in "${required_vars[@]}"; do
 	fi
 done
 info "required variables enforced: ${required_vars[*]}"
+# Debian's docker-compose 1.29 does not expand nested defaults (${DROVER_SCORER_TAG:-${DROVER_TAG:-latest}},
+# Compose v2 does): step 4 resolves them itself.
 
 if ! compose_services=$(run_compose "${dummy_env[@]}" -- config --services 2>/dev/null); then
 	# Invalid file: fall back to the keys under services: so the drift checks still say something.
@@ -89,12 +98,7 @@ done
 # Every build CMD must be a directory of this repository.
 while read -r cmd; do
 	[ -n "$cmd" ] || continue
-	if [ ! -d "$cmd" ]; then
-		case "$cmd" in
-		*/cmd/build-worker) warn "build CMD $cmd does not exist yet (placeholder build-worker)" ;;
-		*) problem "docker-compose.yml builds CMD $cmd, which is not a directory" ;;
-		esac
-	fi
+	[ -d "$cmd" ] || problem "docker-compose.yml builds CMD $cmd, which is not a directory"
 done < <(sed -n 's/^[[:space:]]*CMD:[[:space:]]*"\{0,1\}\([^"[:space:]]*\)"\{0,1\}[[:space:]]*$/\1/p' docker-compose.yml)
 
 # --- 2. drift between go.work, compose and Kubernetes --------------------------------------------
@@ -137,15 +141,17 @@ for f in "$k8s_dir"/*.yaml; do
 	[ "$b" = kustomization.yaml ] && continue
 	grep -qx "$b" <<<"$listed" || problem "$k8s_dir/$b is not listed in $kustomization"
 done
-for f in namespace.yaml secret.yaml migrate-job.yaml build-worker.yaml; do
+for f in namespace.yaml secret.yaml configmap.yaml migrate-jobs.yaml build-worker.yaml; do
 	grep -qx "$f" <<<"$listed" || problem "$kustomization does not list $f"
 done
 info "go.work services checked against compose and $k8s_dir: $(echo $services)"
 
 # --- 3. Kubernetes manifests parse -------------------------------------------------------------
+rendered=""
 if command -v kubectl >/dev/null 2>&1; then
-	if out=$(kubectl kustomize "$k8s_dir" 2>&1 >/dev/null); then
+	if out=$(kubectl kustomize "$k8s_dir" 2>&1 >"$work/k8s.yaml"); then
 		info "$k8s_dir: renders with kubectl kustomize"
+		rendered="$work/k8s.yaml"
 	else
 		problem "kubectl kustomize $k8s_dir failed:"$'\n'"$out"
 	fi
@@ -166,6 +172,27 @@ PY
 	fi
 else
 	warn "neither kubectl nor python3 PyYAML found: $k8s_dir not parsed (apt-get install python3-yaml)"
+fi
+
+# --- 4. every binary's check-config with compose's and Kubernetes' environment -------------------
+mkdir -p "$work/bin"
+if out=$(go build -o "$work/bin/" ./migrations/cmd/migrate ./services/miner-sync ./services/batch-runner \
+	./services/scorer ./services/build-scheduler ./services/build-scheduler/cmd/build-worker \
+	./services/populate-worker ./devrun/cmd/deploy-check 2>&1); then
+	if "$work/bin/deploy-check" -bin "$work/bin"; then
+		info "check-config passes for every workload of docker-compose.yml and $k8s_dir (files)"
+	else
+		problem "check-config failed with docker-compose.yml's or $k8s_dir's environment (above)"
+	fi
+	if [ -n "$rendered" ]; then
+		if "$work/bin/deploy-check" -bin "$work/bin" -k8s-rendered "$rendered" | grep -v '^ok   compose/'; then
+			info "check-config passes for every workload of the kubectl kustomize rendering"
+		else
+			problem "check-config failed with the rendered $k8s_dir's environment (above)"
+		fi
+	fi
+else
+	problem "go build of the deployed binaries failed:"$'\n'"$out"
 fi
 
 if [ "$problems" -gt 0 ]; then

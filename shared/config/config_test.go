@@ -82,6 +82,7 @@ func TestLoadNamesEveryVariableThatFails(t *testing.T) {
 }
 
 func TestLoadNamesAMissingRequiredVariable(t *testing.T) {
+	t.Parallel()
 	var spec testSpec
 	err := Load("CHECKCFG_NONE", &spec, nil, &bytes.Buffer{})
 	if _, set := os.LookupEnv("DATABASE_URL"); set {

@@ -83,3 +83,15 @@ func TestHealthcheck(t *testing.T) {
 	require.ErrorContains(t, Healthcheck(t.Context(), []string{srv.URL + "/readyz"}), "503")
 	require.ErrorContains(t, Healthcheck(t.Context(), nil), "usage")
 }
+
+func TestHealthcheckFindsTheConfiguredAddress(t *testing.T) {
+	t.Parallel()
+	type withAddr struct {
+		config.Common
+		HTTPAddr string
+	}
+	require.Equal(t, "http://127.0.0.1:8083/readyz", readyzURL(&withAddr{HTTPAddr: ":8083"}))
+	require.Equal(t, "http://127.0.0.1:8083/readyz", readyzURL(&withAddr{HTTPAddr: "0.0.0.0:8083"}))
+	require.Equal(t, "http://10.1.2.3:8083/readyz", readyzURL(&withAddr{HTTPAddr: "10.1.2.3:8083"}))
+	require.Equal(t, "http://127.0.0.1:8080/readyz", readyzURL(&checkSpec{}))
+}

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -20,8 +22,10 @@ const (
 	// ModeCheckConfig reads the configuration exactly as at start, checks it without connecting
 	// anywhere, prints every problem and exits 1 when there is one.
 	ModeCheckConfig = "check-config"
-	// ModeHealthcheck probes a running instance: `healthcheck URL` exits 0 when URL answers 2xx
-	// within 3 s. Images without a shell or curl (distroless) run it as their HEALTHCHECK.
+	// ModeHealthcheck probes a running instance: `healthcheck [URL]` exits 0 when URL answers 2xx
+	// within 3 s; without URL, the /readyz of the listen address the configuration names (its
+	// HTTPAddr, on 127.0.0.1 when the host is empty or any). Images without a shell or curl
+	// (distroless) run it as their HEALTHCHECK.
 	ModeHealthcheck = "healthcheck"
 )
 
@@ -54,6 +58,12 @@ func mainErr(ctx context.Context, envPrefix string, settings any, args []string,
 		mode, args = args[0], args[1:]
 	}
 	if mode == ModeHealthcheck {
+		if len(args) == 0 {
+			// The environment of the running instance gives its address; problems elsewhere in the
+			// configuration are not this probe's business (the instance would not be running).
+			_ = config.Load(envPrefix, settings, nil, io.Discard)
+			args = []string{readyzURL(settings)}
+		}
 		return Healthcheck(ctx, args)
 	}
 	// Load reads every variable it can even when some are missing or do not parse, so the check
@@ -77,7 +87,7 @@ func Problems(err error) []error {
 	if err == nil {
 		return nil
 	}
-	if joined, ok := err.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the join itself, not a wrapped one
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []error
 		for _, e := range joined.Unwrap() {
 			out = append(out, Problems(e)...)
@@ -87,10 +97,28 @@ func Problems(err error) []error {
 	return []error{err}
 }
 
+// readyzURL is the /readyz URL of the listen address in settings' HTTPAddr field.
+func readyzURL(settings any) string {
+	addr := ":8080"
+	if v := reflect.Indirect(reflect.ValueOf(settings)); v.Kind() == reflect.Struct {
+		if f := v.FieldByName("HTTPAddr"); f.IsValid() && f.Kind() == reflect.String {
+			addr = f.String()
+		}
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr + "/readyz" // Healthcheck reports what is wrong with it
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/readyz"
+}
+
 // Healthcheck GETs the URL in args (one) and fails unless it answers 2xx within 3 s.
 func Healthcheck(ctx context.Context, args []string) error {
 	if len(args) != 1 {
-		return fmt.Errorf("usage: %s URL (e.g. http://127.0.0.1:8083/readyz)", ModeHealthcheck)
+		return fmt.Errorf("usage: %s [URL] (e.g. http://127.0.0.1:8083/readyz)", ModeHealthcheck)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
