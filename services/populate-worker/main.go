@@ -90,6 +90,12 @@ func (c Config) Check() []error {
 	if c.MakeWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MAKE_WORKERS: %d, want 0 or more", c.MakeWorkers))
 	}
+	// Each make holds its reserving connection while it takes a second for its transaction; with
+	// the two listeners' connections held, a pool of MAKE_WORKERS + 2 could leave every make
+	// waiting for its second for good.
+	if pool := c.PoolSize(queue.PopulateWorker.EnvPrefix()); pool > 0 && int(pool) < c.MakeWorkers+3 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d: at least MAKE_WORKERS + 3 (two listeners and a make's second connection)", pool, c.MakeWorkers))
+	}
 	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
 		errs = append(errs, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -78,7 +79,8 @@ func TestLoadNamesEveryVariableThatFails(t *testing.T) {
 	}
 	// The rest is read, and a field that failed has its default.
 	require.Equal(t, ":9", spec.HTTPAddr)
-	require.Equal(t, int32(20), spec.DBMaxConns)
+	require.Equal(t, int32(0), spec.DBMaxConns)
+	require.Equal(t, 30*time.Second, spec.ShutdownTimeout)
 }
 
 func TestLoadNamesAMissingRequiredVariable(t *testing.T) {

@@ -30,9 +30,13 @@ func Check(envPrefix string, settings any) error {
 	return errors.Join(errs...)
 }
 
+// MinPool is the smallest pool a service works with: River's listener holds one connection for
+// good, the rest of the process needs at least one more.
+const MinPool = 2
+
 // CheckCommon checks the settings every service has: the database URL parses (nothing connects),
-// /v1 has tokens unless auth is off, the log level and format exist, the pool and the timeouts
-// are positive.
+// /v1 has tokens unless auth is off, the log level and format exist, the pool is the budget's
+// share or a size a service can work with, the timeouts are positive.
 func CheckCommon(envPrefix string, c config.Common) []error {
 	key := func(name string) string { return fmt.Sprintf("%s_%s (or %s)", envPrefix, name, name) }
 	var errs []error
@@ -56,8 +60,11 @@ func CheckCommon(envPrefix string, c config.Common) []error {
 	if _, err := logging.New(io.Discard, "info", c.LogFormat); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", key("LOG_FORMAT"), err))
 	}
-	if c.DBMaxConns < 1 {
-		errs = append(errs, fmt.Errorf("%s: %d, want at least 1", key("DB_MAX_CONNS"), c.DBMaxConns))
+	switch pool := c.PoolSize(envPrefix); {
+	case c.DBMaxConns < 0:
+		errs = append(errs, fmt.Errorf("%s: %d, want 0 (the process's share of the connection budget) or a pool size", key("DB_MAX_CONNS"), c.DBMaxConns))
+	case pool == 1:
+		errs = append(errs, fmt.Errorf("%s: a pool of 1: River's listener holds a connection for good, so nothing else would ever get one (at least %d)", key("DB_MAX_CONNS"), MinPool))
 	}
 	if c.BodyLimit < 1 {
 		errs = append(errs, fmt.Errorf("%s: %d, want at least 1", key("BODY_LIMIT"), c.BodyLimit))

@@ -31,7 +31,7 @@ func TestCheckConfigNamesEveryProblemAndNeverRuns(t *testing.T) {
 	t.Setenv("CHECKSVC_API_TOKENS", "")
 	t.Setenv("CHECKSVC_AUTH_DISABLED", "false")
 	t.Setenv("CHECKSVC_LOG_FORMAT", "xml")
-	t.Setenv("CHECKSVC_DB_MAX_CONNS", "0")
+	t.Setenv("CHECKSVC_DB_MAX_CONNS", "1")
 	t.Setenv("CHECKSVC_PORT", "101")
 	ran := false
 	run := func(context.Context, io.Writer) error { ran = true; return nil }
@@ -47,7 +47,7 @@ func TestCheckConfigNamesEveryProblemAndNeverRuns(t *testing.T) {
 		"CHECKSVC_DATABASE_URL (or DATABASE_URL): not a Postgres connection string",
 		"CHECKSVC_API_TOKENS (or API_TOKENS): no API tokens",
 		"CHECKSVC_LOG_FORMAT (or LOG_FORMAT)",
-		"CHECKSVC_DB_MAX_CONNS (or DB_MAX_CONNS): 0, want at least 1",
+		"CHECKSVC_DB_MAX_CONNS (or DB_MAX_CONNS): a pool of 1",
 		"CHECKSVC_PORT: above 100",
 	} {
 		require.Contains(t, got[i], want)
