@@ -64,7 +64,7 @@ stop-db: ## stop the private Postgres under .data/
 	@scripts/devdb.sh stop
 
 .PHONY: compose-check
-compose-check: ## validate docker-compose.yml and the Kubernetes manifests
+compose-check: ## validate docker-compose.yml and infra/k8s; run every binary's check-config with their environments
 	@bash infra/compose-check.sh
 
 .PHONY: fmt
