@@ -14,8 +14,8 @@
 #    file parses when python3 has PyYAML; otherwise that step is skipped with a notice.
 # 4. Every binary's check-config passes with the environment compose gives it and with the one
 #    Kubernetes gives it (devrun/cmd/deploy-check: variables from env.example, ConfigMaps,
-#    Secrets, mounted Secret files; the rendered manifests when kubectl is installed, and the
-#    base's files read directly in any case).
+#    Secrets, mounted Secret files), twice: from the files read directly, and from
+#    `docker-compose config`'s output and (with kubectl) `kubectl kustomize`'s rendering.
 #
 # Exits non-zero on any problem. Installs Debian's docker-compose when missing and run as root.
 set -euo pipefail
@@ -184,12 +184,19 @@ if out=$(go build -o "$work/bin/" ./migrations/cmd/migrate ./services/miner-sync
 	else
 		problem "check-config failed with docker-compose.yml's or $k8s_dir's environment (above)"
 	fi
-	if [ -n "$rendered" ]; then
-		if "$work/bin/deploy-check" -bin "$work/bin" -k8s-rendered "$rendered" | grep -v '^ok   compose/'; then
-			info "check-config passes for every workload of the kubectl kustomize rendering"
+	# The same with the tools' own resolution: docker-compose config's output (env.example's values,
+	# the wallet folder a test wallet) and kubectl kustomize's rendering.
+	"$work/bin/deploy-check" -test-wallet "$work/wallets"
+	if run_compose "${dummy_env[@]}" DROVER_WALLET_DIR="$work/wallets" -- config >"$work/compose.yml" 2>"$work/compose.err"; then
+		args=(-compose-rendered "$work/compose.yml")
+		[ -z "$rendered" ] || args+=(-k8s-rendered "$rendered")
+		if "$work/bin/deploy-check" -bin "$work/bin" "${args[@]}"; then
+			info "check-config passes for every workload of docker-compose config's output${rendered:+ and the kubectl kustomize rendering}"
 		else
-			problem "check-config failed with the rendered $k8s_dir's environment (above)"
+			problem "check-config failed with docker-compose config's or kubectl kustomize's environment (above)"
 		fi
+	else
+		problem "docker-compose config failed:"$'\n'"$(cat "$work/compose.err")"
 	fi
 else
 	problem "go build of the deployed binaries failed:"$'\n'"$out"

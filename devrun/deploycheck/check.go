@@ -19,29 +19,49 @@ type Files struct {
 	K8s     []map[string]any  // the Kubernetes objects (infra/k8s or its rendering)
 }
 
-// Read reads docker-compose.yml, infra/env.example and the Kubernetes base under root;
-// rendered, when not empty, is a `kubectl kustomize infra/k8s` output to use instead of the base.
-func Read(root, rendered string) (Files, error) {
+// Read reads docker-compose.yml, infra/env.example and the Kubernetes base under root.
+// composeRendered, when not empty, is a `docker-compose config` output to use instead of
+// docker-compose.yml (its variables already interpolated); k8sRendered a `kubectl kustomize
+// infra/k8s` output to use instead of the base.
+func Read(root, composeRendered, k8sRendered string) (Files, error) {
 	f := Files{Root: root}
-	data, err := os.ReadFile(filepath.Join(root, "docker-compose.yml"))
+	composeFile := filepath.Join(root, "docker-compose.yml")
+	if composeRendered != "" {
+		composeFile = composeRendered
+	}
+	data, err := os.ReadFile(composeFile)
 	if err != nil {
 		return f, err
 	}
 	if f.Compose, err = ReadYAML(data); err != nil {
-		return f, fmt.Errorf("docker-compose.yml: %w", err)
+		return f, fmt.Errorf("%s: %w", composeFile, err)
 	}
 	if f.Vars, err = ReadEnvFile(filepath.Join(root, "infra", "env.example")); err != nil {
 		return f, err
 	}
-	if rendered == "" {
+	if k8sRendered == "" {
 		f.K8s, err = Kustomization(filepath.Join(root, "infra", "k8s"))
 		return f, err
 	}
-	if data, err = os.ReadFile(rendered); err != nil {
+	if data, err = os.ReadFile(k8sRendered); err != nil {
 		return f, err
 	}
 	f.K8s, err = ReadDocs(data)
 	return f, err
+}
+
+// WriteTestWallet writes TestHotkey into wallets in Bittensor's layout, at the wallet and
+// hotkey the variables name (BITTENSOR_WALLET_NAME, BITTENSOR_WALLET_HOTKEY_NAME or default).
+func WriteTestWallet(wallets string, vars map[string]string) error {
+	hotkey := vars["BITTENSOR_WALLET_HOTKEY_NAME"]
+	if hotkey == "" {
+		hotkey = "default"
+	}
+	dir := filepath.Join(wallets, vars["BITTENSOR_WALLET_NAME"], "hotkeys")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, hotkey), []byte(TestHotkey), 0o600)
 }
 
 // Workloads resolves every workload of both files. tmp holds what the test values need on disk:
@@ -56,15 +76,7 @@ func (f Files) Workloads(tmp string) ([]Workload, []string, error) {
 	}
 	if _, ok := vars["DROVER_WALLET_DIR"]; ok {
 		wallets := filepath.Join(tmp, "wallets")
-		hotkey := vars["BITTENSOR_WALLET_HOTKEY_NAME"]
-		if hotkey == "" {
-			hotkey = "default"
-		}
-		dir := filepath.Join(wallets, vars["BITTENSOR_WALLET_NAME"], "hotkeys")
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, nil, err
-		}
-		if err := os.WriteFile(filepath.Join(dir, hotkey), []byte(TestHotkey), 0o600); err != nil {
+		if err := WriteTestWallet(wallets, vars); err != nil {
 			return nil, nil, err
 		}
 		vars["DROVER_WALLET_DIR"] = wallets

@@ -88,7 +88,7 @@ func failures(t *testing.T, f Files, base map[string]Workload, bin, tmp string) 
 
 func read(t *testing.T) Files {
 	t.Helper()
-	f, err := Read(root(t), "")
+	f, err := Read(root(t), "", "")
 	require.NoError(t, err)
 	return f
 }

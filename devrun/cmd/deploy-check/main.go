@@ -4,9 +4,13 @@
 // or a cluster, and exits 1 naming every problem. infra/compose-check.sh (make compose-check)
 // runs it.
 //
-//	deploy-check -bin .data/bin [-root .] [-k8s-rendered FILE]
+//	deploy-check -bin .data/bin [-root .] [-compose-rendered FILE] [-k8s-rendered FILE]
+//	deploy-check -test-wallet DIR
 //
-// -k8s-rendered reads a `kubectl kustomize infra/k8s` output instead of the base's files.
+// -compose-rendered reads a `docker-compose config` output instead of docker-compose.yml,
+// -k8s-rendered a `kubectl kustomize infra/k8s` output instead of the base's files.
+// -test-wallet writes the test hotkey into DIR at the wallet env.example names (for a
+// `docker-compose config` run with DROVER_WALLET_DIR=DIR) and exits.
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"drover.dev/devrun/deploycheck"
 )
@@ -21,16 +26,32 @@ import (
 func main() {
 	root := flag.String("root", ".", "the repository root")
 	bin := flag.String("bin", ".data/bin", "folder of the built binaries (make build)")
-	rendered := flag.String("k8s-rendered", "", "a kubectl kustomize output to check instead of infra/k8s's files")
+	composeRendered := flag.String("compose-rendered", "", "a docker-compose config output to check instead of docker-compose.yml")
+	k8sRendered := flag.String("k8s-rendered", "", "a kubectl kustomize output to check instead of infra/k8s's files")
+	wallet := flag.String("test-wallet", "", "write the test wallet into this folder and exit")
 	flag.Parse()
-	if err := run(*root, *bin, *rendered); err != nil {
+	var err error
+	if *wallet != "" {
+		err = writeWallet(*root, *wallet)
+	} else {
+		err = run(*root, *bin, *composeRendered, *k8sRendered)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "deploy-check:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, bin, rendered string) error {
-	files, err := deploycheck.Read(root, rendered)
+func writeWallet(root, dir string) error {
+	vars, err := deploycheck.ReadEnvFile(filepath.Join(root, "infra", "env.example"))
+	if err != nil {
+		return err
+	}
+	return deploycheck.WriteTestWallet(dir, vars)
+}
+
+func run(root, bin, composeRendered, k8sRendered string) error {
+	files, err := deploycheck.Read(root, composeRendered, k8sRendered)
 	if err != nil {
 		return err
 	}
