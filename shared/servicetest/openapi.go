@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -41,6 +42,25 @@ func load(t testing.TB, base string) *document {
 	if d, ok := documents.Load(base); ok {
 		return d.(*document)
 	}
+	// A service still starting (waiting for its database) answers 503 to all but /healthz: the
+	// document comes once it is up.
+	var status int
+	var raw []byte
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		status, raw = getDocument(t, base)
+		if status != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			break
+		}
+	}
+	require.Equal(t, http.StatusOK, status, "GET /openapi.json: %s", raw)
+	d, err := parseDocument(raw)
+	require.NoError(t, err, "the OpenAPI document %s/openapi.json", base)
+	documents.Store(base, d)
+	return d
+}
+
+func getDocument(t testing.TB, base string) (int, []byte) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/openapi.json", nil)
 	require.NoError(t, err)
 	resp, err := http.DefaultClient.Do(req)
@@ -48,11 +68,7 @@ func load(t testing.TB, base string) *document {
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "GET /openapi.json: %s", raw)
-	d, err := parseDocument(raw)
-	require.NoError(t, err, "the OpenAPI document %s/openapi.json", base)
-	documents.Store(base, d)
-	return d
+	return resp.StatusCode, raw
 }
 
 // parseDocument loads and validates an OpenAPI document and builds its router.
