@@ -21,3 +21,6 @@ SELECT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = @name::text)::boo
 -- name: RoleCanLogin :one
 -- RoleCanLogin reports whether a role may log in; no row when the role does not exist.
 SELECT rolcanlogin::bool AS can_login FROM pg_catalog.pg_roles WHERE rolname = @name::text;
+
+-- name: ServerVersionNum :one
+SELECT current_setting('server_version_num')::int AS version;

@@ -38,7 +38,7 @@ var Units = []Unit{
 
 // grantsVersion changes whenever grants changes what it grants, so that Fingerprint tells a
 // database granted the old way (a test template) apart.
-const grantsVersion = 1
+const grantsVersion = 2
 
 // crossReads are the tables of other schemas a unit reads (never writes), by unit name.
 var crossReads = map[string][]string{
@@ -163,6 +163,15 @@ func grants(ctx context.Context, pool *pgxpool.Pool, u Unit) ([]string, error) {
 				"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "+home+" TO "+role,
 				"GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA "+home+" TO "+role,
 			)
+			// Elected River leader, it reindexes river_job's indexes daily, which takes MAINTAIN
+			// (Postgres 17; before, only the owner may, and the reindexer logs an error).
+			version, err := queries.ServerVersionNum(ctx, pool)
+			if err != nil {
+				return nil, fmt.Errorf("server version: %w", err)
+			}
+			if version >= 170000 {
+				out = append(out, "GRANT MAINTAIN ON "+pgx.Identifier{u.Home.Schema(), "river_job"}.Sanitize()+" TO "+role)
+			}
 		}
 		out = append(out, "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA "+home+" TO "+role)
 	}

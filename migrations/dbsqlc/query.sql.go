@@ -65,6 +65,17 @@ func (q *Queries) SchemaExists(ctx context.Context, db DBTX, name string) (bool,
 	return exists, err
 }
 
+const serverVersionNum = `-- name: ServerVersionNum :one
+SELECT current_setting('server_version_num')::int AS version
+`
+
+func (q *Queries) ServerVersionNum(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, serverVersionNum)
+	var version int32
+	err := row.Scan(&version)
+	return version, err
+}
+
 const tableExists = `-- name: TableExists :one
 SELECT (to_regclass($1::text) IS NOT NULL)::bool AS exists
 `
