@@ -38,9 +38,6 @@ func setupSlow(t *testing.T) *slowBundle {
 	t.Helper()
 	b := &slowBundle{dbURL: testdb.New(t), entered: make(chan struct{})}
 	b.pool = testdb.NewPoolFor(t, b.dbURL)
-	_, err := b.pool.Exec(context.Background(), `CREATE TABLE populate_worker.slow_src (k int PRIMARY KEY);
-		CREATE TABLE populate_worker.slow_dst (k int PRIMARY KEY, v int NOT NULL)`)
-	require.NoError(t, err)
 	var calls atomic.Int32
 	testOver := make(chan struct{})
 	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -57,11 +54,22 @@ func setupSlow(t *testing.T) *slowBundle {
 	}))
 	t.Cleanup(fn.Close)
 	t.Cleanup(func() { close(testOver) })
-	b.tablesFile = filepath.Join(t.TempDir(), "tables.json")
-	tables := fmt.Sprintf(`[{"name": "slow", "target": "slow_dst", "primary_key": ["k"],
-		"key_source": "SELECT k FROM slow_src", "upstream": ["slow_src"], "function_url": %q}]`, fn.URL)
-	require.NoError(t, os.WriteFile(b.tablesFile, []byte(tables), 0o600))
+	b.tablesFile = httpTable(t, b.pool, "slow", fn.URL)
 	return b
+}
+
+// httpTable creates the tables <name>_src (k int) and <name>_dst (k int, v int) and writes a
+// tables file registering the computed table name, made by the HTTP function at url.
+func httpTable(t *testing.T, pool *pgxpool.Pool, name, url string) string {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), fmt.Sprintf(`CREATE TABLE populate_worker.%[1]s_src (k int PRIMARY KEY);
+		CREATE TABLE populate_worker.%[1]s_dst (k int PRIMARY KEY, v int NOT NULL)`, name))
+	require.NoError(t, err)
+	file := filepath.Join(t.TempDir(), "tables.json")
+	tables := fmt.Sprintf(`[{"name": %[1]q, "target": "%[1]s_dst", "primary_key": ["k"],
+		"key_source": "SELECT k FROM %[1]s_src", "upstream": ["%[1]s_src"], "function_url": %[2]q}]`, name, url)
+	require.NoError(t, os.WriteFile(file, []byte(tables), 0o600))
+	return file
 }
 
 func (b *slowBundle) config() Config {
@@ -177,11 +185,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 		"POPULATE_HELPER_MAKE_WORKERS="+strconv.Itoa(keys))
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	count := func(sql string) int {
-		var n int
-		require.NoError(t, b.pool.QueryRow(ctx, sql).Scan(&n))
-		return n
-	}
+	count := func(sql string) int { return b.count(t, sql) }
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make' AND state = 'running'`) == keys &&
 			count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'

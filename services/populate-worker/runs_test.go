@@ -3,13 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -37,11 +34,6 @@ func setupHeld(t *testing.T, keys int, hold func(k int) time.Duration) *heldBund
 	t.Helper()
 	b := &heldBundle{dbURL: testdb.New(t), entered: make(chan int, 100)}
 	b.pool = testdb.NewPoolFor(t, b.dbURL)
-	_, err := b.pool.Exec(context.Background(), `CREATE TABLE populate_worker.held_src (k int PRIMARY KEY);
-		CREATE TABLE populate_worker.held_dst (k int PRIMARY KEY, v int NOT NULL)`)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(context.Background(), `INSERT INTO populate_worker.held_src SELECT generate_series(1, $1::int)`, keys)
-	require.NoError(t, err)
 	testOver := make(chan struct{})
 	fn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct{ Key struct{ K int } }
@@ -64,11 +56,17 @@ func setupHeld(t *testing.T, keys int, hold func(k int) time.Duration) *heldBund
 	}))
 	t.Cleanup(fn.Close)
 	t.Cleanup(func() { close(testOver) })
-	b.tablesFile = filepath.Join(t.TempDir(), "tables.json")
-	tables := fmt.Sprintf(`[{"name": "held", "target": "held_dst", "primary_key": ["k"],
-		"key_source": "SELECT k FROM held_src", "upstream": ["held_src"], "function_url": %q}]`, fn.URL)
-	require.NoError(t, os.WriteFile(b.tablesFile, []byte(tables), 0o600))
+	b.tablesFile = httpTable(t, b.pool, "held", fn.URL)
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO populate_worker.held_src SELECT generate_series(1, $1::int)`, keys)
+	require.NoError(t, err)
 	return b
+}
+
+func (b *heldBundle) count(t *testing.T, sql string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), sql).Scan(&n))
+	return n
 }
 
 // config is a replica making only keys of populate runs, two at a time.
@@ -117,8 +115,8 @@ func TestCancelledRunRecordsKeyboardInterrupt(t *testing.T) {
 		return run(ctx, cfg, ln, stdout)
 	})
 	var run populateResult
-	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
-		map[string]any{"processes": 2, "suppress_errors": true}, &run))
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate?wait=0.3",
+		map[string]any{"processes": 2, "suppress_errors": true}, &run), "not ended within wait: the running run")
 	require.Equal(t, "running", run.State)
 	require.Equal(t, 5, run.Remaining)
 	b.waitEntered(t, 2)
@@ -175,4 +173,37 @@ func TestSIGTERMRecordsSystemExitAndInterruptsTheRun(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT state, stopping, made, errors, dropped
 		FROM populate_worker.populate_runs WHERE id = $1`, run.ID).Scan(&state, &stopping, &made, &errs, &dropped))
 	require.Equal(t, []any{"interrupted", "sigterm", 1, 1, 3}, []any{state, stopping, made, errs, dropped})
+}
+
+// TestRunOutlivesTheReplicaThatAcceptedIt starts a run on a replica that makes no keys and stops
+// it; another replica makes the run's keys and ends it.
+func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
+	t.Parallel()
+	const keys = 4
+	b := setupHeld(t, keys, func(int) time.Duration { return 0 })
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := b.config()
+	cfg.RunWorkers = 0
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	var got populateResult
+	require.Eventually(t, func() bool {
+		return servicetest.Call(t, http.MethodPost, "http://"+ln.Addr().String()+"/v1/tables/held/populate",
+			map[string]any{"processes": 2}, &got) == http.StatusAccepted
+	}, 15*time.Second, 50*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+
+	other := b.config()
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, other, ln, stdout)
+	})
+	require.Eventually(t, func() bool {
+		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
+		return got.State == "done"
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, keys, got.Made)
+	require.Equal(t, keys, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
 }
