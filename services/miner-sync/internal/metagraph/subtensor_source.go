@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"drover.dev/services/miner-sync/internal/subtensor"
+	"drover.dev/computehorde/subtensor"
 )
 
 // raoPerToken converts a stake in rao to whole tokens.

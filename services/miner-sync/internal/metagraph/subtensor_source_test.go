@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/services/miner-sync/internal/subtensor/subtensortest"
+	"drover.dev/computehorde/subtensor/subtensortest"
 )
 
 const nodeHash = "0x" + "9f00000000000000000000000000000000000000000000000000000000000042"

@@ -16,7 +16,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/metagraph"
 	"drover.dev/services/miner-sync/internal/store"
-	"drover.dev/services/miner-sync/internal/subtensor/subtensortest"
+	"drover.dev/computehorde/subtensor/subtensortest"
 	"drover.dev/shared/testdb"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/services/miner-sync/internal/subtensor/subtensortest"
+	"drover.dev/computehorde/subtensor/subtensortest"
 )
 
 // TestCompact decodes the SCALE specification's compact vectors, and encodes them back.
