@@ -84,10 +84,22 @@ func MortalEra(block, period uint64) ([]byte, error) {
 }
 
 // SignedExtrinsic builds the v4 signed extrinsic of call: signer key as MultiAddress::Id, an
-// sr25519 MultiSignature over call ‖ extra ‖ additional signed (BLAKE2b-256 hashed first when
-// longer than 256 bytes), extra and additional laid out as the metadata's signed extensions list
-// them. It returns the extrinsic with its length prefix, as author_submitExtrinsic takes it.
+// sr25519 MultiSignature over the signing payload, extra laid out as the metadata's signed
+// extensions list them. It returns the extrinsic with its length prefix, as
+// author_submitExtrinsic takes it.
 func (m *Metadata) SignedExtrinsic(call []byte, key *hotkey.Keypair, p TxParams) ([]byte, error) {
+	return m.BuildSigned(call, key.PublicKey(), p, func(payload []byte) ([]byte, error) {
+		sig, err := hex.DecodeString(strings.TrimPrefix(key.Sign(payload), "0x"))
+		if err != nil || len(sig) != 64 {
+			return nil, fmt.Errorf("sr25519 signature: %d bytes", len(sig))
+		}
+		return sig, nil
+	})
+}
+
+// BuildSigned is SignedExtrinsic with the signature made by sign, which gets the signing payload:
+// call ‖ extra ‖ additional signed, BLAKE2b-256 hashed when longer than 256 bytes.
+func (m *Metadata) BuildSigned(call []byte, signer hotkey.PublicKey, p TxParams, sign func(payload []byte) ([]byte, error)) ([]byte, error) {
 	if err := m.CheckSigner(); err != nil {
 		return nil, err
 	}
@@ -120,15 +132,17 @@ func (m *Metadata) SignedExtrinsic(call []byte, key *hotkey.Keypair, p TxParams)
 	if len(payload) > 256 {
 		payload = Blake2b256(payload)
 	}
-	sig, err := hex.DecodeString(strings.TrimPrefix(key.Sign(payload), "0x"))
-	if err != nil || len(sig) != 64 {
-		return nil, fmt.Errorf("sr25519 signature: %d bytes", len(sig))
+	sig, err := sign(payload)
+	if err != nil {
+		return nil, err
 	}
-	pub := key.PublicKey()
+	if len(sig) != 64 {
+		return nil, fmt.Errorf("sr25519 signature of %d bytes", len(sig))
+	}
 	body := &encoder{}
 	body.u8(0x80 | 4) // signed, version 4
 	body.u8(0)        // MultiAddress::Id
-	body.raw(pub[:])
+	body.raw(signer[:])
 	body.u8(1) // MultiSignature::Sr25519
 	body.raw(sig)
 	body.raw(extra.b)

@@ -2,6 +2,7 @@ package subtensor
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"math/bits"
 
 	"golang.org/x/crypto/blake2b"
@@ -83,3 +84,11 @@ func blake2b128(b []byte) []byte {
 	h.Write(b)
 	return h.Sum(nil)
 }
+
+// Twox64Hex is "0x" and the hex of Substrate's twox_64 of b (xxHash64, seed 0, little-endian).
+func Twox64Hex(b []byte) string {
+	return "0x" + hex.EncodeToString(binary.LittleEndian.AppendUint64(nil, xxh64(b, 0)))
+}
+
+// Blake2b128Hex is "0x" and the hex of the 16-byte BLAKE2b of b (Substrate's blake2_128).
+func Blake2b128Hex(b []byte) string { return "0x" + hex.EncodeToString(blake2b128(b)) }
