@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/computehorde/hotkey"
 )
 
 // aliceSeed is //Alice's secret seed, as a btcli hotkey file holds it.
@@ -52,7 +54,7 @@ func TestWalletPathDefaultsToBittensorsFolder(t *testing.T) {
 	t.Parallel()
 	home, err := os.UserHomeDir()
 	require.NoError(t, err)
-	path, err := walletPath(Config{WalletName: "validator", WalletHotkey: "default", WalletDir: defaultWalletDir})
+	path, err := hotkey.WalletPath(hotkey.DefaultWalletDir, "validator", "default")
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(home, ".bittensor", "wallets", "validator", "hotkeys", "default"), path)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -87,29 +86,8 @@ func generators(cfg Config) (batch.Generators, protocol.ClassTable, error) {
 }
 
 func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
-	switch {
-	case cfg.HotkeyURI != "":
-		key, err := hotkey.FromURI(cfg.HotkeyURI)
-		if err != nil {
-			return nil, fmt.Errorf("BATCH_RUNNER_HOTKEY_URI: %w", err)
-		}
-		return key, nil
-	case cfg.WalletPath != "":
-		key, err := hotkey.LoadWallet(cfg.WalletPath)
-		if err != nil {
-			return nil, fmt.Errorf("BATCH_RUNNER_WALLET_PATH: %w", err)
-		}
-		return key, nil
-	case cfg.WalletName != "":
-		path, err := walletPath(cfg)
-		if err != nil {
-			return nil, err
-		}
-		key, err := hotkey.LoadWallet(path)
-		if err != nil {
-			return nil, fmt.Errorf("validator wallet HOST_WALLET_DIR/BITTENSOR_WALLET_NAME/hotkeys/BITTENSOR_WALLET_HOTKEY_NAME (%s): %w", path, err)
-		}
-		return key, nil
-	}
-	return nil, errors.New("no validator hotkey: set BATCH_RUNNER_HOTKEY_URI (e.g. //Alice for development), BATCH_RUNNER_WALLET_PATH, or BITTENSOR_WALLET_NAME (+ BITTENSOR_WALLET_HOTKEY_NAME, HOST_WALLET_DIR)")
+	return hotkey.Settings{
+		Prefix: "BATCH_RUNNER_", URI: cfg.HotkeyURI, Path: cfg.WalletPath,
+		WalletName: cfg.WalletName, WalletHotkey: cfg.WalletHotkey, WalletDir: cfg.WalletDir,
+	}.Load()
 }

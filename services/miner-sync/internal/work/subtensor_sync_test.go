@@ -13,10 +13,10 @@ import (
 	"github.com/riverqueue/river/rivertest"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/computehorde/subtensor/subtensortest"
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/metagraph"
 	"drover.dev/services/miner-sync/internal/store"
-	"drover.dev/computehorde/subtensor/subtensortest"
 	"drover.dev/shared/testdb"
 )
 
