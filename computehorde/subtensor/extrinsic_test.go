@@ -13,6 +13,7 @@ import (
 )
 
 func TestMetadataSpec343(t *testing.T) {
+	t.Parallel()
 	m, err := subtensor.DecodeMetadata(subtensortest.Metadata(subtensortest.DefaultMetadataSpec()))
 	require.NoError(t, err)
 	require.NoError(t, m.CheckSigner())
@@ -35,6 +36,7 @@ func TestMetadataSpec343(t *testing.T) {
 // TestSignerRefusesUnknownExtension: a runtime listing a signed extension the signer does not
 // know, or a known one in another shape, is refused before anything is signed.
 func TestSignerRefusesUnknownExtension(t *testing.T) {
+	t.Parallel()
 	spec := subtensortest.DefaultMetadataSpec()
 	spec.Extensions = append(append([]string{}, spec.Extensions...), "CheckSomethingNew")
 	m, err := subtensor.DecodeMetadata(subtensortest.Metadata(spec))
@@ -55,6 +57,7 @@ func TestSignerRefusesUnknownExtension(t *testing.T) {
 }
 
 func TestSignedExtrinsicVerifies(t *testing.T) {
+	t.Parallel()
 	m, err := subtensor.DecodeMetadata(subtensortest.Metadata(subtensortest.DefaultMetadataSpec()))
 	require.NoError(t, err)
 	key, err := hotkey.FromURI("//Alice")
@@ -96,6 +99,7 @@ func signedExtra(p subtensor.TxParams) []byte {
 }
 
 func TestMortalEra(t *testing.T) {
+	t.Parallel()
 	// Substrate's own example (sp_runtime::generic::Era's tests): period 64, phase 42.
 	era, err := subtensor.MortalEra(42, 64)
 	require.NoError(t, err)
@@ -105,6 +109,7 @@ func TestMortalEra(t *testing.T) {
 }
 
 func TestNormalizeWeights(t *testing.T) {
+	t.Parallel()
 	uids, weights, err := subtensor.NormalizeWeights([]subtensor.UIDWeight{{9, 0.5}, {3, 0.25}, {4, 0}, {1, 1e-9}})
 	require.NoError(t, err)
 	require.Equal(t, []uint16{3, 9}, uids)
@@ -117,6 +122,7 @@ func TestNormalizeWeights(t *testing.T) {
 
 // TestDecodeMetadataBadInput: truncated, padded or garbled metadata is an error, never a panic.
 func TestDecodeMetadataBadInput(t *testing.T) {
+	t.Parallel()
 	good := subtensortest.Metadata(subtensortest.DefaultMetadataSpec())
 	for i := 0; i < len(good); i += 1 + len(good)/500 {
 		_, err := subtensor.DecodeMetadata(good[:i])

@@ -94,11 +94,11 @@ type pallet struct {
 // Metadata is what the signer reads of a runtime's V14 metadata: the type registry, each
 // pallet's storage and calls, and the extrinsic's version and signed extensions.
 type Metadata struct {
-	types              map[uint32]*metaType
-	pallets            map[string]*pallet
-	ExtrinsicVersion   uint8
-	extrinsicTy        uint32
-	SignedExtensions   []SignedExtension
+	types            map[uint32]*metaType
+	pallets          map[string]*pallet
+	ExtrinsicVersion uint8
+	extrinsicTy      uint32
+	SignedExtensions []SignedExtension
 }
 
 // DecodeMetadata decodes state_getMetadata's answer (RuntimeMetadataPrefixed: "meta", then the
@@ -371,7 +371,7 @@ func (m *Metadata) shape(id uint32, depth int) string {
 // Call is a pallet's call as the runtime metadata lays it out: the two index bytes and each
 // argument's name and shape.
 type Call struct {
-	Pallet, Name      string
+	Pallet, Name       string
 	PalletIndex, Index uint8
 	Args               []CallArg
 }

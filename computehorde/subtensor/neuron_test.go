@@ -1,46 +1,15 @@
-package subtensor
+package subtensor_test
 
 import (
-	"encoding/hex"
 	"math"
 	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/computehorde/subtensor"
 	"drover.dev/computehorde/subtensor/subtensortest"
 )
-
-// TestCompact decodes the SCALE specification's compact vectors, and encodes them back.
-func TestCompact(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		hex  string
-		want uint64
-	}{
-		{"00", 0}, {"04", 1}, {"a8", 42}, {"fc", 63}, {"0101", 64}, {"1501", 69}, {"fdff", 16383},
-		{"02000100", 16384}, {"feffffff", 1<<30 - 1}, {"0300000040", 1 << 30},
-		{"13ffffffffffffffff", math.MaxUint64},
-	}
-	for _, tt := range tests {
-		t.Run(tt.hex, func(t *testing.T) {
-			t.Parallel()
-			b, err := hex.DecodeString(tt.hex)
-			require.NoError(t, err)
-			d := &decoder{b: b}
-			require.Equal(t, tt.want, d.compact())
-			require.NoError(t, d.err)
-			require.Equal(t, len(b), d.off)
-			require.Equal(t, tt.hex, hex.EncodeToString(subtensortest.AppendCompact(nil, tt.want)))
-		})
-	}
-	t.Run("MoreThan8Bytes", func(t *testing.T) {
-		t.Parallel()
-		d := &decoder{b: append([]byte{0x17}, make([]byte, 9)...)}
-		d.compact()
-		require.ErrorContains(t, d.err, "compact of 9 bytes")
-	})
-}
 
 func TestDecodeNeuronsLite(t *testing.T) {
 	t.Parallel()
@@ -51,10 +20,10 @@ func TestDecodeNeuronsLite(t *testing.T) {
 	}
 	t.Run("Good", func(t *testing.T) {
 		t.Parallel()
-		got, err := DecodeNeuronsLite(subtensortest.EncodeNeurons(good), 10)
+		got, err := subtensor.DecodeNeuronsLite(subtensortest.EncodeNeurons(good), 10)
 		require.NoError(t, err)
 		require.Len(t, got, 3)
-		require.Equal(t, Neuron{
+		require.Equal(t, subtensor.Neuron{
 			Hotkey: subtensortest.Key(1, 1).Address(), Coldkey: subtensortest.Key(1, 2).Address(), UID: 0, Netuid: 12, Active: true,
 			IP: netip.MustParseAddr("203.0.113.7"), Port: 8000, StakeRao: 2_000_000_000, LastUpdate: 4_812_345,
 		}, got[0])
@@ -74,17 +43,17 @@ func TestDecodeNeuronsLite(t *testing.T) {
 		{"Truncated", bad(func(b []byte) []byte { return b[:len(b)-1] }), 10, "unexpected end"},
 		{"Trailing", bad(func(b []byte) []byte { return append(b, 0) }), 10, "1 bytes after the last neuron"},
 		{"TooMany", subtensortest.EncodeNeurons(good), 2, "neurons of 3 items: at most 2"},
-		{"LengthBeyondTheData", subtensortest.AppendCompact(nil, 1_000_000), 2_000_000, "neurons of 1000000 items"},
+		{"LengthBeyondTheData", subtensor.AppendCompact(nil, 1_000_000), 2_000_000, "neurons of 1000000 items"},
 		{"BadBool", bad(func(b []byte) []byte { b[1+64+2] = 2; return b }), 10, "bool byte 2"},
 		{"BadIPType", subtensortest.EncodeNeurons([]subtensortest.Neuron{{Hot: subtensortest.Key(1, 1), IP: netip.MustParseAddr("10.0.0.1"), IPType: 5}}), 10, "ip_type 5"},
 		{"UIDOutOfRange", bad(func(b []byte) []byte {
-			return append(append(subtensortest.AppendCompact(nil, 1), b[1:65]...), append(subtensortest.AppendCompact(nil, 70000), b[66:]...)...)
+			return append(append(subtensor.AppendCompact(nil, 1), b[1:65]...), append(subtensor.AppendCompact(nil, 70000), b[66:]...)...)
 		}), 10, "uid 70000 out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := DecodeNeuronsLite(tt.data, tt.max)
+			_, err := subtensor.DecodeNeuronsLite(tt.data, tt.max)
 			require.ErrorContains(t, err, tt.wantErr)
 		})
 	}

@@ -1,15 +1,11 @@
 package subtensor_test
 
 import (
-	"context"
 	"encoding/hex"
 	"encoding/json"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,68 +15,17 @@ import (
 )
 
 // vectorsFile holds what polkadot.js (an independent implementation, see
-// testdata/polkadotjs_check.cjs) made of set_weights extrinsics built here: a short one, signed
+// subtensortest/polkadotjs_check.cjs) made of set_weights extrinsics built here: a short one, signed
 // as is, and a long one, whose payload is hashed first.
 const vectorsFile = "testdata/polkadotjs_vectors.json"
 
-type vectorInput struct {
-	Metadata    string   `json:"metadata"`
-	URI         string   `json:"uri"`
-	Netuid      uint16   `json:"netuid"`
-	UIDs        []uint16 `json:"uids"`
-	Weights     []uint16 `json:"weights"`
-	VersionKey  uint64   `json:"version_key"`
-	SpecVersion uint32   `json:"spec_version"`
-	TxVersion   uint32   `json:"tx_version"`
-	Genesis     string   `json:"genesis"`
-	EraBlock    uint64   `json:"era_block"`
-	EraHash     string   `json:"era_hash"`
-	EraPeriod   uint64   `json:"era_period"`
-	Nonce       uint32   `json:"nonce"`
-	Tip         uint64   `json:"tip"`
-	Call        string   `json:"call"`
-	Extrinsic   string   `json:"extrinsic"`
-}
-
-type vector struct {
-	Generator string      `json:"generator"`
-	Input     vectorInput `json:"input"`
-	Decoded   struct {
-		Section, Method    string
-		Args               map[string]any `json:"args"`
-		ExtrinsicCallEqual bool           `json:"extrinsic_call_equal"`
-		Signed             bool           `json:"signed"`
-		Signer             string         `json:"signer"`
-		Version            int            `json:"version"`
-		Nonce              uint32         `json:"nonce"`
-		Tip                string         `json:"tip"`
-		SignedExtensions   []string       `json:"signed_extensions"`
-		SignatureValid     bool           `json:"signature_valid"`
-		Hash               string         `json:"hash"`
-	} `json:"decoded"`
-	PolkadotJS struct {
-		PublicKey              string `json:"public_key"`
-		Address                string `json:"address"`
-		Call                   string `json:"call"`
-		Payload                string `json:"payload"`
-		OwnExtrinsic           string `json:"own_extrinsic"`
-		OwnPayload             string `json:"own_payload"`
-		OwnSignature           string `json:"own_signature"`
-		Era                    string `json:"era"`
-		StorageKeyCommitReveal string `json:"storage_key_commit_reveal"`
-		Twox64Of100Bytes       string `json:"twox64_of_100_bytes"`
-		Blake2128OfNetuid      string `json:"blake2_128_of_netuid"`
-		Blake2256OfExtrinsic   string `json:"blake2_256_of_extrinsic"`
-	} `json:"polkadotjs"`
-}
-
 // newVectorInput builds a set_weights extrinsic of n weights signed by //Alice.
-func newVectorInput(t *testing.T, n int) vectorInput {
+func newVectorInput(t *testing.T, n int) subtensortest.PolkadotInput {
 	t.Helper()
 	meta := subtensortest.Metadata(subtensortest.DefaultMetadataSpec())
 	m, err := subtensor.DecodeMetadata(meta)
 	require.NoError(t, err)
-	in := vectorInput{
+	in := subtensortest.PolkadotInput{
 		Metadata: "0x" + hex.EncodeToString(meta), URI: "//Alice", Netuid: 12, VersionKey: 2,
 		SpecVersion: 343, TxVersion: 1, EraBlock: 5_000_123, EraPeriod: 64, Nonce: 17, Tip: 0,
 		Genesis: "0x2f0555cc76fc2840a25a6ea3b9637146806f1f44b090c175ffde2a7e5ab36c03",
@@ -96,13 +41,14 @@ func newVectorInput(t *testing.T, n int) vectorInput {
 	require.NoError(t, err)
 	key, err := hotkey.FromURI(in.URI)
 	require.NoError(t, err)
-	ext, err := m.SignedExtrinsic(call, key, in.params(t))
+	ext, err := m.SignedExtrinsic(call, key, txParams(t, in))
 	require.NoError(t, err)
 	in.Call, in.Extrinsic = "0x"+hex.EncodeToString(call), "0x"+hex.EncodeToString(ext)
 	return in
 }
 
-func (in vectorInput) params(t *testing.T) subtensor.TxParams {
+func txParams(t *testing.T, in subtensortest.PolkadotInput) subtensor.TxParams {
+	t.Helper()
 	return subtensor.TxParams{
 		SpecVersion: in.SpecVersion, TxVersion: in.TxVersion, Genesis: [32]byte(unhex(t, in.Genesis)),
 		EraBlock: in.EraBlock, EraHash: [32]byte(unhex(t, in.EraHash)), EraPeriod: in.EraPeriod, Nonce: in.Nonce, Tip: in.Tip,
@@ -121,9 +67,10 @@ func unhex(t *testing.T, s string) []byte {
 // polkadot.js's own encodings of the same inputs byte for byte, its own signed extrinsic included
 // (with its signature spliced in), and verifies its signature.
 func TestPolkadotJSVectors(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(vectorsFile)
 	require.NoError(t, err)
-	var vectors []vector
+	var vectors []subtensortest.PolkadotVector
 	require.NoError(t, json.Unmarshal(raw, &vectors))
 	require.Len(t, vectors, 2)
 	for _, v := range vectors {
@@ -131,7 +78,7 @@ func TestPolkadotJSVectors(t *testing.T) {
 	}
 }
 
-func checkVector(t *testing.T, v vector) {
+func checkVector(t *testing.T, v subtensortest.PolkadotVector) {
 	t.Helper()
 	in := v.Input
 	meta := subtensortest.Metadata(subtensortest.DefaultMetadataSpec())
@@ -176,7 +123,7 @@ func checkVector(t *testing.T, v vector) {
 	require.Equal(t, pj.Era, "0x"+hex.EncodeToString(era))
 	var signed []byte
 	ownSig := unhex(t, pj.OwnSignature)
-	own, err := m.BuildSigned(call, pub, in.params(t), func(payload []byte) ([]byte, error) {
+	own, err := m.BuildSigned(call, pub, txParams(t, in), func(payload []byte) ([]byte, error) {
 		signed = payload
 		return ownSig, nil
 	})
@@ -205,37 +152,13 @@ func checkVector(t *testing.T, v vector) {
 }
 
 // TestPolkadotJSLive runs polkadot.js on freshly signed extrinsics when Node and the polkadot.js
-// packages are at hand (POLKADOTJS_NODE_MODULES, or the repository's .data/polkadot/node_modules;
-// see testdata/polkadotjs_check.cjs), and skips otherwise. With SUBTENSOR_WRITE_VECTORS=1 it
-// rewrites the committed vectors.
+// packages are at hand (subtensortest.RunPolkadotJS), and skips otherwise. With
+// SUBTENSOR_WRITE_VECTORS=1 it rewrites the committed vectors.
 func TestPolkadotJSLive(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node on PATH: the committed vectors are checked by TestPolkadotJSVectors")
-	}
-	modules := os.Getenv("POLKADOTJS_NODE_MODULES")
-	if modules == "" {
-		modules, _ = filepath.Abs("../../.data/polkadot/node_modules")
-	}
-	if _, err := os.Stat(filepath.Join(modules, "@polkadot", "types")); err != nil {
-		t.Skipf("no polkadot.js under %s (npm install @polkadot/types @polkadot/util-crypto @polkadot/keyring @polkadot/util there)", modules)
-	}
-	var vectors []vector
+	t.Parallel()
+	var vectors []subtensortest.PolkadotVector
 	for _, n := range []int{3, 64} {
-		in := newVectorInput(t, n)
-		path := filepath.Join(t.TempDir(), "input.json")
-		b, err := json.Marshal(in)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(path, b, 0o600))
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		cmd := exec.CommandContext(ctx, node, "testdata/polkadotjs_check.cjs", path)
-		cmd.Env = append(os.Environ(), "NODE_PATH="+modules)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.Output()
-		cancel()
-		require.NoError(t, err)
-		var v vector
-		require.NoError(t, json.Unmarshal(out, &v))
+		v := subtensortest.RunPolkadotJS(t, newVectorInput(t, n))
 		checkVector(t, v)
 		vectors = append(vectors, v)
 	}

@@ -7,28 +7,8 @@ import (
 	"net/netip"
 
 	"drover.dev/computehorde/hotkey"
+	"drover.dev/computehorde/subtensor"
 )
-
-// AppendCompact appends v as a SCALE Compact.
-func AppendCompact(b []byte, v uint64) []byte {
-	switch {
-	case v < 1<<6:
-		return append(b, byte(v<<2))
-	case v < 1<<14:
-		return binary.LittleEndian.AppendUint16(b, uint16(v<<2|1))
-	case v < 1<<30:
-		return binary.LittleEndian.AppendUint32(b, uint32(v<<2|2))
-	}
-	n := 8
-	for n > 4 && v>>(8*(n-1)) == 0 {
-		n--
-	}
-	b = append(b, byte((n-4)<<2|3))
-	for i := range n {
-		b = append(b, byte(v>>(8*i)))
-	}
-	return b
-}
 
 // Neuron is a NeuronInfoLite to encode; the fields miner-sync does not keep get fixed values.
 type Neuron struct {
@@ -40,14 +20,16 @@ type Neuron struct {
 	Stakes    []uint64 // rao
 	Permit    bool
 	IPType    byte // overrides the type derived from IP when not zero
+	// LastUpdate is the block the neuron's weights last changed; 4,812,345 when zero.
+	LastUpdate uint64
 }
 
 // Append appends n's SCALE encoding to b.
 func (n Neuron) Append(b []byte) []byte {
 	b = append(b, n.Hot[:]...)
 	b = append(b, n.Cold[:]...)
-	b = AppendCompact(b, uint64(n.UID))
-	b = AppendCompact(b, uint64(n.Netuid))
+	b = subtensor.AppendCompact(b, uint64(n.UID))
+	b = subtensor.AppendCompact(b, uint64(n.Netuid))
 	b = append(b, 1)                              // active
 	b = binary.LittleEndian.AppendUint64(b, 1000) // axon block
 	b = binary.LittleEndian.AppendUint32(b, 1)    // axon version
@@ -59,23 +41,27 @@ func (n Neuron) Append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint16(b, n.Port)
 	b = append(b, ipType, 4, 0, 0)             // ip_type, protocol, placeholders
 	b = append(b, make([]byte, 8+4+16+2+1)...) // prometheus_info
-	b = AppendCompact(b, uint64(len(n.Stakes)))
+	b = subtensor.AppendCompact(b, uint64(len(n.Stakes)))
 	for _, s := range n.Stakes {
 		b = append(b, n.Cold[:]...)
-		b = AppendCompact(b, s)
+		b = subtensor.AppendCompact(b, s)
 	}
-	b = AppendCompact(b, 7)         // rank
-	b = AppendCompact(b, 123456789) // emission
-	for range 5 {                   // incentive, consensus, trust, validator_trust, dividends
-		b = AppendCompact(b, 65535)
+	b = subtensor.AppendCompact(b, 7)         // rank
+	b = subtensor.AppendCompact(b, 123456789) // emission
+	for range 5 {                             // incentive, consensus, trust, validator_trust, dividends
+		b = subtensor.AppendCompact(b, 65535)
 	}
-	b = AppendCompact(b, 4_812_345) // last_update
+	lastUpdate := n.LastUpdate
+	if lastUpdate == 0 {
+		lastUpdate = 4_812_345
+	}
+	b = subtensor.AppendCompact(b, lastUpdate)
 	if n.Permit {
 		b = append(b, 1)
 	} else {
 		b = append(b, 0)
 	}
-	return AppendCompact(b, 300) // pruning_score
+	return subtensor.AppendCompact(b, 300) // pruning_score
 }
 
 // ipBytes is ip as a little-endian u128 and its ip_type.
@@ -99,7 +85,7 @@ func ipBytes(ip netip.Addr) ([16]byte, byte) {
 
 // EncodeNeurons is the SCALE Vec<NeuronInfoLite> of ns, as get_neurons_lite answers it.
 func EncodeNeurons(ns []Neuron) []byte {
-	b := AppendCompact(nil, uint64(len(ns)))
+	b := subtensor.AppendCompact(nil, uint64(len(ns)))
 	for _, n := range ns {
 		b = n.Append(b)
 	}

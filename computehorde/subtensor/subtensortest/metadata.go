@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"slices"
 	"strconv"
+
+	"drover.dev/computehorde/subtensor"
 )
 
 // SpecExtensions are the signed extensions of subtensor's runtime at spec 343, in order.
@@ -68,7 +70,7 @@ type w struct{ b []byte }
 
 func (e *w) u8(v uint8)       { e.b = append(e.b, v) }
 func (e *w) u32(v uint32)     { e.b = binary.LittleEndian.AppendUint32(e.b, v) }
-func (e *w) compact(v uint64) { e.b = AppendCompact(e.b, v) }
+func (e *w) compact(v uint64) { e.b = subtensor.AppendCompact(e.b, v) }
 func (e *w) str(s string)     { e.compact(uint64(len(s))); e.b = append(e.b, s...) }
 func (e *w) bytes(b []byte)   { e.compact(uint64(len(b))); e.b = append(e.b, b...) }
 func (e *w) strs(ss ...string) {

@@ -19,16 +19,17 @@ import (
 type Node struct {
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	answers map[string]json.RawMessage // method + params JSON → result
-	delay   time.Duration
-	calls   []string
+	mu       sync.Mutex
+	answers  map[string]json.RawMessage // method + params JSON → result
+	handlers map[string]Handler         // method → answer computed from the params
+	delay    time.Duration
+	calls    []string
 }
 
 // NewNode starts a fake node, closed when t ends.
 func NewNode(t testing.TB) *Node {
 	t.Helper()
-	n := &Node{answers: map[string]json.RawMessage{}}
+	n := &Node{answers: map[string]json.RawMessage{}, handlers: map[string]Handler{}}
 	n.srv = httptest.NewServer(http.HandlerFunc(n.serve))
 	t.Cleanup(n.srv.Close)
 	return n
@@ -54,6 +55,19 @@ func (n *Node) RecordChain(number int64, hash string, netuid uint16, neurons []b
 	n.Record("chain_getHeader", []any{hash}, map[string]any{"number": "0x" + strings.TrimLeft(hex.EncodeToString(bigEndian(number)), "0"), "parentHash": hash})
 	arg := "0x" + hex.EncodeToString([]byte{byte(netuid), byte(netuid >> 8)})
 	n.Record("state_call", []any{"NeuronInfoRuntimeApi_get_neurons_lite", arg, hash}, "0x"+hex.EncodeToString(neurons))
+}
+
+// Handler computes the answer to a method from its params; an error is answered as a JSON-RPC
+// error carrying its text.
+type Handler func(params []any) (any, error)
+
+// Handle makes the node answer method by h whenever no answer to its exact params is recorded:
+// for calls whose params cannot be known in advance, such as author_submitExtrinsic of a freshly
+// signed extrinsic.
+func (n *Node) Handle(method string, h Handler) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.handlers[method] = h
 }
 
 // SetDelay makes every answer wait d.
@@ -87,12 +101,21 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		n.mu.Lock()
 		result, ok := n.answers[requestKey(req.Method, req.Params)]
+		handler := n.handlers[req.Method]
 		delay := n.delay
 		n.calls = append(n.calls, req.Method)
 		n.mu.Unlock()
 		time.Sleep(delay)
 		answer := map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result}
-		if !ok {
+		switch {
+		case ok:
+		case handler != nil:
+			if v, err := handler(req.Params); err != nil {
+				answer = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": 1010, "message": err.Error()}}
+			} else {
+				answer["result"] = v
+			}
+		default:
 			answer = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": -32601, "message": "not recorded: " + req.Method}}
 		}
 		if err := ws.WriteJSON(answer); err != nil {

@@ -2,7 +2,9 @@
 // implementation: it decodes the runtime metadata, the call and the extrinsic, verifies the
 // sr25519 signature, and writes its own encodings of the same inputs for the Go test to compare.
 //
-//   NODE_PATH=<dir>/node_modules node polkadotjs_check.cjs input.json > polkadotjs_vectors.json
+//   NODE_PATH=<dir>/node_modules node polkadotjs_check.cjs input.json > vector.json
+//
+// subtensortest.RunPolkadotJS runs it from Go tests.
 //
 // Needs @polkadot/types, @polkadot/util-crypto, @polkadot/keyring and @polkadot/util.
 'use strict';
