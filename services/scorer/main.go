@@ -14,8 +14,11 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"drover.dev/computehorde/hotkey"
+	"drover.dev/computehorde/subtensor"
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/api"
+	"drover.dev/services/scorer/internal/direct"
 	"drover.dev/services/scorer/internal/pylon"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/work"
@@ -48,7 +51,17 @@ type Config struct {
 	Netuid           int           `envconfig:"BITTENSOR_NETUID" default:"12" desc:"the subnet the weights are set on"`
 	WeightsInterval  time.Duration `envconfig:"WEIGHTS_INTERVAL" default:"5m" desc:"how often the latest weights are sent (also after every scoring, and once at start)"`
 	WeightsRateLimit int64         `envconfig:"WEIGHTS_RATE_LIMIT_BLOCKS" default:"100" desc:"the subnet's weights_set_rate_limit: blocks that must pass between two weight settings"`
-	ValidatorHotkey  string        `envconfig:"VALIDATOR_HOTKEY" desc:"the validator's SS58 hotkey: its last_update in Pylon's neurons confirms the weights sent are on chain; no confirmation when empty"`
+	ValidatorHotkey  string        `envconfig:"VALIDATOR_HOTKEY" desc:"the validator's SS58 hotkey: its last_update in Pylon's neurons confirms the weights sent are on chain; no confirmation when empty (signing directly, the hotkey's own address)"`
+
+	// Without Pylon, scorer signs set_weights itself and submits it to a subtensor node.
+	SubtensorURL     string        `envconfig:"SUBTENSOR_URL" desc:"ws(s)://host:port of a subtensor node: without PYLON_ADDRESS, scorer signs set_weights with the validator hotkey and submits it there (refused while the subnet has commit-reveal on)"`
+	Network          string        `envconfig:"BITTENSOR_NETWORK" desc:"ComputeHorde's name for the node: finney, test or host:port; used when SUBTENSOR_URL is empty"`
+	SubtensorTimeout time.Duration `envconfig:"SUBTENSOR_TIMEOUT" default:"30s" desc:"longest the read of the subnet, and the submission, may each take"`
+	HotkeyURI        string        `envconfig:"HOTKEY_URI" secret:"true" desc:"validator hotkey that signs set_weights, as a secret URI (//Alice for development)"`
+	WalletPath       string        `envconfig:"WALLET_PATH" desc:"validator hotkey as a Bittensor wallet hotkey file (used when HOTKEY_URI is empty)"`
+	WalletName       string        `envconfig:"BITTENSOR_WALLET_NAME" desc:"validator wallet name, ComputeHorde's setting (used when HOTKEY_URI and WALLET_PATH are empty)"`
+	WalletHotkey     string        `envconfig:"BITTENSOR_WALLET_HOTKEY_NAME" default:"default" desc:"the wallet's hotkey name"`
+	WalletDir        string        `envconfig:"HOST_WALLET_DIR" default:"~/.bittensor/wallets" desc:"folder of wallets in Bittensor's layout: <dir>/<wallet>/hotkeys/<hotkey>"`
 }
 
 func main() {
@@ -68,8 +81,13 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if cfg.PylonAddress, err = pylonAddress(cfg); err != nil {
 		return err
 	}
+	signer, err := directClient(cfg)
+	if err != nil {
+		return err
+	}
+	setWeights := cfg.PylonAddress != "" || signer != nil
 	queues := map[string]int{queue.QueueScoring: max(cfg.Workers, 1)}
-	if cfg.PylonAddress != "" {
+	if setWeights {
 		queues[queue.QueueWeights] = 1
 	}
 	spec := service.Spec{
@@ -85,10 +103,10 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
 		m := work.NewMetrics(deps.Server.Metrics)
 		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{
-			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: cfg.PylonAddress != "", Metrics: m,
+			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: setWeights, Metrics: m,
 		})
 		deps.Gauges(work.Gauges...)
-		addWeightSetting(deps, cfg, m)
+		addWeightSetting(deps, cfg, signer, m)
 		if _, err := deps.NewClient(); err != nil {
 			return err
 		}
@@ -128,20 +146,28 @@ func (c Config) params() (scoring.Params, error) {
 	return p, p.Validate()
 }
 
-// addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured.
-func addWeightSetting(deps *service.Deps, cfg Config, m *work.Metrics) {
-	if cfg.PylonAddress == "" {
-		deps.Logger.Info("no PYLON_ADDRESS: weights are served on GET /v1/weights, not set on chain")
+// addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured, or
+// a subtensor node and a hotkey to sign with (signer).
+func addWeightSetting(deps *service.Deps, cfg Config, signer *direct.Client, m *work.Metrics) {
+	w := &work.SetWeightsWorker{
+		DB: deps.Pool, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
+		Validator: cfg.ValidatorHotkey,
+	}
+	switch {
+	case cfg.PylonAddress != "":
+		w.Pylon = &pylon.Client{
+			BaseURL: cfg.PylonAddress, Identity: cfg.PylonIdentity, Token: cfg.PylonToken, Netuid: cfg.Netuid,
+			Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
+		}
+	case signer != nil:
+		w.Direct, w.Validator = signer, signer.Key.Address()
+		deps.Logger.Info("no PYLON_ADDRESS: set_weights is signed here and submitted to the subtensor node",
+			"node", signer.URL, "netuid", signer.Netuid, "hotkey", w.Validator)
+	default:
+		deps.Logger.Info("no PYLON_ADDRESS nor SUBTENSOR_URL: weights are served on GET /v1/weights, not set on chain")
 		return
 	}
-	client := &pylon.Client{
-		BaseURL: cfg.PylonAddress, Identity: cfg.PylonIdentity, Token: cfg.PylonToken, Netuid: cfg.Netuid,
-		Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
-	}
-	river.AddWorker(deps.Workers, &work.SetWeightsWorker{
-		DB: deps.Pool, Pylon: client, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
-		Validator: cfg.ValidatorHotkey,
-	})
+	river.AddWorker(deps.Workers, w)
 	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
 		river.PeriodicInterval(cfg.WeightsInterval),
 		func() (river.JobArgs, *river.InsertOpts) { return queue.SetWeightsArgs{Reason: "periodic"}, nil },
@@ -160,6 +186,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.WeightsInterval <= 0 {
 		c.WeightsInterval = 5 * time.Minute
+	}
+	if c.SubtensorTimeout <= 0 {
+		c.SubtensorTimeout = 30 * time.Second
 	}
 	return c
 }
@@ -182,4 +211,42 @@ func pylonAddress(c Config) (string, error) {
 		return "", fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
 	}
 	return addr, nil
+}
+
+// directClient is the signer of set_weights when no Pylon is configured and a subtensor node is
+// (SUBTENSOR_URL, or BITTENSOR_NETWORK); nil when weights go through Pylon or nowhere. The node
+// without a hotkey to sign with, or a VALIDATOR_HOTKEY other than the hotkey's, stops the start.
+func directClient(c Config) (*direct.Client, error) {
+	if c.PylonAddress != "" {
+		return nil, nil
+	}
+	node := c.SubtensorURL
+	switch {
+	case node == "" && c.Network != "":
+		u, err := subtensor.NetworkURL(c.Network)
+		if err != nil {
+			return nil, err
+		}
+		node = u
+	case node == "":
+		return nil, nil
+	}
+	if u, err := url.Parse(node); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return nil, fmt.Errorf("SCORER_SUBTENSOR_URL: %q is not a ws(s)://host:port address", node)
+	}
+	if c.Netuid < 0 || c.Netuid > 65535 {
+		return nil, fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
+	}
+	keys := hotkey.Settings{
+		Prefix: "SCORER_", URI: c.HotkeyURI, Path: c.WalletPath,
+		WalletName: c.WalletName, WalletHotkey: c.WalletHotkey, WalletDir: c.WalletDir,
+	}
+	key, err := keys.Load()
+	if err != nil {
+		return nil, fmt.Errorf("signing set_weights for %s: %w", node, err)
+	}
+	if c.ValidatorHotkey != "" && c.ValidatorHotkey != key.Address() {
+		return nil, fmt.Errorf("SCORER_VALIDATOR_HOTKEY %s is not the signing hotkey %s", c.ValidatorHotkey, key.Address())
+	}
+	return &direct.Client{URL: node, Netuid: uint16(c.Netuid), Key: key, Timeout: c.SubtensorTimeout}, nil
 }

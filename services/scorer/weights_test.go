@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
@@ -13,6 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/computehorde/hotkey"
+	"drover.dev/computehorde/subtensor"
+	"drover.dev/computehorde/subtensor/subtensortest"
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/shared/servicetest"
@@ -90,4 +94,79 @@ func TestRunSetsWeightsThroughPylon(t *testing.T) {
 	require.Equal(t, "limit", p.Field)
 	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?cursor=x", nil, &p))
 	require.Equal(t, "cursor", p.Field)
+}
+
+// TestRunSetsWeightsDirectly: without Pylon, scorer signs set_weights with its hotkey and submits
+// it to a (fake) subtensor node whose subnet has commit-reveal off.
+func TestRunSetsWeightsDirectly(t *testing.T) {
+	t.Parallel()
+	alice, err := hotkey.FromURI("//Alice")
+	require.NoError(t, err)
+	subnet := subtensortest.NewSubnet(subtensortest.NewNode(t), 12)
+	subnet.Signer = alice.Address()
+	subnet.Neurons = []subtensortest.Neuron{
+		{Hot: alice.PublicKey(), UID: 0, Netuid: 12, Permit: true, LastUpdate: 1},
+		{Hot: subtensortest.Key(1, 'm'), UID: 5, Netuid: 12},
+	}
+	subnet.At(t, 4000)
+	dbURL := testdb.New(t)
+	cfg := testConfig(dbURL)
+	cfg.SubtensorURL, cfg.HotkeyURI, cfg.Netuid = subnet.Node.URL(), "//Alice", 12
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	ins, err := queue.NewInserter(testdb.NewPoolFor(t, dbURL), queue.Scorer)
+	require.NoError(t, err)
+	miner := subtensortest.Key(1, 'm').Address()
+	_, err = ins.Insert(context.Background(), queue.ScoreBatchArgs{
+		BatchID: 3, StartedAt: time.Now(), Peak: true,
+		Miners: []queue.MinerClassResult{{Hotkey: miner, ExecutorClass: scoring.HordeClass, Executors: 1, Completed: 1}},
+	}, nil)
+	require.NoError(t, err)
+
+	var page struct {
+		Items []struct {
+			Outcome       string `json:"outcome"`
+			Via           string `json:"via"`
+			Block         int64  `json:"block"`
+			ExtrinsicHash string `json:"extrinsic_hash"`
+			Extrinsic     string `json:"extrinsic"`
+		} `json:"items"`
+	}
+	require.Eventually(t, func() bool {
+		servicetest.Call(t, http.MethodGet, base+"/v1/weights/submissions?limit=5", nil, &page)
+		return len(page.Items) > 0 && page.Items[0].Outcome == "sent"
+	}, 15*time.Second, 50*time.Millisecond)
+	got := page.Items[0]
+	require.Equal(t, "subtensor", got.Via)
+	require.Equal(t, int64(4000), got.Block)
+	sent := subnet.Submitted()
+	require.Len(t, sent, 1)
+	require.Equal(t, "0x"+hex.EncodeToString(sent[0]), got.Extrinsic)
+	require.Equal(t, subtensor.ExtrinsicHash(sent[0]), got.ExtrinsicHash)
+	m := servicetest.Metrics(t, base)
+	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_scorer_weight_submissions_total", map[string]string{"outcome": "sent"}))
+}
+
+func TestRunRefusesDirectSigningWithoutAHotkey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string
+	}{
+		{"NoHotkey", func(c *Config) { c.SubtensorURL = "ws://127.0.0.1:9944" }, "no validator hotkey: set SCORER_HOTKEY_URI"},
+		{"NotWebsocket", func(c *Config) { c.SubtensorURL, c.HotkeyURI = "http://127.0.0.1:9944", "//Alice" }, "is not a ws(s)://host:port address"},
+		{"BadNetwork", func(c *Config) { c.Network, c.HotkeyURI = "mainnet", "//Alice" }, "BITTENSOR_NETWORK"},
+		{"OtherValidator", func(c *Config) {
+			c.SubtensorURL, c.HotkeyURI, c.ValidatorHotkey = "ws://127.0.0.1:9944", "//Alice", "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"
+		}, "is not the signing hotkey"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("postgres://127.0.0.1:1/none")
+			tc.cfg(&cfg)
+			require.ErrorContains(t, run(context.Background(), cfg, nil, io.Discard), tc.want)
+		})
+	}
 }

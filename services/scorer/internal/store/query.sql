@@ -92,8 +92,8 @@ SELECT error FROM scoring_failures WHERE batch_id = @batch_id ORDER BY failed_at
 SELECT pg_try_advisory_xact_lock(@key::bigint);
 
 -- name: SubmissionInsert :one
-INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error)
-VALUES (@reason, @batch_id, @block, @block_hash, @outcome, @weights, @unregistered, @pylon_status, @pylon_answer, @error)
+INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, via, extrinsic_hash, extrinsic)
+VALUES (@reason, @batch_id, @block, @block_hash, @outcome, @weights, @unregistered, @pylon_status, @pylon_answer, @error, @via, @extrinsic_hash, @extrinsic)
 RETURNING id;
 
 -- name: SubmissionLastSentBlock :one
@@ -102,7 +102,7 @@ SELECT coalesce((SELECT block FROM weight_submissions WHERE outcome = 'sent' ORD
 
 -- name: SubmissionList :many
 -- SubmissionList returns attempts newest first, older than before (every attempt when 0).
-SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block, via, extrinsic_hash, extrinsic
 FROM weight_submissions
 WHERE (@before::bigint = 0 OR id < @before::bigint)
 ORDER BY id DESC

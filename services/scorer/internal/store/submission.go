@@ -12,9 +12,21 @@ import (
 
 // Outcomes of a weight submission.
 const (
-	SubmissionSent    = "sent"    // Pylon accepted the weights
-	SubmissionFailed  = "failed"  // Pylon was unreachable, refused them or answered garbage
+	SubmissionSent    = "sent"    // Pylon accepted the weights, or the node took the extrinsic into its pool
+	SubmissionFailed  = "failed"  // Pylon or the node was unreachable, refused them or answered garbage
 	SubmissionSkipped = "skipped" // nothing sent: rate limited, or no weighted hotkey registered
+	// SubmissionRefused: nothing sent because the subnet has commit-reveal on, which a direct
+	// set_weights cannot serve (only Pylon's timelocked commit can).
+	SubmissionRefused = "refused"
+)
+
+// SubmissionOutcomes lists every outcome.
+var SubmissionOutcomes = []string{SubmissionSent, SubmissionFailed, SubmissionSkipped, SubmissionRefused}
+
+// Ways the weights go to the chain.
+const (
+	ViaPylon     = "pylon"     // PUT to Pylon, which signs and submits
+	ViaSubtensor = "subtensor" // signed here, submitted to a subtensor node (author_submitExtrinsic)
 )
 
 // signerLockKey names the advisory lock one weight signer holds at a time, across replicas.
@@ -28,12 +40,16 @@ type Submission struct {
 	BatchID      *int64       `json:"batch_id"`
 	Block        *int64       `json:"block"`
 	BlockHash    *string      `json:"block_hash"`
+	Via          string       `json:"via"`
 	Outcome      string       `json:"outcome"`
 	Weights      []SentWeight `json:"weights"`
 	Unregistered int          `json:"unregistered"`
 	PylonStatus  *int         `json:"pylon_status"`
 	PylonAnswer  *string      `json:"pylon_answer"`
 	Error        *string      `json:"error"`
+	// ExtrinsicHash and Extrinsic (0x-hex) are the signed set_weights submitted to the node.
+	ExtrinsicHash *string `json:"extrinsic_hash"`
+	Extrinsic     *string `json:"extrinsic"`
 	// ConfirmedBlock is the validator's last_update that showed these weights on chain.
 	ConfirmedBlock *int64 `json:"confirmed_block"`
 }
@@ -60,6 +76,9 @@ func SubmissionInsert(ctx context.Context, db postgres.DBTX, s Submission) (int6
 	if s.Weights == nil {
 		s.Weights = []SentWeight{}
 	}
+	if s.Via == "" {
+		s.Via = ViaPylon
+	}
 	weights, err := json.Marshal(s.Weights)
 	if err != nil {
 		return 0, fmt.Errorf("encode weights of a %s submission: %w", s.Outcome, err)
@@ -71,6 +90,7 @@ func SubmissionInsert(ctx context.Context, db postgres.DBTX, s Submission) (int6
 	id, err := queries.SubmissionInsert(ctx, db, dbsqlc.SubmissionInsertParams{
 		Reason: s.Reason, BatchID: s.BatchID, Block: s.Block, BlockHash: s.BlockHash, Outcome: s.Outcome,
 		Weights: weights, Unregistered: int32(s.Unregistered), PylonStatus: status, PylonAnswer: s.PylonAnswer, Error: s.Error,
+		Via: s.Via, ExtrinsicHash: s.ExtrinsicHash, Extrinsic: s.Extrinsic,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("insert %s weight submission: %w", s.Outcome, err)
@@ -98,7 +118,7 @@ func SubmissionList(ctx context.Context, db postgres.DBTX, before int64, limit i
 		out[i] = Submission{
 			ID: r.ID, At: r.At, Reason: r.Reason, BatchID: r.BatchID, Block: r.Block, BlockHash: r.BlockHash,
 			Outcome: r.Outcome, Unregistered: int(r.Unregistered), PylonAnswer: r.PylonAnswer, Error: r.Error,
-			ConfirmedBlock: r.ConfirmedBlock,
+			ConfirmedBlock: r.ConfirmedBlock, Via: r.Via, ExtrinsicHash: r.ExtrinsicHash, Extrinsic: r.Extrinsic,
 		}
 		if r.PylonStatus != nil {
 			out[i].PylonStatus = new(int(*r.PylonStatus))

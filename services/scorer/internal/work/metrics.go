@@ -27,9 +27,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.scorings.WithLabelValues("failed")
 	m.submissions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_scorer_weight_submissions_total",
-		Help: "Attempts of this process to set the weights through Pylon, by outcome: sent, failed or skipped.",
+		Help: "Attempts of this process to set the weights (through Pylon or directly), by outcome: sent, failed, skipped, or refused (commit-reveal on and no Pylon).",
 	}, []string{"outcome"})
-	for _, o := range []string{store.SubmissionSent, store.SubmissionFailed, store.SubmissionSkipped} {
+	for _, o := range store.SubmissionOutcomes {
 		m.submissions.WithLabelValues(o)
 	}
 	reg.MustRegister(m.scorings, m.submissions)
@@ -58,7 +58,7 @@ var Gauges = []metrics.Gauge{{
 	},
 }, {
 	Name: "drover_scorer_weights_sent_age_seconds",
-	Help: "Seconds since Pylon last accepted the weights; absent before it ever did.",
+	Help: "Seconds since the weights were last sent (Pylon accepted them, or the node took the extrinsic); absent before they ever were.",
 	Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
 		return metrics.One(store.WeightsSentAge(ctx, db))
 	},

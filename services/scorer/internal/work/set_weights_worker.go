@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"drover.dev/queue"
+	"drover.dev/services/scorer/internal/direct"
 	"drover.dev/services/scorer/internal/pylon"
 	"drover.dev/services/scorer/internal/store"
 	"drover.dev/shared/problem"
@@ -21,8 +22,9 @@ import (
 // lock; by then that replica has sent the weights and the rate limit skips this attempt.
 const SignerBusySnooze = 30 * time.Second
 
-// SetWeightsWorker works set_weights: it maps the latest weights' hotkeys to uids at Pylon's
-// latest block and asks Pylon to set them, recording the attempt. One signer at a time: the
+// SetWeightsWorker works set_weights: it maps the latest weights' hotkeys to uids at a recent
+// block and asks Pylon to set them, or (Direct, without Pylon) signs set_weights and submits it
+// to a subtensor node itself, recording the attempt. One signer at a time: the
 // attempt runs under an advisory lock held by its transaction, which also records the attempt
 // and completes the job. A failed attempt is recorded and the job completes; the next periodic
 // job tries again (retrying at once would only hit the same outage).
@@ -30,6 +32,8 @@ type SetWeightsWorker struct {
 	river.WorkerDefaults[queue.SetWeightsArgs]
 	DB    Beginner
 	Pylon *pylon.Client
+	// Direct signs set_weights and submits it to a subtensor node; used when Pylon is nil.
+	Direct *direct.Client
 	// RateLimitBlocks is the subnet's weights_set_rate_limit: no weights are sent until that many
 	// blocks have passed since the last weights sent.
 	RateLimitBlocks int64
@@ -40,8 +44,11 @@ type SetWeightsWorker struct {
 	Validator string
 }
 
-// Timeout covers the two Pylon calls.
+// Timeout covers the two calls to Pylon, or the read and the submission to the node.
 func (w *SetWeightsWorker) Timeout(*river.Job[queue.SetWeightsArgs]) time.Duration {
+	if w.Pylon == nil {
+		return 2*w.Direct.Timeout + 10*time.Second
+	}
 	return 2*w.Pylon.Timeout + 10*time.Second
 }
 
@@ -83,7 +90,11 @@ func (w *SetWeightsWorker) attempt(ctx context.Context, tx pgx.Tx, reason string
 	if err != nil {
 		return nil, err
 	}
-	sub := &store.Submission{Reason: reason, BatchID: &weights.BatchID, Outcome: store.SubmissionFailed}
+	sub := &store.Submission{Reason: reason, BatchID: &weights.BatchID, Outcome: store.SubmissionFailed, Via: store.ViaPylon}
+	if w.Pylon == nil {
+		sub.Via = store.ViaSubtensor
+		return w.attemptDirect(ctx, tx, sub, weights)
+	}
 	neurons, err := w.Pylon.Neurons(ctx)
 	if err != nil {
 		return sub.Because(err), nil
@@ -138,11 +149,18 @@ func (w *SetWeightsWorker) log(ctx context.Context, s store.Submission) {
 	if s.Block != nil {
 		attrs = append(attrs, "block", *s.Block)
 	}
-	if s.Error != nil {
+	switch {
+	case s.Outcome == store.SubmissionRefused:
+		w.Logger.ErrorContext(ctx, "weights not set: refused", append(attrs, "error", *s.Error)...)
+		return
+	case s.Error != nil:
 		w.Logger.WarnContext(ctx, "weights not set", append(attrs, "error", *s.Error)...)
 		return
 	}
-	w.Logger.InfoContext(ctx, "weights set through pylon", attrs...)
+	if s.ExtrinsicHash != nil {
+		attrs = append(attrs, "extrinsic_hash", *s.ExtrinsicHash)
+	}
+	w.Logger.InfoContext(ctx, "weights set through "+s.Via, attrs...)
 }
 
 // confirm marks the weights sent up to the validator's last_update as on chain.

@@ -67,4 +67,7 @@ type WeightSubmission struct {
 	PylonAnswer    *string
 	Error          *string
 	ConfirmedBlock *int64
+	Via            string
+	ExtrinsicHash  *string
+	Extrinsic      *string
 }

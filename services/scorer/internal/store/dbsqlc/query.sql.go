@@ -479,22 +479,25 @@ func (q *Queries) SubmissionConfirm(ctx context.Context, db DBTX, lastUpdate int
 }
 
 const submissionInsert = `-- name: SubmissionInsert :one
-INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+INSERT INTO weight_submissions (reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, via, extrinsic_hash, extrinsic)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 RETURNING id
 `
 
 type SubmissionInsertParams struct {
-	Reason       string
-	BatchID      *int64
-	Block        *int64
-	BlockHash    *string
-	Outcome      string
-	Weights      []byte
-	Unregistered int32
-	PylonStatus  *int32
-	PylonAnswer  *string
-	Error        *string
+	Reason        string
+	BatchID       *int64
+	Block         *int64
+	BlockHash     *string
+	Outcome       string
+	Weights       []byte
+	Unregistered  int32
+	PylonStatus   *int32
+	PylonAnswer   *string
+	Error         *string
+	Via           string
+	ExtrinsicHash *string
+	Extrinsic     *string
 }
 
 func (q *Queries) SubmissionInsert(ctx context.Context, db DBTX, arg SubmissionInsertParams) (int64, error) {
@@ -509,6 +512,9 @@ func (q *Queries) SubmissionInsert(ctx context.Context, db DBTX, arg SubmissionI
 		arg.PylonStatus,
 		arg.PylonAnswer,
 		arg.Error,
+		arg.Via,
+		arg.ExtrinsicHash,
+		arg.Extrinsic,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -528,7 +534,7 @@ func (q *Queries) SubmissionLastSentBlock(ctx context.Context, db DBTX) (int64, 
 }
 
 const submissionList = `-- name: SubmissionList :many
-SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block
+SELECT id, at, reason, batch_id, block, block_hash, outcome, weights, unregistered, pylon_status, pylon_answer, error, confirmed_block, via, extrinsic_hash, extrinsic
 FROM weight_submissions
 WHERE ($1::bigint = 0 OR id < $1::bigint)
 ORDER BY id DESC
@@ -564,6 +570,9 @@ func (q *Queries) SubmissionList(ctx context.Context, db DBTX, arg SubmissionLis
 			&i.PylonAnswer,
 			&i.Error,
 			&i.ConfirmedBlock,
+			&i.Via,
+			&i.ExtrinsicHash,
+			&i.Extrinsic,
 		); err != nil {
 			return nil, err
 		}
