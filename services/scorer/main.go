@@ -128,6 +128,9 @@ func (c Config) Check() []error {
 	if _, err := pylonAddress(c.withDefaults()); err != nil {
 		errs = append(errs, err)
 	}
+	if _, err := directClient(c.withDefaults()); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
 }
 
