@@ -45,8 +45,8 @@ func (d *demo) populateAll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "populate run %d of %s: %s, its River jobs made %d keys (%d errors); background River workers made the rest\n",
-			run.ID, table, run.State, run.Made, run.Errors)
+		fmt.Fprintf(d.out, "populate run %d of %s: %s, %d of the %d keys it took made, %d failed (keys made or failed before it began are not its)\n",
+			run.ID, table, run.State, run.Made, run.Total, run.Errors)
 		if line, err := d.progressLine(ctx); err == nil {
 			fmt.Fprintln(d.out, "progress  "+line)
 		}
