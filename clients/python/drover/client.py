@@ -81,17 +81,26 @@ class Run:
     eta_seconds: float | None = None
     created_at: str | None = None
     finished_at: str | None = None
+    # The run's keys when the worker says (made + errors + remaining otherwise), and those that
+    # needed no make (made or ignored meanwhile) or that a stopped run never reached.
+    total: int = 0
+    skipped: int = 0
+    dropped: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Run:
+        made, errors, remaining = d.get("made") or 0, d.get("errors") or 0, d.get("remaining") or 0
         return cls(
             id=d["id"],
             table=d.get("table", ""),
             state=d["state"],
-            made=d.get("made") or 0,
-            errors=d.get("errors") or 0,
-            remaining=d.get("remaining") or 0,
+            made=made,
+            errors=errors,
+            remaining=remaining,
+            total=d.get("total", made + errors + remaining),
+            skipped=d.get("skipped") or 0,
+            dropped=d.get("dropped") or 0,
             error_list=[KeyFailure(e.get("key") or {}, e.get("error_message") or "") for e in d.get("error_list") or []],
             rate=d.get("rate"),
             eta_seconds=d.get("eta_seconds"),
@@ -267,7 +276,7 @@ class Client:
         try:
             while True:
                 if line is not None:
-                    line.update(cur.made, cur.made + cur.errors + cur.remaining, cur.errors, cur.rate, cur.eta_seconds, final=cur.finished)
+                    line.update(cur.made, cur.total - cur.skipped, cur.errors, cur.rate, cur.eta_seconds, final=cur.finished)
                 if cur.finished:
                     return cur
                 time.sleep(interval)
