@@ -87,7 +87,8 @@ func TestPythonClient(t *testing.T) {
 	out, err := py(t.Context(), "-m", "drover", "tables", "tests.pipeline", "--url", "http://"+fnLn.Addr().String(), "-o", tablesFile).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
-	// The worker: makes run only from River (two workers), scheduling only when the suite asks.
+	// The worker: keys are scheduled only when the suite asks and made only by its populate runs
+	// (no background make workers), so every make the suite sees is a run's.
 	var workerLog bytes.Buffer
 	// It gets SIGTERM when the test ends and is killed if it has not stopped 15 s later.
 	worker := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperPythonWorker$")
@@ -96,8 +97,8 @@ func TestPythonClient(t *testing.T) {
 	worker.Env = append(os.Environ(), "POPULATE_PYTHON_HELPER=1")
 	for k, v := range map[string]string{
 		"DATABASE_URL": dbURL, "API_TOKENS": servicetest.Token, "TABLES_FILE": tablesFile,
-		"EXAMPLES_SEED": "true", "MAKE_WORKERS": "2", "MIN_SCHEDULING_INTERVAL": "1ms",
-		"LISTEN_FLUSH_EVERY": "1h", "SCHEDULE_EVERY": "1h", "DB_MAX_CONNS": "5", "LOG_LEVEL": "warn",
+		"EXAMPLES_SEED": "true", "MAKE_WORKERS": "0", "RUN_WORKERS": "2", "MIN_SCHEDULING_INTERVAL": "1ms",
+		"LISTEN_FLUSH_EVERY": "1h", "SCHEDULE_EVERY": "1h", "DB_MAX_CONNS": "6", "LOG_LEVEL": "warn",
 	} {
 		worker.Env = append(worker.Env, queue.PopulateWorker.EnvPrefix()+"_"+k+"="+v)
 	}

@@ -48,10 +48,3 @@ def seed(client: drover.Client, signals: int) -> list[int]:
     assert status == 201, status
     return res["signal_ids"]
 
-
-def has_runs(client: drover.Client) -> bool:
-    """Whether the worker serves populate runs (GET /v1/populate-runs/{id} in its OpenAPI)."""
-    with urllib.request.urlopen(client.url + "/openapi.json", timeout=10) as resp:
-        import json
-
-        return "/v1/populate-runs/{id}" in json.load(resp).get("paths", {})

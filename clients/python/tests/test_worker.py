@@ -1,6 +1,8 @@
-"""The client and the function makes against a real populate-worker (see harness.py): keys
-scheduled are made by the worker's River workers calling this process's makes; a make that
-raises is recorded with its message and stack; errors are listed, rescheduled and ignored."""
+"""The client and the function makes against a real populate-worker (see harness.py): keys are
+scheduled, then made by populate runs whose River makes call this process's makes, followed
+through the table's progress; a make that raises is recorded with its message and stack; errors
+are listed, rescheduled and ignored. The worker has no background make workers, so the runs the
+tests start are the only makers."""
 
 import io
 import unittest
@@ -33,6 +35,8 @@ class WorkerTest(unittest.TestCase):
         res = self.client.schedule(SQUARE, only, min_scheduling_interval=0)
         self.assertEqual(res, {"scheduled": 6, "suppressed": False})
 
+        # A run makes them; its progress is followed through the table's.
+        self.client.start_populate(SQUARE, only, schedule_jobs=False, suppress_errors=True)
         out = io.StringIO()
         p = self.client.wait_made(SQUARE, only, stream=out, interval=0.1, timeout=60)
         self.assertEqual((p.total, p.remaining, p.jobs["error"], p.pending), (6, 1, 1, 0))
@@ -52,7 +56,9 @@ class WorkerTest(unittest.TestCase):
 
         pipeline.BROKEN.clear()
         self.assertEqual(self.client.reschedule(err).status, "scheduled")
-        p = self.client.wait_made(SQUARE, only, display_progress=False, interval=0.1, timeout=60)
+        run = self.client.populate(SQUARE, only, schedule_jobs=False, interval=0.1)
+        self.assertEqual((run.state, run.made, run.errors), ("done", 1, 0))
+        p = self.client.progress(SQUARE, only)
         self.assertEqual((p.total, p.remaining, p.jobs["error"]), (6, 0, 0))
         self.assertEqual([j for j in self.client.errors(SQUARE) if j.key["signal_id"] in ids], [])
 
@@ -60,12 +66,13 @@ class WorkerTest(unittest.TestCase):
         ids = harness.seed(self.client, 3)
         only = {"signal_id": ids}
         pipeline.BROKEN.update(ids)
-        self.client.schedule(SQUARE, only, min_scheduling_interval=0)
-        p = self.client.wait_made(SQUARE, only, display_progress=False, interval=0.1, timeout=60)
-        self.assertEqual(p.jobs["error"], 3)
+        run = self.client.populate(SQUARE, only, suppress_errors=True, min_scheduling_interval=0, interval=0.1)
+        self.assertEqual((run.state, run.errors), ("done", 3))
         pipeline.BROKEN.clear()
         self.assertGreaterEqual(self.client.reschedule_errors(SQUARE), 3)
-        p = self.client.wait_made(SQUARE, only, display_progress=False, interval=0.1, timeout=60)
+        run = self.client.populate(SQUARE, only, schedule_jobs=False, interval=0.1)
+        self.assertEqual((run.made, run.errors), (3, 0))
+        p = self.client.progress(SQUARE, only)
         self.assertEqual((p.remaining, p.jobs["error"]), (0, 0))
 
     def test_an_ignored_key_is_left_alone_until_forced(self):
@@ -73,11 +80,14 @@ class WorkerTest(unittest.TestCase):
         only = {"signal_id": ids}
         job = self.client.ignore(SQUARE, {"signal_id": ids[0]})  # no job yet
         self.assertEqual((job.status, job.key), ("ignore", {"signal_id": ids[0]}))
-        self.assertEqual(self.client.schedule(SQUARE, only, min_scheduling_interval=0)["scheduled"], 1)
-        p = self.client.wait_made(SQUARE, only, display_progress=False, interval=0.1, timeout=60)
+        run = self.client.populate(SQUARE, only, min_scheduling_interval=0, interval=0.1)
+        self.assertEqual((run.state, run.made), ("done", 1))
+        p = self.client.progress(SQUARE, only)
         self.assertEqual((p.remaining, p.jobs["ignore"]), (1, 1))
         self.assertEqual(self.client.schedule(SQUARE, only, force=True, min_scheduling_interval=0)["scheduled"], 1)
-        p = self.client.wait_made(SQUARE, only, display_progress=False, interval=0.1, timeout=60)
+        run = self.client.populate(SQUARE, only, schedule_jobs=False, interval=0.1)
+        self.assertEqual((run.state, run.made), ("done", 1))
+        p = self.client.progress(SQUARE, only)
         self.assertEqual((p.remaining, p.jobs["ignore"]), (0, 0))
 
     def test_bad_requests_are_errors_naming_the_field(self):

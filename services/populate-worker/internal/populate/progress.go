@@ -3,6 +3,8 @@ package populate
 import (
 	"context"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Progress is how far a computed table is: DataJoint's progress (remaining of total keys) and
@@ -26,29 +28,33 @@ func (e *Engine) Progress(ctx context.Context, name string, r Restriction) (Prog
 		return Progress{}, err
 	}
 	p := Progress{Table: t.Name, Jobs: map[Status]int64{}}
-	cond, args := f.where("x.key", nil)
-	err = e.pool.QueryRow(ctx, `SELECT
-		(SELECT count(*) FROM (`+t.keySourceKeys()+`) x WHERE `+cond+`),
-		(SELECT count(*) FROM (`+todoSQL(t)+`) x WHERE `+cond+`)`, args...).Scan(&p.Total, &p.Remaining)
-	if err != nil {
-		return p, fmt.Errorf("progress of %s: %w", name, err)
-	}
-	cond, args = f.where("key", []any{t.Name})
-	rows, err := e.pool.Query(ctx, `SELECT status, count(*) FROM jobs WHERE table_name = $1 AND `+cond+` GROUP BY status`, args...)
-	if err != nil {
-		return p, fmt.Errorf("count jobs of %s: %w", name, err)
-	}
-	var st Status
-	var n int64
 	for _, s := range Statuses() {
 		p.Jobs[s] = 0
 	}
-	for rows.Next() {
-		if err := rows.Scan(&st, &n); err != nil {
-			rows.Close()
-			return p, fmt.Errorf("count jobs of %s: %w", name, err)
+	// One snapshot for both counts: read apart, a key made in between is still remaining while
+	// its job is already gone, and a follower sees nothing pending with keys left to make.
+	err = pgx.BeginTxFunc(ctx, e.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		cond, args := f.where("x.key", nil)
+		if err := tx.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM (`+t.keySourceKeys()+`) x WHERE `+cond+`),
+			(SELECT count(*) FROM (`+todoSQL(t)+`) x WHERE `+cond+`)`, args...).Scan(&p.Total, &p.Remaining); err != nil {
+			return fmt.Errorf("progress of %s: %w", name, err)
 		}
-		p.Jobs[st] = n
-	}
-	return p, rows.Err()
+		cond, args = f.where("key", []any{t.Name})
+		rows, err := tx.Query(ctx, `SELECT status, count(*) FROM jobs WHERE table_name = $1 AND `+cond+` GROUP BY status`, args...)
+		if err != nil {
+			return fmt.Errorf("count jobs of %s: %w", name, err)
+		}
+		var st Status
+		var n int64
+		for rows.Next() {
+			if err := rows.Scan(&st, &n); err != nil {
+				rows.Close()
+				return fmt.Errorf("count jobs of %s: %w", name, err)
+			}
+			p.Jobs[st] = n
+		}
+		return rows.Err()
+	})
+	return p, err
 }
