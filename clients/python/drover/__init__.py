@@ -4,7 +4,7 @@ function makes, and a client that schedules, populates, follows runs and manages
 Standard library only; Python 3.10 or later.
 """
 
-from .client import STATUSES, RUN_STATES, Client, DroverError, Job, KeyFailure, Progress, Run
+from .client import RUN_STATES, STATUSES, Client, DroverError, Job, KeyFailure, PopulateError, Progress, Run
 from .functions import ComputedTable, FunctionServer, Pipeline
 from .progress import ProgressLine, format_line
 
@@ -18,6 +18,7 @@ __all__ = [
     "Job",
     "KeyFailure",
     "Pipeline",
+    "PopulateError",
     "Progress",
     "ProgressLine",
     "Run",

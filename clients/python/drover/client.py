@@ -34,6 +34,16 @@ class DroverError(Exception):
         super().__init__(f"HTTP {status}{where}: {detail}")
 
 
+class PopulateError(Exception):
+    """A populate run that ended failed: a make raised and suppress_errors was off, so the run
+    took no more keys, as DataJoint's populate raises the make's error. ``run`` is the run."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        first = run.error_list[0].error_message if run.error_list else "a make failed"
+        super().__init__(f"populate run {run.id} of {run.table} failed: {first}")
+
+
 @dataclass
 class Job:
     """A row of populate-worker's jobs table (DataJoint's jobs table, field for field)."""
@@ -297,10 +307,14 @@ class Client:
         **opts: Any,
     ) -> Run:
         """DataJoint's populate(): starts a run (see :meth:`start_populate` for the options),
-        follows it to the end and returns the finished run (run.success_count, run.error_list).
-        With suppress_errors False the run stops at the first error, as DataJoint's does."""
+        follows it to the end and returns the ended run (run.success_count, run.error_list).
+        With suppress_errors False a make that raises stops the run, which ends failed, and
+        PopulateError is raised with it, as DataJoint's populate raises the make's error."""
         run = self.start_populate(table, restriction, **opts)
-        return self.follow(run, display_progress=display_progress, stream=stream, interval=interval)
+        run = self.follow(run, display_progress=display_progress, stream=stream, interval=interval)
+        if run.state == "failed":
+            raise PopulateError(run)
+        return run
 
     def wait_made(
         self,

@@ -5,6 +5,8 @@ import io
 import time
 import unittest
 
+import drover
+
 from . import harness, pipeline
 
 SLOW = "py_signal_slow"
@@ -44,7 +46,10 @@ class RunTest(unittest.TestCase):
     def test_a_run_fails_at_its_first_error_without_suppress_errors(self):
         ids = harness.seed(self.client, 5)
         pipeline.BROKEN.add(ids[0])
-        run = self.client.populate(SLOW, {"signal_id": ids}, order="original", interval=0.1)
+        with self.assertRaises(drover.PopulateError) as cm:
+            self.client.populate(SLOW, {"signal_id": ids}, order="original", interval=0.1)
+        run = cm.exception.run
+        self.assertEqual(str(cm.exception), f"populate run {run.id} of {SLOW} failed: ValueError: signal {ids[0]} is broken")
         self.assertEqual((run.state, run.made, run.errors), ("failed", 0, 1))
         self.assertEqual([e.error_message for e in run.error_list], [f"ValueError: signal {ids[0]} is broken"])
 
