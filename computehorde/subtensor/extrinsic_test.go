@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -138,4 +139,16 @@ func TestDecodeMetadataBadInput(t *testing.T) {
 	_, err = subtensor.DecodeMetadata(v15)
 	require.ErrorContains(t, err, "only V14")
 	require.True(t, strings.HasPrefix(hex.EncodeToString(good), "6d657461"))
+}
+
+// TestShapeOfAHostileRegistry: a type of 4,096 fields each of itself shapes in bounded time.
+func TestShapeOfAHostileRegistry(t *testing.T) {
+	t.Parallel()
+	spec := subtensortest.DefaultMetadataSpec()
+	spec.WideSelfType = 4096
+	m, err := subtensor.DecodeMetadata(subtensortest.Metadata(spec))
+	require.NoError(t, err)
+	start := time.Now()
+	require.Contains(t, m.Shape(subtensortest.WideSelfTypeID), "…")
+	require.Less(t, time.Since(start), time.Second)
 }

@@ -15,6 +15,7 @@ const (
 	maxItems         = 1 << 12 // fields, variants, pallets, entries, doc lines … of one list
 	maxString        = 1 << 16
 	maxShapeDepth    = 16
+	maxShapeVisits   = 1 << 10
 )
 
 // Type kinds of scale-info's TypeDef, in its variant order.
@@ -311,17 +312,23 @@ func (d *decoder) storageEntry() StorageEntry {
 // "compact<T>", "vec<T>", "[T;n]", "(A,B)", "option<T>", "era" (sp_runtime's Era), "enum" (a
 // variant type whose variants carry nothing) or "variant:Name". A composite or tuple of one
 // member (once members of shape "()", such as PhantomData, are dropped) has its member's shape.
-func (m *Metadata) Shape(id uint32) string { return m.shape(id, 0) }
+// Types nested deeper than 16, or more than 1,024 types visited (a hostile registry of wide,
+// self-referencing types), shape as "…", which matches nothing the signer expects.
+func (m *Metadata) Shape(id uint32) string {
+	budget := maxShapeVisits
+	return m.shape(id, 0, &budget)
+}
 
-func (m *Metadata) shape(id uint32, depth int) string {
+func (m *Metadata) shape(id uint32, depth int, budget *int) string {
+	*budget--
 	t, ok := m.types[id]
 	switch {
 	case !ok:
 		return fmt.Sprintf("?%d", id)
-	case depth > maxShapeDepth:
+	case depth > maxShapeDepth || *budget < 0:
 		return "…"
 	}
-	sub := func(id uint32) string { return m.shape(id, depth+1) }
+	sub := func(id uint32) string { return m.shape(id, depth+1, budget) }
 	switch t.kind {
 	case kindComposite, kindTuple:
 		var parts []string

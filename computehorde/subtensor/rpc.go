@@ -40,8 +40,9 @@ type rpcAnswer struct {
 	ID     *int            `json:"id"`
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
+		Code    int             `json:"code"`
+		Message string          `json:"message"`
+		Data    json.RawMessage `json:"data"`
 	} `json:"error"`
 }
 
@@ -72,6 +73,10 @@ func (c *Conn) Call(ctx context.Context, method string, params ...any) (json.Raw
 			continue
 		}
 		if a.Error != nil {
+			if len(a.Error.Data) > 0 && string(a.Error.Data) != "null" {
+				// A refused transaction says why in data ("Custom error: 7", "Transaction is outdated").
+				return nil, fmt.Errorf("%s: node error %d: %.200s: %.200s", method, a.Error.Code, a.Error.Message, a.Error.Data)
+			}
 			return nil, fmt.Errorf("%s: node error %d: %.200s", method, a.Error.Code, a.Error.Message)
 		}
 		return a.Result, nil

@@ -1,7 +1,10 @@
-// Package subtensor reads a subnet's neurons from a subtensor node: JSON-RPC over a websocket
-// (rpc.go) and the SCALE decoding of NeuronInfoLite (scale.go, neuron.go), written here because no
-// Substrate library is at hand. Every length read from the wire is checked against what is left
-// before anything is allocated.
+// Package subtensor talks to a subtensor node, with a SCALE codec written here because no
+// Substrate library is at hand: JSON-RPC over a websocket (rpc.go, sign.go, storage.go), the
+// decoding of NeuronInfoLite (scale.go, neuron.go), and what a validator needs to set weights
+// itself: the V14 runtime metadata's types, storage, calls and signed extensions (metadata.go),
+// storage keys (hash.go), the set_weights call (weights.go) and a v4 signed extrinsic
+// (extrinsic.go), refused for a runtime whose signed extensions it does not know. Every length
+// read from the wire is checked against what is left before anything is allocated.
 package subtensor
 
 import (

@@ -23,6 +23,9 @@ type MetadataSpec struct {
 	// Defaults of the subnet hyperparameters read from storage.
 	CommitRevealDefault              bool
 	RateLimitDefault, VersionDefault uint64
+	// WideSelfType, when not zero, adds type WideSelfTypeID: a composite of that many fields, each
+	// of itself (a hostile registry).
+	WideSelfType int
 }
 
 // DefaultMetadataSpec is spec 343's layout: SubtensorModule at pallet 7, set_weights call 0.
@@ -63,6 +66,8 @@ const (
 	tExtra
 	tRuntime
 	tBytes20
+	// WideSelfTypeID is the id of MetadataSpec.WideSelfType's type.
+	WideSelfTypeID = tBytes20 + 1
 )
 
 // w writes SCALE for the metadata builder.
@@ -198,7 +203,11 @@ func Metadata(spec MetadataSpec) []byte {
 			extTypes[i] = tU32
 		}
 	}
-	e.compact(tBytes20 + 1)
+	if spec.WideSelfType > 0 {
+		e.compact(WideSelfTypeID + 1)
+	} else {
+		e.compact(WideSelfTypeID)
+	}
 	for _, p := range []struct {
 		id   uint64
 		prim uint8
@@ -245,6 +254,13 @@ func Metadata(spec MetadataSpec) []byte {
 	e.tuple(tExtra, extTypes...)
 	e.composite(tRuntime, []string{"node_subtensor_runtime", "Runtime"})
 	e.array(tBytes20, 20, tU8)
+	if spec.WideSelfType > 0 {
+		fs := make([]field, spec.WideSelfType)
+		for i := range fs {
+			fs[i] = field{"", WideSelfTypeID}
+		}
+		e.composite(WideSelfTypeID, []string{"Wide"}, fs...)
+	}
 
 	e.compact(2) // pallets
 	// System: no storage, remark, SS58Prefix 42.

@@ -3,6 +3,7 @@ package subtensortest
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -58,8 +59,18 @@ func (n *Node) RecordChain(number int64, hash string, netuid uint16, neurons []b
 }
 
 // Handler computes the answer to a method from its params; an error is answered as a JSON-RPC
-// error carrying its text.
+// error: an *RPCError as it is, any other with code 1010 and its text.
 type Handler func(params []any) (any, error)
+
+// RPCError is a JSON-RPC error as a node answers it, e.g. an invalid transaction: code 1010,
+// message "Invalid Transaction", data "Custom error: 7".
+type RPCError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    string `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string { return e.Message + ": " + e.Data }
 
 // Handle makes the node answer method by h whenever no answer to its exact params is recorded:
 // for calls whose params cannot be known in advance, such as author_submitExtrinsic of a freshly
@@ -111,7 +122,11 @@ func (n *Node) serve(w http.ResponseWriter, r *http.Request) {
 		case ok:
 		case handler != nil:
 			if v, err := handler(req.Params); err != nil {
-				answer = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": map[string]any{"code": 1010, "message": err.Error()}}
+				var rpcErr *RPCError
+				if !errors.As(err, &rpcErr) {
+					rpcErr = &RPCError{Code: 1010, Message: err.Error()}
+				}
+				answer = map[string]any{"jsonrpc": "2.0", "id": req.ID, "error": rpcErr}
 			} else {
 				answer["result"] = v
 			}

@@ -3,7 +3,6 @@ package subtensortest
 import (
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -52,7 +51,7 @@ func NewSubnet(node *Node, netuid uint16) *Subnet {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.refuse != "" {
-			return nil, errors.New(s.refuse)
+			return nil, &RPCError{Code: 1010, Message: "Invalid Transaction", Data: s.refuse}
 		}
 		s.submitted = append(s.submitted, b)
 		return subtensor.ExtrinsicHash(b), nil
@@ -94,7 +93,8 @@ func (s *Subnet) At(t testing.TB, block int64) {
 	storage("WeightsVersionKey", "u64", version)
 }
 
-// Refuse makes author_submitExtrinsic answer a JSON-RPC error with msg ("" accepts again).
+// Refuse makes author_submitExtrinsic answer "Invalid Transaction" (code 1010) with data msg, as
+// a node refuses a transaction ("" accepts again).
 func (s *Subnet) Refuse(msg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -229,11 +229,12 @@ func TestSetWeightsDirect(t *testing.T) {
 	t.Run("NodeRefusalRecordedWithTheExtrinsic", func(t *testing.T) {
 		t.Parallel()
 		b := setupDirect(t)
-		b.chain.Refuse("Invalid Transaction: Custom error: 7")
+		b.chain.Refuse("Custom error: 7")
 		sub := b.set(t)
 		require.Equal(t, store.SubmissionFailed, sub.Outcome)
 		require.Contains(t, *sub.Error, "the node refused set_weights")
 		require.Contains(t, *sub.Error, "Custom error: 7")
+		require.Contains(t, *sub.Error, "node error 1010: Invalid Transaction")
 		require.NotNil(t, sub.Extrinsic)
 		b.chain.Refuse("")
 		require.Equal(t, store.SubmissionSent, b.set(t).Outcome, "a failed attempt does not count for the rate limit")
