@@ -36,6 +36,7 @@ type Config struct {
 
 	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat,always_on.test=pow,always_on.cpu.8c.16gb=pow" desc:"job generator per executor class: pow (CPU) or hashcat (needs a GPU), e.g. *=pow,spin_up-4min.gpu-24gb=hashcat; a class without a GPU never gets hashcat: named, it stops the start; through *, the class is skipped with an event"`
 	PoWTimeLimit time.Duration `envconfig:"POW_TIME_LIMIT" default:"10s" desc:"time limit of proof-of-work jobs"`
+	PoWRange     uint64        `envconfig:"POW_RANGE" default:"32768" desc:"difficulty of proof-of-work jobs: the range of the secret, of which a miner hashes half on average"`
 	Headroom     float64       `envconfig:"HEADROOM" default:"1.2" desc:"jobs pregenerated per job of the previous batch"`
 
 	ClassTablePath string                   `envconfig:"CLASS_TABLE" desc:"JSON executor class table; the built-in table when empty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"drover.dev/computehorde/synthetic"
 	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
@@ -87,4 +88,13 @@ func TestRunRefusesShardSettingsThatCannotMeet(t *testing.T) {
 			require.ErrorContains(t, run(context.Background(), cfg, nil, io.Discard), tc.want)
 		})
 	}
+}
+
+func TestPoWSettingsReachTheGenerator(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig("postgres://unused")
+	cfg.PoWRange, cfg.PoWTimeLimit = 1<<10, 3*time.Second
+	gens, _, err := generators(cfg)
+	require.NoError(t, err)
+	require.Equal(t, synthetic.PoWGenerator{Range: 1 << 10, Limit: 3 * time.Second}, gens.For("always_on.test"))
 }

@@ -9,6 +9,7 @@ import (
 
 	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/synthetic"
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/api"
 	"drover.dev/services/batch-runner/internal/batch"
@@ -65,7 +66,7 @@ func batchConfig(cfg Config) (batch.Config, error) {
 // generators reads the executor class table (the built-in one, or CLASS_TABLE's file) and the
 // job generator of each class.
 func generators(cfg Config) (batch.Generators, protocol.ClassTable, error) {
-	gens, err := batch.ParseGenerators(cfg.Generators, cfg.PoWTimeLimit)
+	gens, err := batch.ParseGenerators(cfg.Generators, synthetic.PoWGenerator{Range: cfg.PoWRange, Limit: cfg.PoWTimeLimit})
 	if err != nil {
 		return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
 	}

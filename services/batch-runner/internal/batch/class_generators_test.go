@@ -35,7 +35,7 @@ func TestGeneratorsForClasses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			gens, err := ParseGenerators(tt.spec, 0)
+			gens, err := ParseGenerators(tt.spec, synthetic.PoWGenerator{})
 			require.NoError(t, err)
 			resolved, skipped, err := gens.ForClasses(table)
 			if tt.wantErr != "" {

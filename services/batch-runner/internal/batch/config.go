@@ -66,7 +66,7 @@ func (c Config) WithDefaults() Config {
 		c.ClassCaps = map[string]int{"always_on.llm.a6000": 100}
 	}
 	if c.Generators == nil {
-		gens, err := ParseGenerators(DefaultGenerators, 0)
+		gens, err := ParseGenerators(DefaultGenerators, synthetic.PoWGenerator{})
 		if err == nil {
 			gens, _, err = gens.ForClasses(c.Classes)
 		}
@@ -127,9 +127,9 @@ func (g Generators) For(class string) synthetic.Generator {
 	return g["*"]
 }
 
-// ParseGenerators reads "pow" or "*=pow,spin_up-4min.gpu-24gb=hashcat". pow uses powLimit as
-// its time limit (zero: the synthetic package default).
-func ParseGenerators(spec string, powLimit time.Duration) (Generators, error) {
+// ParseGenerators reads "pow" or "*=pow,spin_up-4min.gpu-24gb=hashcat". pow is the generator
+// pow (its zero fields: the synthetic package defaults).
+func ParseGenerators(spec string, pow synthetic.PoWGenerator) (Generators, error) {
 	out := Generators{}
 	for part := range strings.SplitSeq(spec, ",") {
 		part = strings.TrimSpace(part)
@@ -142,7 +142,7 @@ func ParseGenerators(spec string, powLimit time.Duration) (Generators, error) {
 		}
 		switch name {
 		case "pow":
-			out[class] = synthetic.PoWGenerator{Limit: powLimit}
+			out[class] = pow
 		case "hashcat":
 			out[class] = synthetic.HashcatGenerator{}
 		default:

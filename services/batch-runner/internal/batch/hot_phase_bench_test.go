@@ -85,11 +85,15 @@ func BenchmarkHotPhase(b *testing.B) {
 // job joins the same round.
 const answerAt = 1500 * time.Millisecond
 
+// benchPoWRange is the difficulty of the benchmark's proof-of-work jobs: cheap enough that
+// minersim solves them all before answerAt.
+const benchPoWRange = 1 << 10
+
 func benchConfig(b *testing.B) Config {
 	b.Helper()
 	return Config{
 		Key:        aliceKey(b),
-		Generators: Generators{"*": synthetic.PoWGenerator{Range: 1 << 10, Limit: 5 * time.Second}},
+		Generators: Generators{"*": synthetic.PoWGenerator{Range: benchPoWRange, Limit: 5 * time.Second}},
 		SpinUps:    map[string]time.Duration{"*": 3 * time.Second},
 		MinSpinUp:  50 * time.Millisecond,
 
@@ -118,6 +122,8 @@ type round struct {
 	clean    []minersim.Arrival
 	sent     int
 	verdicts map[Reason]int
+	// right is the number of answers the batch judged right (ReasonSuccess).
+	right int
 	// adversary is the honest executors' arrival spread with adversaries (ours) and the same
 	// miners' in the clean batch (floor). Zero when it did not run.
 	adversary spread
@@ -153,6 +159,8 @@ func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []
 	// method then write each miner as many frames as the batch did (jobsPerMiner).
 	r.sent, r.verdicts = len(r.clean), reasons(res)
 	requireMost(b, executors, r.sent, "executors got their job; verdicts %v", r.verdicts)
+	r.right = r.verdicts[ReasonSuccess]
+	requireRight(b, r.sent, r.right, r.verdicts)
 	r.completion = completionErrors(b, res, fleet.jobs(b))
 	requireMost(b, r.sent, len(r.completion.errs), "answers were timed on both sides")
 	r.send.ours, r.arrival.ours = res.SendSpread, arrivalSpread(r.clean)
@@ -177,6 +185,7 @@ func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersi
 	require.NoError(b, err)
 	got := honestArrivals(fleet.arrivals(b, "V0JobRequest", 0), honest)
 	requireMost(b, executors-honest*spec.perMiner, len(got), "honest executors got their job; verdicts %v", reasons(res))
+	requireRight(b, len(got), reasons(res)[ReasonSuccess], reasons(res))
 	return spread{ours: arrivalSpread(got), floor: arrivalSpread(honestArrivals(clean, honest))}
 }
 
@@ -184,6 +193,14 @@ func adversaryRound(b *testing.B, spec fleetSpec, executors int, clean []minersi
 func requireMost(b *testing.B, want, got int, what string, args ...any) {
 	b.Helper()
 	require.GreaterOrEqual(b, 10*got, 9*want, append([]any{"%d of %d " + what, got, want}, args...)...)
+}
+
+// requireRight requires that nine in ten of the sent executors' answers were judged right:
+// minersim solves every job it is sent, so anything else (every answer wrong_answer, say) is a
+// broken benchmark or a broken judge, and the round's figures are not to be trusted.
+func requireRight[R ~string](b *testing.B, sent, right int, verdicts map[R]int) {
+	b.Helper()
+	requireMost(b, sent, right, "answers were judged right (minersim solves every job); verdicts %v", verdicts)
 }
 
 // honestArrivals keeps the arrivals at miners from index honest on.
@@ -258,7 +275,7 @@ func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (payloads [][][]byte
 	cfg := benchConfig(b).WithDefaults()
 	for i, m := range fleet.plan.Miners {
 		for range jobs[i] {
-			spec, err := synthetic.PoWGenerator{Range: 1 << 10}.Generate(m.Hotkey, benchClass, cfg.Rand)
+			spec, err := synthetic.PoWGenerator{Range: benchPoWRange}.Generate(m.Hotkey, benchClass, cfg.Rand)
 			require.NoError(b, err)
 			uuid, err := newUUID(cfg.Rand)
 			require.NoError(b, err)

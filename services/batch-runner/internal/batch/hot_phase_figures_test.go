@@ -73,9 +73,9 @@ func (f figures) round(i, n int, r round) {
 	if r.sent != f.executors {
 		f.line(fmt.Sprintf("round %d of %d", i, n), "only %d of %d executors got their job (the rest not ready in time); verdicts %v", r.sent, f.executors, r.verdicts)
 	}
-	f.line(fmt.Sprintf("round %d of %d", i, n), "send spread ours %s  floor %s  ratio %.2f;  arrival spread ours %s  floor %s  asyncio %s  ratio %.2f;  adversaries honest %s  clean %s;  completion p99 %s vs 2x floor send spread %s (%.2f)",
+	f.line(fmt.Sprintf("round %d of %d", i, n), "send spread ours %s  floor %s  ratio %.2f;  arrival spread ours %s  floor %s  asyncio %s  ratio %.2f;  adversaries honest %s  clean %s;  completion p99 %s vs 2x floor send spread %s (%.2f);  %d of %d answers judged right",
 		ms(r.send.ours), ms(r.send.floor), r.send.ratio(), ms(r.arrival.ours), ms(r.arrival.floor), ms(r.asyncio.floor), r.arrival.ratio(),
-		ms(r.adversary.ours), ms(r.adversary.floor), ms(r.completion.p99), ms(r.completionTarget()), r.completionRatio())
+		ms(r.adversary.ours), ms(r.adversary.floor), ms(r.completion.p99), ms(r.completionTarget()), r.completionRatio(), r.right, r.sent)
 }
 
 // figure is one ratio line: ours against a reference (the floor, the asyncio method, the clean

@@ -11,8 +11,8 @@ const shardedTarget = 1.5
 
 // shardedRound prints the key numbers of sharded round i of n as soon as it ends.
 func (f figures) shardedRound(i, n int, r shardedRound) {
-	f.line(fmt.Sprintf("sharded round %d of %d", i, n), "send spread ours %s  floor %s;  arrival spread ours %s  floor %s  ratio %.2f;  shards released within %s;  %d executors got their job (verdicts %v)",
-		ms(r.send.ours), ms(r.send.floor), ms(r.arrival.ours), ms(r.arrival.floor), r.arrival.ratio(), ms(r.releases), r.executors, r.reasons)
+	f.line(fmt.Sprintf("sharded round %d of %d", i, n), "send spread ours %s  floor %s;  arrival spread ours %s  floor %s  ratio %.2f;  shards released within %s;  %d executors got their job, %d answers judged right (verdicts %v)",
+		ms(r.send.ours), ms(r.send.floor), ms(r.arrival.ours), ms(r.arrival.floor), r.arrival.ratio(), ms(r.releases), r.executors, r.right, r.reasons)
 }
 
 // shardedSummary prints the sharded batch's figures over the rounds.
