@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -45,6 +46,19 @@ type ClientConfig struct {
 
 	// Logger receives River's own logs.
 	Logger *slog.Logger
+
+	// Fetch is how eagerly the client fetches new jobs; zero fields keep FetchCooldown and
+	// River's poll interval (1 s).
+	Fetch Fetch
+}
+
+// Fetch is how eagerly a River client looks for jobs. A producer fetches when told of an insert
+// (LISTEN/NOTIFY), when a slot frees after a full fetch, and every PollInterval, but never twice
+// within Cooldown, and at most as many jobs as it has free slots: a Cooldown caps a producer at
+// its slots' worth of jobs per Cooldown.
+type Fetch struct {
+	Cooldown     time.Duration
+	PollInterval time.Duration
 }
 
 // NewClient returns a River client for service svc bound to the service's own schema, so that
@@ -65,7 +79,8 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
 		Logger:               cfg.Logger,
 		FetchOnlyKnownKinds:  true,
-		FetchCooldown:        FetchCooldown,
+		FetchCooldown:        cmp.Or(cfg.Fetch.Cooldown, FetchCooldown),
+		FetchPollInterval:    cfg.Fetch.PollInterval,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river client for %s: %w", svc, err)
@@ -84,10 +99,23 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 // every time, since the job it follows was notified by the same inserter a few milliseconds
 // before; bursts across services hit it too. The cost is a pg_notify per inserting transaction.
 func NewInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
+	return newInserter(pool, svc, river.FetchCooldownMin)
+}
+
+// NewQuietInserter is NewInserter for a producer that announces its inserts itself, after they
+// commit (NotifyInserted): River's own notification, sent inside the inserting transaction, is
+// limited to one a second per queue. NotifyInserted says why a busy producer wants that.
+func NewQuietInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
+	return newInserter(pool, svc, time.Second)
+}
+
+// newInserter is an inserter notifying of its inserts into a queue at most once per
+// notifyCooldown (River's FetchCooldown, the insert-notification limiter's window).
+func newInserter(pool *pgxpool.Pool, svc Service, notifyCooldown time.Duration) (*Client, error) {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Schema:              svc.Schema(),
 		SkipUnknownJobCheck: true,
-		FetchCooldown:       river.FetchCooldownMin, // the insert-notification limiter's window
+		FetchCooldown:       notifyCooldown,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river inserter for %s: %w", svc, err)

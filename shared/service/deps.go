@@ -67,6 +67,7 @@ func (d *Deps) NewClient() (*queue.Client, error) {
 		JobTimeout:           d.spec.JobTimeout,
 		RescueStuckJobsAfter: d.spec.RescueStuckJobsAfter,
 		Logger:               d.Logger,
+		Fetch:                d.spec.Fetch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build river client: %w", err)

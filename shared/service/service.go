@@ -51,6 +51,9 @@ type Spec struct {
 	JobTimeout           time.Duration
 	RescueStuckJobsAfter time.Duration
 
+	// Fetch is how eagerly the River client fetches jobs; River's defaults when zero.
+	Fetch queue.Fetch
+
 	// OpenAPI is the service's own OpenAPI 3.1 document (its /v1 paths and schemas), merged with
 	// what every service serves and checked against the routes at start: a service whose
 	// document and routes disagree refuses to start.

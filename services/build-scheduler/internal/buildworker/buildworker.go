@@ -103,6 +103,16 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 		return fmt.Errorf("report job %d attempt %d: %w", c.JobID, c.Attempt, err)
 	}
 	w.Metrics.reported(args, res)
+	// The tokens of the jobs the report made ready are announced now that they are committed
+	// (queue.NotifyInserted says why not inside the report's transaction). A lost announcement
+	// costs only the producers' next poll.
+	queues := make([]string, len(res.Targets))
+	for i, t := range res.Targets {
+		queues[i] = queue.BuildQueue(t)
+	}
+	if err := queue.NotifyInserted(ctx, w.Pool, queue.BuildScheduler, queues...); err != nil {
+		w.Logger.Warn("announce dispatch tokens", "job_id", c.JobID, "error", err)
+	}
 	return nil
 }
 

@@ -29,6 +29,10 @@ type Config struct {
 	Targets  []string      `envconfig:"TARGETS" required:"true" desc:"targets whose build queues this worker serves, comma separated"`
 	Slots    int           `envconfig:"SLOTS" default:"2" desc:"builds run at once, per target"`
 	Lease    time.Duration `envconfig:"LEASE" default:"30s" desc:"how long a claimed job stays this worker's without a heartbeat; heartbeats come every third of it"`
+	// River's default cooldown (100ms) would cap each target at one fetch, so SLOTS jobs, per
+	// 100ms. The tokens this worker's reports insert are announced after commit (see report).
+	FetchCooldown     time.Duration `envconfig:"FETCH_COOLDOWN" default:"5ms" desc:"shortest time between two fetches of a target's tokens (River's FetchCooldown)"`
+	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for tokens when no notification came (River's FetchPollInterval)"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
@@ -80,6 +84,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 	spec := service.Spec{
 		Service: queue.BuildScheduler, Name: "build-worker", Config: cfg.Common, Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
+		Fetch: queue.Fetch{Cooldown: cfg.FetchCooldown, PollInterval: cfg.FetchPollInterval},
 	}
 	id := cfg.WorkerID
 	if id == "" {
@@ -91,7 +96,12 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		if err != nil {
 			return err
 		}
-		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
+		// The worker announces the tokens its reports insert after they commit (see report).
+		tokens, err := queue.NewQuietInserter(d.Pool, queue.BuildScheduler)
+		if err != nil {
+			return err
+		}
+		graph := &jobgraph.Graph{Tokens: tokens}
 		build := &Worker{
 			Pool: d.Pool, Graph: graph, Logs: logs,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),

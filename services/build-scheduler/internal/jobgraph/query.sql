@@ -354,3 +354,7 @@ SELECT s.target, (s.ready - (
         AND r.state IN ('available', 'pending', 'scheduled', 'retryable')
         AND r.scheduled_at < clock_timestamp() + sqlc.arg(grace_ms)::bigint * interval '1 millisecond'))::bigint AS missing
 FROM stale s;
+
+-- name: JobGraphAnalyze :exec
+-- JobGraphAnalyze refreshes the planner's statistics of job_graph (see SubmitTx).
+ANALYZE job_graph;

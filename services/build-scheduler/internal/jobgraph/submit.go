@@ -13,6 +13,9 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 )
 
+// analyzeFrom is the size from which a submitted group refreshes job_graph's statistics.
+const analyzeFrom = 1000
+
 // SubmitTx writes a validated plan as a new group on tx and dispatches its jobs that have no
 // dependencies. maxAttempts bounds how often a job is handed out after losing its worker.
 func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttempts int) (int64, error) {
@@ -36,6 +39,15 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 	rows, err := queries.JobInsertMany(ctx, tx, cols)
 	if err != nil {
 		return 0, fmt.Errorf("insert jobs of group %d: %w", groupID, err)
+	}
+	// A group this large can be most of the table: until autovacuum analyzes it, the planner
+	// would plan the release of a wide fan-out's dependents from statistics that know nothing of
+	// it (a root with 2,999 dependents took over a minute to report on a fresh table). ANALYZE in
+	// this transaction counts its own rows.
+	if len(plan.Jobs) >= analyzeFrom {
+		if err := queries.JobGraphAnalyze(ctx, tx); err != nil {
+			return 0, fmt.Errorf("analyze job_graph after group %d: %w", groupID, err)
+		}
 	}
 	var ready []readyJob
 	for _, r := range rows {

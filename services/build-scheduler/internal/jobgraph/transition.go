@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +20,9 @@ type Result struct {
 	GroupID    int64
 	State      JobState   // the job's new state
 	GroupState GroupState // the group's state after the transition
+	// Targets are the targets of the jobs the transition made ready, each once: their queues got
+	// dispatch tokens.
+	Targets []string
 }
 
 func reportParams(r queue.BuildReportArgs) dbsqlc.JobReportParams {
@@ -117,6 +121,11 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportA
 	case Complete:
 		if err := g.dispatch(ctx, tx, rep.ready); err != nil {
 			return res, err
+		}
+		for _, j := range rep.ready {
+			if !slices.Contains(res.Targets, j.target) {
+				res.Targets = append(res.Targets, j.target)
+			}
 		}
 	}
 	var err error

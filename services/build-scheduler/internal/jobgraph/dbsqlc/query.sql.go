@@ -718,6 +718,16 @@ func (q *Queries) JobGet(ctx context.Context, db DBTX, id int64) (JobGetRow, err
 	return i, err
 }
 
+const jobGraphAnalyze = `-- name: JobGraphAnalyze :exec
+ANALYZE job_graph
+`
+
+// JobGraphAnalyze refreshes the planner's statistics of job_graph (see SubmitTx).
+func (q *Queries) JobGraphAnalyze(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, jobGraphAnalyze)
+	return err
+}
+
 const jobGraphPage = `-- name: JobGraphPage :many
 SELECT id, name, target, state::text AS state, dependencies
 FROM job_graph

@@ -1,0 +1,90 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+)
+
+type notifyArgs struct {
+	Queue string `json:"queue"`
+	N     int    `json:"n"`
+}
+
+func (notifyArgs) Kind() string { return "notify_test" }
+
+func (a notifyArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: a.Queue} }
+
+type notifyWorker struct {
+	river.WorkerDefaults[notifyArgs]
+	worked chan int
+}
+
+func (w *notifyWorker) Work(_ context.Context, job *river.Job[notifyArgs]) error {
+	w.worked <- job.Args.N
+	return nil
+}
+
+// TestNotifyInsertedWakesTheProducer shows that River's producers hear NotifyInserted: a job
+// inserted by a quiet inserter just after another (its own notification suppressed) waits for
+// the producer's poll, ten seconds here, until NotifyInserted names its queue.
+func TestNotifyInsertedWakesTheProducer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url, err := riverURL()
+	require.NoError(t, err)
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	q := fmt.Sprintf("notify_%x", rand.Uint32())
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DELETE FROM river_job WHERE queue = $1`, q) })
+
+	w := &notifyWorker{worked: make(chan int, 2)}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Schema: "public", Queues: map[string]river.QueueConfig{q: {MaxWorkers: 1}}, Workers: workers,
+		FetchCooldown: time.Millisecond, FetchPollInterval: 10 * time.Second, TestOnly: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() { _ = client.Stop(context.Background()) })
+	quiet, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: "public", SkipUnknownJobCheck: true, FetchCooldown: time.Second})
+	require.NoError(t, err)
+
+	worked := func(within time.Duration) (int, bool) {
+		select {
+		case n := <-w.worked:
+			return n, true
+		case <-time.After(within):
+			return 0, false
+		}
+	}
+	// The first insert notifies; once it is worked the producer is listening.
+	for n := 1; ; n++ {
+		_, err = quiet.Insert(ctx, notifyArgs{Queue: q, N: n}, nil)
+		require.NoError(t, err)
+		if _, ok := worked(time.Second); ok {
+			break
+		}
+		require.Less(t, n, 15, "the producer never heard an insert")
+	}
+	_, err = quiet.Insert(ctx, notifyArgs{Queue: q, N: 100}, nil)
+	require.NoError(t, err)
+	_, ok := worked(300 * time.Millisecond)
+	require.False(t, ok, "the second insert's notification was not suppressed: the test shows nothing")
+	require.NoError(t, notifyInserted(ctx, pool, "public", []string{q}))
+	n, ok := worked(2 * time.Second)
+	require.True(t, ok, "NotifyInserted did not wake the producer")
+	require.Equal(t, 100, n)
+}
