@@ -24,8 +24,11 @@ section "batch-runner hot phase vs a bare prepared-frame write loop and the asyn
 need_websockets
 (cd "$root/services/batch-runner" && go test -run '^$' -bench HotPhase -benchtime 1x -timeout 30m ./internal/batch/)
 
-section "build-scheduler: 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT"
+section "build-scheduler: 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT, median of 5 rounds"
 (cd "$root/services/build-scheduler" && go run ./cmd/build-bench -db "$DATABASE_URL")
+
+section "build-scheduler end to end: a 10,000-job group over HTTP run by 4 build-worker processes × 2 slots, vs River's own insert → work → complete"
+(cd "$root/services/build-scheduler" && go run ./cmd/build-e2e-bench -db "$DATABASE_URL")
 
 section "populate-worker: schedule_jobs over ${POPULATE_BENCH_KEYS:-1000000} keys; reserve+make+complete vs a SKIP LOCKED loop"
 (cd "$root/services/populate-worker" && go run ./cmd/populate-bench -keys "${POPULATE_BENCH_KEYS:-1000000}")

@@ -20,9 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"math/rand/v2"
-	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -33,14 +30,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"drover.dev/migrations"
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/benchdb"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
 
 func main() {
-	db := flag.String("db", envOr("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres"), "Postgres server (a scratch database is created and dropped)")
+	db := flag.String("db", benchdb.Server(), "Postgres server (a scratch database is created and dropped)")
 	slots := flag.Int("slots", 8, "concurrent worker slots")
 	rounds := flag.Int("rounds", 5, "how many times the floor and the scheduler each run, taking turns")
 	queryFor := flag.Duration("query-for", 20*time.Second, "how long to run the readiness query instead of the counter")
@@ -56,21 +53,17 @@ func main() {
 	}
 }
 
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
 func run(ctx context.Context, server string, slots, rounds int, queryFor time.Duration, trace *statementTimes, out io.Writer) error {
-	pool, drop, err := scratch(ctx, server, trace)
+	var tracer pgx.QueryTracer
+	if trace != nil {
+		tracer = trace
+	}
+	pool, _, drop, err := benchdb.Scratch(ctx, server, 16, tracer)
 	if err != nil {
 		return err
 	}
 	defer drop()
-	defer pool.Close()
-	plan, err := dag.Validate(benchGraph(), dag.DefaultLimits)
+	plan, err := dag.Validate(benchdb.Graph("bench"), dag.DefaultLimits)
 	if err != nil {
 		return err
 	}
@@ -126,39 +119,6 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 
 func rate(n int, d time.Duration) float64 { return float64(n) / d.Seconds() }
 func ms(d time.Duration, n int) float64   { return float64(d.Microseconds()) / 1000 / float64(max(n, 1)) }
-
-// benchGraph is 10,000 jobs: one root fanning out to 2,999 leaves, 500 diamonds and 250 chains
-// of 20.
-func benchGraph() dag.Submission {
-	sub := dag.Submission{Name: "bench"}
-	add := func(name string, deps ...string) {
-		sub.Jobs = append(sub.Jobs, dag.JobSpec{Name: name, Target: "bench", Command: []string{"true"}, DependsOn: deps})
-	}
-	add("root")
-	for i := range 2999 {
-		add(fmt.Sprint("leaf", i), "root")
-	}
-	for i := range 500 {
-		p := fmt.Sprint("d", i, "-")
-		add(p + "top")
-		add(p+"left", p+"top")
-		add(p+"right", p+"top")
-		add(p+"bottom", p+"left", p+"right")
-	}
-	for i := range 250 {
-		prev := ""
-		for k := range 20 {
-			name := fmt.Sprint("c", i, "-", k)
-			if prev == "" {
-				add(name)
-			} else {
-				add(name, prev)
-			}
-			prev = name
-		}
-	}
-	return sub
-}
 
 // measureFloor runs n single-row UPDATEs, each its own transaction.
 func measureFloor(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, error) {
@@ -261,44 +221,4 @@ func completeByQuery(ctx context.Context, tx pgx.Tx, jobID, g int64) error {
 		return fmt.Errorf("readiness query for group %d: %w", g, err)
 	}
 	return nil
-}
-
-// scratch creates a migrated database for the run and returns a pool on its build_scheduler
-// schema and a function that drops it.
-func scratch(ctx context.Context, server string, trace *statementTimes) (*pgxpool.Pool, func(), error) {
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", server, err)
-	}
-	name := fmt.Sprintf("drover_bench_%x", rand.Uint32())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close(ctx)
-		return nil, nil, fmt.Errorf("create database %s: %w", name, err)
-	}
-	drop := func() {
-		_, _ = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		admin.Close(context.Background())
-	}
-	u, _ := url.Parse(server)
-	u.Path = "/" + name
-	if err := migrations.Up(ctx, u.String(), slog.New(slog.DiscardHandler)); err != nil {
-		drop()
-		return nil, nil, fmt.Errorf("migrate %s: %w", name, err)
-	}
-	cfg, err := pgxpool.ParseConfig(u.String())
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = "build_scheduler,public"
-	cfg.MaxConns = 16
-	if trace != nil {
-		cfg.ConnConfig.Tracer = trace
-	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		drop()
-		return nil, nil, err
-	}
-	return pool, drop, nil
 }
