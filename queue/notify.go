@@ -26,9 +26,9 @@ const insertTopic = "river_insert"
 //
 // Why: Postgres serialises the commits of transactions that NOTIFY (a database-wide lock taken
 // at commit) and holds that lock through the commit's WAL flush. A producer whose every
-// transaction notifies inside it (River does, at most once per FetchCooldown per queue) so
-// commits one transaction per WAL flush however many connections it has: 40–50 a second on a
-// machine whose flush takes 20 ms. Notifying afterwards, without waiting for the flush (losing a
+// transaction notifies inside it (NewInserter's do, every inserting transaction) so commits one
+// transaction per WAL flush however many connections it has: 40–50 a second on a machine whose
+// flush takes 20 ms. Notifying afterwards, without waiting for the flush (losing a
 // notification in a crash costs only a poll interval), holds the lock for microseconds.
 // Producers that notify this way insert with NewQuietInserter.
 //
