@@ -81,6 +81,9 @@ func main() {
 	flag.DurationVar(&o.fetch.Cooldown, "fetch-cooldown", 5*time.Millisecond, "BUILD_WORKER_FETCH_COOLDOWN of the workers, and the River floor's FetchCooldown")
 	flag.DurationVar(&o.fetch.PollInterval, "fetch-poll-interval", time.Second, "BUILD_WORKER_FETCH_POLL_INTERVAL of the workers, and the River floor's FetchPollInterval")
 	flag.Parse()
+	if o.server == "" { // -db "$DATABASE_URL" with DATABASE_URL unset
+		o.server = benchdb.Server()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, os.Stdout); err != nil {
