@@ -33,6 +33,10 @@ func (b *bench) reset(ctx context.Context) error {
 	return nil
 }
 
+// throughputTarget is the share of the floor's rate that reserve + make + complete should reach,
+// in percent, at every number of workers.
+const throughputTarget = 70.0
+
 // throughput measures ours and the floor with w workers, prints both and their ratio, and
 // returns the number of double reservations seen.
 func (b *bench) throughput(ctx context.Context, w int) (int, error) {
@@ -53,8 +57,8 @@ func (b *bench) throughput(ctx context.Context, w int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(b.out, "workers %2d: populate %7.0f jobs/s  floor %7.0f jobs/s  ratio %5.1f %%  (made %d of %d)\n",
-		w, ours, floor, 100*ours/floor, made, b.o.jobs)
+	fmt.Fprintf(b.out, "workers %2d: populate %7.0f jobs/s  floor %7.0f jobs/s  ratio %5.1f %% (target >= %.0f %%)  (made %d of %d)\n",
+		w, ours, floor, 100*ours/floor, throughputTarget, made, b.o.jobs)
 	if made != b.o.jobs {
 		return doubles, fmt.Errorf("populate made %d of %d jobs", made, b.o.jobs)
 	}

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
+	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
 
@@ -53,23 +55,12 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	if opts.MinInterval != nil {
 		interval = *opts.MinInterval
 	}
-	var res ScheduleResult
-	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		ok, err := claimEvent(ctx, tx, t.Name, "schedule", interval)
-		if err != nil || !ok {
-			res.Suppressed = !ok
-			return err
-		}
-		hashes, err := e.insertScheduled(ctx, tx, t, f, opts.Force)
-		if err != nil {
-			return err
-		}
-		res.Scheduled = len(hashes)
-		if err := recordEventKeys(ctx, tx, t.Name, "schedule", len(hashes)); err != nil {
-			return err
-		}
-		return e.enqueueMakes(ctx, tx, t.Name, hashes)
-	})
+	res, err := e.schedule(ctx, t, f, opts.Force, interval, false)
+	if isJobConflict(err) {
+		// A job of a key this call found missing was inserted meanwhile (an ignore, another
+		// writer): the transaction is gone, so do it again, this time leaving such jobs alone.
+		res, err = e.schedule(ctx, t, f, opts.Force, interval, true)
+	}
 	if err != nil {
 		return ScheduleResult{}, fmt.Errorf("schedule jobs of %s: %w", name, err)
 	}
@@ -77,31 +68,79 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	return res, nil
 }
 
-// scheduleSQL is the set-based statement: key_source minus target minus live jobs, restricted by
-// cond (whose parameters follow $4). Conflicts with existing jobs update only error/ignore rows
-// and only when forced; every other existing job is left alone and not returned.
-func scheduleSQL(t *Table, cond string) string {
-	return `WITH todo AS (` + todoSQL(t) + `)
-	INSERT INTO jobs AS j (table_name, key_hash, status, key, host, pid, run_metadata)
-	SELECT $1, md5(key::text), 'scheduled', key, $2, $3, NULL FROM todo WHERE ` + cond + `
-	ON CONFLICT (table_name, key_hash) DO UPDATE
-		SET status = 'scheduled', error_message = NULL, error_stack = NULL, "user" = current_user,
-		    host = excluded.host, pid = excluded.pid, connection_id = pg_backend_pid(), "timestamp" = now()
-		WHERE $4 AND j.status IN ('error', 'ignore')
-	RETURNING key_hash`
+func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, interval time.Duration, conflicts bool) (ScheduleResult, error) {
+	var res ScheduleResult
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		ok, err := claimEvent(ctx, tx, t.Name, "schedule", interval)
+		if err != nil || !ok {
+			res.Suppressed = !ok
+			return err
+		}
+		cond, args := f.where("fresh.key", []any{
+			t.Name, e.host, pid(), force, queue.PopulateMakeArgs{}.Kind(), makeOpts.Queue, makeOpts.MaxAttempts,
+		})
+		if err := tx.QueryRow(ctx, scheduleSQL(t, cond, conflicts), args...).Scan(&res.Scheduled); err != nil {
+			return fmt.Errorf("insert scheduled jobs: %w", err)
+		}
+		return recordEventKeys(ctx, tx, t.Name, "schedule", res.Scheduled)
+	})
+	if err != nil || res.Scheduled == 0 {
+		return res, err
+	}
+	// The River jobs were written by SQL, not River's insert, so wake the make producers as River
+	// would; after the commit (queue.NotifyInserted says why). A lost notification costs only
+	// the producers' next poll, so its error does not undo a committed schedule.
+	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, makeOpts.Queue)
+	return res, nil
 }
 
-func (e *Engine) insertScheduled(ctx context.Context, tx pgx.Tx, t *Table, f filter, force bool) ([]string, error) {
-	cond, args := f.where("todo.key", []any{t.Name, e.host, pid(), force})
-	rows, err := tx.Query(ctx, scheduleSQL(t, cond), args...)
-	if err != nil {
-		return nil, fmt.Errorf("insert scheduled jobs: %w", err)
+// makeOpts are the River insert options of every populate_make job.
+var makeOpts = queue.PopulateMakeArgs{}.InsertOpts()
+
+// scheduleSQL is the set-based statement, parameters $1 to $7 as schedule passes them and cond's
+// after them. Of key_source minus the target (fresh, restricted by cond), it inserts a scheduled
+// job for each key that has none and, when forced ($4), makes error and ignore jobs scheduled
+// again; every other existing job is left alone. Each key it schedules gets its populate_make
+// River job in the same statement, written as River's InsertManyFast would write it (args
+// {"table", "key_hash"}, kind $5, queue $6, max_attempts $7, priority 1, available now), so that
+// no key hash travels to the client and back. It returns their count.
+//
+// New jobs are a plain INSERT of the keys found missing, not INSERT … ON CONFLICT: speculative
+// insertion probes the primary key once more and writes one more WAL record per row, which made
+// the jobs table's part of a million keys a third slower. A job inserted meanwhile by another
+// transaction then fails the statement with a unique violation; with conflicts the statement
+// skips such keys instead (ScheduleJobs runs it so when the plain one failed that way). fresh is
+// not materialized: the revived branch, whose $4 is false unless forced, never reads it.
+func scheduleSQL(t *Table, cond string, conflicts bool) string {
+	onConflict := ""
+	if conflicts {
+		onConflict = "ON CONFLICT (table_name, key_hash) DO NOTHING"
 	}
-	hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("insert scheduled jobs: %w", err)
-	}
-	return hashes, nil
+	return `WITH fresh AS NOT MATERIALIZED (SELECT md5(key::text) AS key_hash, key FROM (` + todoSQL(t) + `) todo),
+	inserted AS (
+		INSERT INTO jobs (table_name, key_hash, status, key, host, pid, run_metadata)
+		SELECT $1, key_hash, 'scheduled', key, $2, $3, NULL FROM fresh
+		WHERE ` + cond + ` AND NOT EXISTS (SELECT 1 FROM jobs x WHERE x.table_name = $1 AND x.key_hash = fresh.key_hash)
+		` + onConflict + `
+		RETURNING key_hash),
+	revived AS (
+		UPDATE jobs j SET status = 'scheduled', error_message = NULL, error_stack = NULL, "user" = current_user,
+		    host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now()
+		FROM fresh
+		WHERE $4 AND ` + cond + ` AND j.table_name = $1 AND j.key_hash = fresh.key_hash AND j.status IN ('error', 'ignore')
+		RETURNING j.key_hash),
+	made AS (
+		INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
+		SELECT jsonb_build_object('table', $1::text, 'key_hash', key_hash), $5, $6, $7, 1, 'available'
+		FROM (SELECT key_hash FROM inserted UNION ALL SELECT key_hash FROM revived) s
+		RETURNING 1)
+	SELECT count(*) FROM made`
+}
+
+// isJobConflict reports whether err is a unique violation of the jobs table's primary key.
+func isJobConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "jobs_pkey"
 }
 
 // claimEvent records a scheduling event of kind for table unless the last one is more recent

@@ -1,12 +1,14 @@
 package populate
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
 	"drover.dev/shared/problem"
 )
 
@@ -23,6 +25,81 @@ func TestScheduleJobs(t *testing.T) {
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
 		require.Equal(t, ScheduleResult{}, b.schedule(t, ScheduleOpts{}), "scheduled keys are never scheduled twice")
+	})
+	t.Run("RiverJobsAreWhatRiverWouldInsert", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 1)
+		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
+		hash := b.hashes(t, StatusScheduled)[0]
+		want, err := json.Marshal(queue.PopulateMakeArgs{Table: "pair", KeyHash: hash})
+		require.NoError(t, err)
+		var match bool
+		var kind, q, state, metadata string
+		var maxAttempts, priority, attempt int
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT args = $1::jsonb, kind, queue, state::text, metadata::text,
+			max_attempts, priority, attempt FROM river_job`, string(want)).Scan(
+			&match, &kind, &q, &state, &metadata, &maxAttempts, &priority, &attempt))
+		require.True(t, match, "args are PopulateMakeArgs as River marshals them")
+		opts := queue.PopulateMakeArgs{}.InsertOpts()
+		require.Equal(t, []any{"populate_make", opts.Queue, "available", "{}", opts.MaxAttempts, 1, 0},
+			[]any{kind, q, state, metadata, maxAttempts, priority, attempt})
+	})
+	t.Run("WakesTheMakeProducersAsRiverDoes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 1)
+		conn, err := b.pool.Acquire(b.ctx)
+		require.NoError(t, err)
+		defer conn.Release()
+		_, err = conn.Exec(b.ctx, `LISTEN "populate_worker.river_insert"`)
+		require.NoError(t, err)
+		next := func() string {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+			defer cancel()
+			n, err := conn.Conn().WaitForNotification(ctx)
+			require.NoError(t, err)
+			return n.Payload
+		}
+		// River's own insert notifies this channel: the test listens where River's producers do.
+		_, err = b.engine.river.Insert(b.ctx, queue.PopulateMakeArgs{Table: "pair", KeyHash: "x"}, nil)
+		require.NoError(t, err)
+		river := next()
+		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
+		require.JSONEq(t, river, next(), "schedule_jobs notifies as River's insert did")
+	})
+	t.Run("AJobInsertedMeanwhileIsLeftAlone", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 3)
+		// Another transaction inserts an ignore job for key (2, 1) and commits while schedule_jobs
+		// waits on it: the plain insert fails on the primary key and the call is done again.
+		other, err := b.pool.Begin(b.ctx)
+		require.NoError(t, err)
+		defer func() { _ = other.Rollback(b.ctx) }()
+		_, err = other.Exec(b.ctx, `INSERT INTO jobs (table_name, key_hash, status, key)
+			VALUES ('pair', md5('{"a": 2, "b": 1}'::jsonb::text), 'ignore', '{"a": 2, "b": 1}')`)
+		require.NoError(t, err)
+		type outcome struct {
+			res ScheduleResult
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			res, err := b.engine.ScheduleJobs(b.ctx, "pair", ScheduleOpts{})
+			done <- outcome{res, err}
+		}()
+		require.Eventually(t, func() bool {
+			return b.count(t, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0
+		}, 10*time.Second, 10*time.Millisecond, "schedule_jobs waits on the other transaction's key")
+		require.NoError(t, other.Commit(b.ctx))
+		got := <-done
+		require.NoError(t, got.err)
+		require.Equal(t, ScheduleResult{Scheduled: 2}, got.res)
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'ignore'`))
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
 	})
 	t.Run("AntijoinOnPrimaryKeyOnly", func(t *testing.T) {
 		t.Parallel()
