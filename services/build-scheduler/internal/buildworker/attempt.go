@@ -85,7 +85,8 @@ func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
 func (w *Worker) heartbeat(ctx context.Context, c jobgraph.Claim, running <-chan struct{}, stop chan<- stopReason, cancel func()) {
 	tick := time.NewTicker(w.Lease / 3)
 	defer tick.Stop()
-	expiry := time.NewTimer(w.Lease)
+	// Counted from the claim, not from now: the lease has been running since the claim was sent.
+	expiry := time.NewTimer(time.Until(c.Sent.Add(w.Lease)))
 	defer expiry.Stop()
 	expired := expiry.C
 	for {

@@ -25,6 +25,10 @@ type Claim struct {
 	Payload    json.RawMessage
 	Env        map[string]string
 	Timeout    time.Duration
+	// Sent is when the claim was sent, on this process's clock: the lease it took runs out no
+	// earlier than a lease after it, so a worker that hears nothing more from the database
+	// counts its lease from here.
+	Sent time.Time
 }
 
 // ClaimNext hands the best ready job of target to workerID: the oldest group's, then the highest
@@ -41,7 +45,7 @@ type Claim struct {
 // flushes the WAL up to itself, claims before it included. So call it on a pool, not inside a
 // transaction whose commit must be durable.
 func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
-	c := Claim{LeaseToken: rand.Int64()}
+	c := Claim{LeaseToken: rand.Int64(), Sent: time.Now()}
 	// The claim and the group's first move to dispatching are one statement; the group row is
 	// touched only while the group is still queued.
 	row, err := queries.JobClaim(ctx, db, dbsqlc.JobClaimParams{
