@@ -51,7 +51,9 @@ func TestFleetAnswerAt(t *testing.T) {
 	}
 	require.Equal(t, []int64{sent[0], sent[0], sent[0]}, sent, "one write for the three answers")
 	require.GreaterOrEqual(t, sent[0], first+answerAt.Nanoseconds())
-	require.Less(t, sent[0], first+(answerAt+100*time.Millisecond).Nanoseconds())
+	// Late by no more than the round's timer and the writer's wake-up, which a loaded 2-core
+	// -race run delays by tenths of a second; an answer that waited AnswerAt again is later.
+	require.Less(t, sent[0], first+(2*answerAt).Nanoseconds())
 	require.Equal(t, 0, f.Stats()[0].BusyExecutors, "slots freed once the answers were written")
 }
 

@@ -123,12 +123,17 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	require.Equal(t, 1, getSharded(t, base, b.ID).Shards[0].Attempt)
 }
 
-// requireOneRelease checks that every initial request of the batch went out within the margin
-// after the agreed offer instant (one class: no stagger), that both shards were ready and
-// opened their gates at the agreed send instant (not before, and within the margin after), and
-// that every job request of the batch went out within the margin of it.
+// requireOneRelease checks that every initial request of the batch went out after the agreed
+// offer instant and soon after it (one class: no stagger), that both shards were ready and
+// opened their gates at the agreed send instant (not before, and soon after), and that every job
+// request of the batch went out soon after it. Not before is exact. Soon is the margin plus the
+// late wake-ups of a loaded 2-core -race run with two instances and a fleet in one process, where
+// a sleeping goroutine can wake tenths of a second late: still well short of anything a shard
+// that did not wait for the agreed instant, or waited for something else (the other shard, a
+// ShardWait), would show.
 func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 	t.Helper()
+	soon := margin + time.Second
 	require.NotNil(t, b.OfferAt)
 	var offerLag time.Duration
 	for _, j := range b.Jobs {
@@ -136,7 +141,7 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 		require.False(t, j.InitialSentAt.Before(*b.OfferAt), "an initial request left before offer_at")
 		offerLag = max(offerLag, j.InitialSentAt.Sub(*b.OfferAt))
 	}
-	require.Less(t, offerLag, margin, "an initial request left a margin late")
+	require.Less(t, offerLag, soon, "an initial request left late")
 	require.Len(t, b.Shards, 2)
 	for _, s := range b.Shards {
 		require.Equal(t, "done", s.State)
@@ -145,7 +150,7 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 		require.NotNil(t, s.ClockSkewUS)
 		require.NotNil(t, s.ReleaseLagUS, "shard %d released", s.Shard)
 		require.GreaterOrEqual(t, *s.ReleaseLagUS, int64(0), "shard %d opened before send_at", s.Shard)
-		require.Less(t, *s.ReleaseLagUS, margin.Microseconds(), "shard %d opened a margin late", s.Shard)
+		require.Less(t, *s.ReleaseLagUS, soon.Microseconds(), "shard %d opened late", s.Shard)
 	}
 	var first, last time.Time
 	for _, j := range b.Jobs {
@@ -158,7 +163,7 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 			last = *j.AfterSendAt
 		}
 	}
-	require.Less(t, last.Sub(first), margin, "the batch's send spread across shards")
+	require.Less(t, last.Sub(first), soon, "the batch's send spread across shards")
 	t.Logf("initial requests by %s after offer_at; release lag shard 0 %d µs, shard 1 %d µs; batch send spread %s",
 		offerLag, *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
 }

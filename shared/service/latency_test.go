@@ -50,8 +50,8 @@ func TestSameServiceHopIsAsFastAsCrossService(t *testing.T) {
 	cross := probeRoundTrips(t, populate, queue.Scorer, n)
 	t.Logf("round trips over %d probes: own queue p50 %v max %v; cross-service p50 %v max %v",
 		n, own[n/2], own[n-1], cross[n/2], cross[n-1])
-	// A generous bound, so that a loaded machine does not fail it: the polls it guards against
-	// make the own-queue median about a second.
-	require.Less(t, own[n/2], 250*time.Millisecond, "own-queue round trips %v", own)
-	require.Less(t, cross[n/2], 250*time.Millisecond, "cross-service round trips %v", cross)
+	// A generous bound, so that a loaded machine and a busy shared Postgres do not fail it: the
+	// polls it guards against make the own-queue median about a second.
+	require.Less(t, own[n/2], 500*time.Millisecond, "own-queue round trips %v", own)
+	require.Less(t, cross[n/2], 500*time.Millisecond, "cross-service round trips %v", cross)
 }

@@ -97,7 +97,9 @@ func TestBuildLeavesNothingBehind(t *testing.T) {
 	out := run(context.Background(), t.TempDir(), c, logs, &groups)
 	logs.Close()
 	require.Equal(t, queue.BuildSucceeded, out.result, out.err)
-	require.Less(t, time.Since(start), time.Second, "the build waited for its background process")
+	// The background process sleeps 30 s; a build that waited for it is far past this bound,
+	// which only a loaded machine's slow sh start-up comes near.
+	require.Less(t, time.Since(start), 10*time.Second, "the build waited for its background process")
 	pids := readPids(t, pidFile)
 	require.Len(t, pids, 1)
 	require.Eventually(t, func() bool { return !alive(pids[0]) }, 5*time.Second, 5*time.Millisecond)
