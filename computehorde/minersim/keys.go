@@ -43,15 +43,36 @@ func deriveMinerKeys(seed string, n int) ([]minerKeys, error) {
 
 func deriveMinerKey(seed string, i int) (minerKeys, error) {
 	uri := fmt.Sprintf("//%s//%d", seed, i)
-	hot, err := hotkey.FromURI(uri)
+	hot, err := devKey(uri)
 	if err != nil {
 		return minerKeys{}, fmt.Errorf("derive miner %d hotkey: %w", i, err)
 	}
-	cold, err := hotkey.FromURI(uri + "//coldkey")
+	cold, err := devKey(uri + "//coldkey")
 	if err != nil {
 		return minerKeys{}, fmt.Errorf("derive miner %d coldkey: %w", i, err)
 	}
 	return minerKeys{hot: hot, cold: cold.Address()}, nil
+}
+
+// devKeys holds every dev key this process derived, by URI. A derivation costs 1.5 ms, and a
+// hundred times that under the race detector, and every fleet with the same KeySeed derives the
+// same keys: a test package starting fleets in parallel would spend its first seconds of CPU
+// deriving them again and again, starving the batches already running (an honest miner's
+// manifest then missed a 5 s bound). A Keypair is safe for concurrent use, so fleets share them.
+var devKeys sync.Map // URI → *devKeyEntry
+
+type devKeyEntry struct {
+	once sync.Once
+	key  *hotkey.Keypair
+	err  error
+}
+
+// devKey derives the key of uri once per process.
+func devKey(uri string) (*hotkey.Keypair, error) {
+	v, _ := devKeys.LoadOrStore(uri, &devKeyEntry{})
+	e := v.(*devKeyEntry)
+	e.once.Do(func() { e.key, e.err = hotkey.FromURI(uri) })
+	return e.key, e.err
 }
 
 // validatorSet is what miners know about validators, and the keys the fleet holds to sign
@@ -68,7 +89,7 @@ func newValidatorSet(vs []Validator, seed string) (*validatorSet, error) {
 	set := &validatorSet{byHotkey: map[string]Validator{}, keys: map[string]*hotkey.Keypair{}}
 	for _, v := range vs {
 		if v.URI != "" {
-			key, err := hotkey.FromURI(v.URI)
+			key, err := devKey(v.URI)
 			if err != nil {
 				return nil, fmt.Errorf("validator %s: %w", v.URI, err)
 			}
@@ -84,7 +105,7 @@ func newValidatorSet(vs []Validator, seed string) (*validatorSet, error) {
 		set.byHotkey[v.Hotkey] = v
 		set.list = append(set.list, v)
 	}
-	unknown, err := hotkey.FromURI("//" + seed + "-validator//unknown")
+	unknown, err := devKey("//" + seed + "-validator//unknown")
 	if err != nil {
 		return nil, fmt.Errorf("derive unknown validator: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +27,13 @@ type testBundle struct {
 	plan  Plan
 }
 
+// alice derives //Alice's key once for the package: a derivation takes a tenth of a second of
+// CPU under -race, and the tests that start together would each spend it at once.
+var alice = sync.OnceValues(func() (*hotkey.Keypair, error) { return hotkey.FromURI("//Alice") })
+
 func aliceKey(t testing.TB) *hotkey.Keypair {
 	t.Helper()
-	key, err := hotkey.FromURI("//Alice")
+	key, err := alice()
 	require.NoError(t, err)
 	return key
 }
