@@ -116,9 +116,13 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 	t := r.table
 	var fetched any
 	var rows []Row
-	madeBefore, err := targetHas(ctx, r.conn, t, r.key)
-	if err != nil {
-		return err
+	// The check before the transaction only spares work done outside it: a table made by Make
+	// alone has none, and the check under the job's lock decides for it (one round trip fewer).
+	madeBefore := false
+	if t.Fetch != nil || t.Compute != nil || t.FunctionURL != "" {
+		if madeBefore, err = targetHas(ctx, r.conn, t, r.key); err != nil {
+			return err
+		}
 	}
 	made := madeBefore
 	if !madeBefore {
