@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -65,22 +66,44 @@ type weightsSet struct {
 	Weights  map[string]float64 `json:"weights"`
 }
 
-// showWeights waits for scorer to set the batch's weights through minersim's Pylon stub and
-// prints what the stub received, and scorer's record of the attempt.
+// submission is the part of scorer's record of a weight-setting attempt make run prints.
+type submission struct {
+	BatchID   *int64  `json:"batch_id"`
+	Outcome   string  `json:"outcome"`
+	Block     *int64  `json:"block"`
+	BlockHash *string `json:"block_hash"`
+	Weights   []any   `json:"weights"`
+	Error     *string `json:"error"`
+}
+
+// showWeights waits for scorer's attempt to set the batch's weights through minersim's Pylon
+// stub and prints what the stub received, and scorer's record of the attempt. An attempt the
+// subnet's rate limit skipped is no failure: on a database an earlier make run used, the weights
+// it sent less than the limit's blocks ago hold the next back, as the chain would.
 func showWeights(ctx context.Context, opts options, f *fleet, p *printer) error {
+	var latest struct {
+		BatchID int64 `json:"batch_id"`
+	}
+	if err := apiCall(ctx, opts, http.MethodGet, f.url("scorer")+"/v1/weights", "", &latest); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		var sets []weightsSet
-		if err := getJSON(ctx, pylonURL+"/weights-sets", &sets); err != nil {
+		sub, err := batchSubmission(ctx, opts, f, latest.BatchID)
+		if err != nil {
 			return err
 		}
-		if len(sets) > 0 {
-			last := sets[len(sets)-1]
-			p.ok("weights set through minersim's Pylon for identity %q at block %d: %d hotkeys", last.Identity, last.Block, len(last.Weights))
-			for _, line := range topWeights(last.Weights, 5) {
-				p.info("  %s", line)
-			}
-			return showSubmission(ctx, opts, f, p)
+		switch {
+		case sub == nil:
+		case sub.Outcome == "sent":
+			return showSet(ctx, p, sub)
+		case sub.Outcome == "skipped" && strings.HasPrefix(deref(sub.Error), "rate limit"):
+			p.ok("scorer kept the subnet's rate limit at block %d: %s", deref(sub.Block), deref(sub.Error))
+			p.info("  weights sent less than the limit ago (by an earlier make run on this database: the simulated chain's blocks follow the wall clock) hold these back, as the chain would; the periodic set_weights sends them once the limit has passed")
+			return nil
+		default:
+			p.fail("scorer did not set batch %d's weights: %s, %s (see GET /v1/weights/submissions)", latest.BatchID, sub.Outcome, deref(sub.Error))
+			return fmt.Errorf("weights not set: %s", deref(sub.Error))
 		}
 		select {
 		case <-ctx.Done():
@@ -88,27 +111,42 @@ func showWeights(ctx context.Context, opts options, f *fleet, p *printer) error 
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	p.fail("scorer set no weights through minersim's Pylon within 30s (see GET /v1/weights/submissions)")
+	p.fail("scorer made no attempt to set batch %d's weights within 30s (see GET /v1/weights/submissions)", latest.BatchID)
 	return errors.New("no weights set through Pylon")
 }
 
-// showSubmission prints scorer's latest weight submission.
-func showSubmission(ctx context.Context, opts options, f *fleet, p *printer) error {
+// batchSubmission returns scorer's latest attempt to set batch's weights; nil when none yet.
+func batchSubmission(ctx context.Context, opts options, f *fleet, batch int64) (*submission, error) {
 	var page struct {
-		Items []struct {
-			Outcome   string `json:"outcome"`
-			Block     int64  `json:"block"`
-			BlockHash string `json:"block_hash"`
-			Weights   []any  `json:"weights"`
-		} `json:"items"`
+		Items []submission `json:"items"` // newest first
 	}
-	if err := apiCall(ctx, opts, http.MethodGet, f.url("scorer")+"/v1/weights/submissions?limit=1", "", &page); err != nil {
+	if err := apiCall(ctx, opts, http.MethodGet, f.url("scorer")+"/v1/weights/submissions?limit=10", "", &page); err != nil {
+		return nil, err
+	}
+	for i, s := range page.Items {
+		if deref(s.BatchID) == batch {
+			return &page.Items[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// showSet prints the weights minersim's Pylon stub received last and scorer's record of sending them.
+func showSet(ctx context.Context, p *printer, sub *submission) error {
+	var sets []weightsSet
+	if err := getJSON(ctx, pylonURL+"/weights-sets", &sets); err != nil {
 		return err
 	}
-	if len(page.Items) > 0 {
-		s := page.Items[0]
-		p.info("scorer's record: %s, %d uids mapped at block %d (%s)", s.Outcome, len(s.Weights), s.Block, s.BlockHash)
+	if len(sets) == 0 {
+		p.fail("scorer recorded the weights sent, but minersim's Pylon has none")
+		return errors.New("no weights set through Pylon")
 	}
+	last := sets[len(sets)-1]
+	p.ok("weights set through minersim's Pylon for identity %q at block %d: %d hotkeys", last.Identity, last.Block, len(last.Weights))
+	for _, line := range topWeights(last.Weights, 5) {
+		p.info("  %s", line)
+	}
+	p.info("scorer's record: %s, %d uids mapped at block %d (%s)", sub.Outcome, len(sub.Weights), deref(sub.Block), deref(sub.BlockHash))
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -20,13 +21,33 @@ const (
 	pylonToken = "drover-dev-pylon-token"
 )
 
-var minersimArgs = []string{
+// The simulated chain's head is derived from the wall clock: block chainEpochBlock at
+// chainEpoch, one more every 12 s since (as the chain and minersim's Pylon stub count them), so a
+// second make run on the same database continues the chain where the first left it, and
+// scorer's rate limit (blocks since the last weights it sent) stays honest.
+var chainEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const (
+	chainEpochBlock = 5_000_000
+	chainBlockTime  = 12 * time.Second // minersim's PylonBlockTime
+)
+
+// chainHead is the simulated chain's head block at now.
+func chainHead(now time.Time) int64 {
+	return chainEpochBlock + int64(max(now.Sub(chainEpoch), 0)/chainBlockTime)
+}
+
+// minersimArgs are minersim's flags for a fleet started at now.
+func minersimArgs(now time.Time) []string {
+	return append([]string{"-block", strconv.FormatInt(chainHead(now), 10)}, minersimFlags...)
+}
+
+var minersimFlags = []string{
 	"-miners", "50",
 	"-classes", "always_on.test=2,always_on.gpu-24gb=1",
 	"-control", minersimAddr,
 	"-pylon", pylonAddr,
 	"-pylon-token", pylonToken,
-	"-block", "5000000",
 	"-spin-up", "300ms",
 	"-behaviour", "3:decline=busy_valid",
 	"-behaviour", "7:decline=busy",
@@ -60,7 +81,7 @@ func (f *fleet) startMinersim(ctx context.Context, opts options, p *printer) err
 		return nil
 	}
 	s := &service{name: "minersim", url: minersimURL}
-	if err := s.start(ctx, opts, "minersim", minersimArgs, nil); err != nil {
+	if err := s.start(ctx, opts, "minersim", minersimArgs(time.Now()), nil); err != nil {
 		return err
 	}
 	f.extra, f.minersim = append(f.extra, s), true

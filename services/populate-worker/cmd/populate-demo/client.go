@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"drover.dev/shared/apiclient"
 )
@@ -19,9 +20,9 @@ type client struct {
 
 // do sends body as JSON and decodes the answer into out; any status but want is an error
 // carrying the problem the service answered.
-func (c *client) do(ctx context.Context, method, path string, body, out any, want int) error {
+func (c *client) do(ctx context.Context, method, path string, body, out any, want int, alsoWant ...int) error {
 	status, err := c.api.Do(ctx, method, c.base+path, body, out)
-	if err == nil && status != want {
+	if err == nil && status != want && !slices.Contains(alsoWant, status) {
 		return fmt.Errorf("%s %s: HTTP %d, want %d", method, path, status, want)
 	}
 	return err

@@ -57,7 +57,8 @@ type populateRequest struct {
 // MaxWait bounds populate's wait parameter, in seconds.
 const MaxWait = 60
 
-// handlePopulate starts a populate run: 202 with the run, or with ?wait=SECONDS (0 to MaxWait)
+// handlePopulate starts a populate run: 202 with the run (200 when it took no key to make and so
+// has ended already), or with ?wait=SECONDS (0 to MaxWait)
 // 200 with the ended run when it ends within that time (cut to what the server's write timeout
 // leaves), else 202 with the running run.
 func handlePopulate(e *populate.Engine, writeTimeout time.Duration) echo.HandlerFunc {
