@@ -75,6 +75,27 @@ func (b *heldBundle) config() Config {
 		MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}
 }
 
+// startRunAndStop starts a populate run of held with processes on a replica that makes nothing
+// (RUN_WORKERS 0), which then stops: the run's first makes are left queued in River.
+func (b *heldBundle) startRunAndStop(t *testing.T, processes int) populateResult {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	cfg := b.config()
+	cfg.RunWorkers = 0
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	var got populateResult
+	require.Eventually(t, func() bool {
+		return servicetest.Call(t, http.MethodPost, "http://"+ln.Addr().String()+"/v1/tables/held/populate",
+			map[string]any{"processes": processes}, &got) == http.StatusAccepted
+	}, 15*time.Second, 50*time.Millisecond)
+	stop()
+	require.NoError(t, <-done)
+	return got
+}
+
 // waitEntered waits for n makes to have started and returns their keys.
 func (b *heldBundle) waitEntered(t *testing.T, n int) []int {
 	t.Helper()
@@ -181,20 +202,7 @@ func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
 	t.Parallel()
 	const keys = 4
 	b := setupHeld(t, keys, func(int) time.Duration { return 0 })
-	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	cfg := b.config()
-	cfg.RunWorkers = 0
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
-	var got populateResult
-	require.Eventually(t, func() bool {
-		return servicetest.Call(t, http.MethodPost, "http://"+ln.Addr().String()+"/v1/tables/held/populate",
-			map[string]any{"processes": 2}, &got) == http.StatusAccepted
-	}, 15*time.Second, 50*time.Millisecond)
-	stop()
-	require.NoError(t, <-done)
+	got := b.startRunAndStop(t, 2)
 
 	other := b.config()
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
@@ -206,4 +214,73 @@ func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
 	}, 15*time.Second, 50*time.Millisecond)
 	require.Equal(t, keys, got.Made)
 	require.Equal(t, keys, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
+}
+
+// A run whose populate_run_make jobs River discarded (their attempts spent on infrastructure
+// errors, outside the transaction that settles a key) ends: the reclaim sweep counts such a key as
+// an error naming the job and its last error, and the run, without suppress_errors, fails (its
+// other keys dropped).
+func TestRunEndsWhenItsMakeJobsAreDiscarded(t *testing.T) {
+	t.Parallel()
+	b := setupHeld(t, 4, func(int) time.Duration { return 0 })
+	cfg := b.config()
+	cfg.RunWorkers = 0 // nothing makes the keys: their jobs stay queued until discarded below
+	cfg.ReclaimEvery = 50 * time.Millisecond
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	var got populateResult
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+		map[string]any{"processes": 2}, &got))
+	_, err := b.pool.Exec(context.Background(), `UPDATE populate_worker.river_job SET state = 'discarded',
+		finalized_at = now(), attempt = max_attempts, errors = ARRAY[jsonb_build_object('at', now(), 'attempt', max_attempts,
+			'error', 'acquire connection: connection refused', 'trace', '')]
+		WHERE kind = 'populate_run_make'`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
+		return got.State != "running"
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, "failed", got.State)
+	require.Equal(t, 1, got.Errors)
+	require.Zero(t, got.Remaining)
+	require.Len(t, got.ErrorList, 1)
+	require.Regexp(t, `^populate_run_make job \d+ discarded without making the key: acquire connection: connection refused$`, got.ErrorList[0].ErrorMessage)
+}
+
+// An infrastructure error on the last attempt of a run's make job ends the key as an error of the
+// run and the job as discarded in one transaction, without waiting for the reclaim sweep.
+func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
+	t.Parallel()
+	b := setupHeld(t, 3, func(int) time.Duration { return 0 })
+	ctx := context.Background()
+	got := b.startRunAndStop(t, 1)
+	// The key's reservation fails as a database that refuses it would, and its job has one attempt.
+	_, err := b.pool.Exec(ctx, `CREATE FUNCTION populate_worker.refuse_reserve() RETURNS trigger LANGUAGE plpgsql
+		AS $$ BEGIN RAISE EXCEPTION 'injected: reservation refused'; END $$`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `CREATE TRIGGER refuse_reserve BEFORE UPDATE ON populate_worker.jobs FOR EACH ROW
+		WHEN (NEW.status = 'reserved') EXECUTE FUNCTION populate_worker.refuse_reserve()`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE populate_worker.river_job SET max_attempts = 1 WHERE kind = 'populate_run_make'`)
+	require.NoError(t, err)
+
+	other := b.config()
+	other.ReclaimEvery = time.Hour
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, other, ln, stdout)
+	})
+	require.Eventually(t, func() bool {
+		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
+		return got.State != "running"
+	}, 15*time.Second, 50*time.Millisecond)
+	require.Equal(t, "failed", got.State)
+	require.Equal(t, 1, got.Errors)
+	require.Len(t, got.ErrorList, 1)
+	const want = `^populate_run_make job \d+ discarded without making the key: make held/\w+: attempt 1 of 1: .*injected: reservation refused`
+	require.Regexp(t, want, got.ErrorList[0].ErrorMessage)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_run_make'
+		AND state = 'discarded' AND errors[array_upper(errors, 1)] ->> 'error' LIKE '%injected: reservation refused%'`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_run_make'
+		AND state NOT IN ('completed', 'discarded', 'cancelled')`))
 }

@@ -65,7 +65,9 @@ func cleanupSQL(t *Table) string {
 // is still scheduled (the replica died after River fetched them, before it reserved the key) get
 // a copy, so that whatever stage a worker died in, its key is made again within ORPHAN_TIMEOUT
 // plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT and
-// then finds its key taken. It returns how many keys it put back.
+// then finds its key taken. It also ends, as errors, the keys of running populate runs whose
+// populate_run_make job ended without settling them (endOrphanedRunKeys), so that such a run
+// ends. It returns how many keys it put back or ended.
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 	n := 0
 	byTable := map[string][]string{}
@@ -83,7 +85,11 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 			}
 		}
 		stuck, err := e.reenqueueStuck(ctx, tx)
-		n = len(rows) + stuck
+		if err != nil {
+			return err
+		}
+		ended, err := e.endOrphanedRunKeys(ctx, tx)
+		n = len(rows) + stuck + ended
 		return err
 	})
 	if err == nil {
@@ -126,4 +132,37 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 		return 0, fmt.Errorf("enqueue stalled makes again: %w", err)
 	}
 	return len(params), nil
+}
+
+// endOrphanedRunKeys counts as an error every queued key of a running populate run that no
+// populate_run_make job is left to settle (RunKeysOrphaned): River discarded its job once its
+// attempts were spent on infrastructure errors, or the job was cancelled, each outside the
+// transaction that settles a key. The error names the job and its last error; it stops the run
+// as a make's error does (unless suppress_errors), and a run with nothing left queued ends. It
+// returns how many keys it ended.
+func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
+	rows, err := queries.RunKeysOrphaned(ctx, tx)
+	if err != nil {
+		return 0, fmt.Errorf("find populate run keys without a make job: %w", err)
+	}
+	for _, r := range rows {
+		msg := orphanMessage(r.JobID, r.JobState, r.JobError)
+		if err := e.settleRunKeys(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
+			return 0, err
+		}
+	}
+	return len(rows), nil
+}
+
+// orphanMessage is the error message of a run's key whose make job (none when job is zero) ended
+// in state without settling it, after jobErr.
+func orphanMessage(job int64, state, jobErr string) string {
+	if job == 0 {
+		return "populate_run_make job: none left for the key; it was not made"
+	}
+	msg := fmt.Sprintf("populate_run_make job %d %s without making the key", job, state)
+	if jobErr != "" {
+		msg += ": " + jobErr
+	}
+	return truncateMessage(msg)
 }

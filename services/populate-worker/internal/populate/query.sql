@@ -195,3 +195,21 @@ WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = @ru
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
     RETURNING 1)
 UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = @run_id;
+
+-- name: RunKeysOrphaned :many
+-- RunKeysOrphaned lists the queued keys of running runs that no populate_run_make job is left to
+-- settle: River discarded the key's job after its attempts (infrastructure errors) or it was
+-- cancelled, outside the transaction that settles a key, so the run would stay running. Each
+-- comes with the newest ended job of the key, its state and last error.
+SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+    coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
+    coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
+FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_run_make'
+    AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
+    ORDER BY rj.id DESC LIMIT 1) e ON true
+WHERE r.state = 'running' AND k.state = 'queued'
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make'
+        AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
+        AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
+ORDER BY k.run_id, k.seq;

@@ -6,5 +6,6 @@ CREATE TABLE river_job (
     kind  text   NOT NULL,
     args  jsonb  NOT NULL,
     state text   NOT NULL,
-    attempted_at timestamptz
+    attempted_at timestamptz,
+    errors jsonb[]
 );

@@ -40,6 +40,21 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 	return e.makeKey(ctx, run, table, hash, complete)
 }
 
+// FailRunKey ends a key of populate run run whose make job spent its last attempt on an
+// infrastructure error: in one transaction, the key is counted an error in the run (stopping it
+// as a make's error does, unless suppress_errors) and end ends the River job (discarded with the
+// same error), so the run does not wait for a key no job will make. Should this transaction fail
+// too, River discards the job and the reclaim sweep ends the key.
+func (e *Engine) FailRunKey(ctx context.Context, run int64, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
+	msg := orphanMessage(job, "discarded", cause.Error())
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if err := e.settleRunKeys(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+			return err
+		}
+		return end(ctx, tx)
+	})
+}
+
 func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, complete CompleteFunc) (makeErr, err error) {
 	t, err := e.tables.Get(table)
 	if err != nil {

@@ -48,11 +48,23 @@ func (w *RunMakeWorker) Timeout(*river.Job[queue.PopulateRunMakeArgs]) time.Dura
 	return w.MakeTimeout
 }
 
-// Work makes one key of a run.
+// Work makes one key of a run. An infrastructure error on the job's last attempt ends the key as
+// an error of the run and the job as discarded in one transaction: River would discard the job on
+// its own, outside any transaction that settles the key, and the run would wait for it.
 func (w *RunMakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateRunMakeArgs]) error {
 	a := job.Args
 	_, err := w.Engine.MakeRunKey(ctx, a.RunID, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
-	return cancelUnknown(err, a.Table, a.KeyHash)
+	err = cancelUnknown(err, a.Table, a.KeyHash)
+	var cancel *river.JobCancelError
+	if err == nil || job.Attempt < job.MaxAttempts || errors.As(err, &cancel) {
+		return err
+	}
+	cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
+	end := func(ctx context.Context, tx pgx.Tx) error { return queue.JobFailTx(ctx, tx, job, cause) }
+	if ferr := w.Engine.FailRunKey(context.WithoutCancel(ctx), a.RunID, a.Table, a.KeyHash, job.ID, cause, end); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return nil
 }
 
 // completer ends job in the transaction that finishes its key: completed, or discarded with

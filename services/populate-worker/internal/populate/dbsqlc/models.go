@@ -80,6 +80,7 @@ type RiverJob struct {
 	Args        []byte
 	State       string
 	AttemptedAt *time.Time
+	Errors      [][]byte
 }
 
 type SchedulingEvent struct {
