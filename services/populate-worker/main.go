@@ -27,7 +27,7 @@ type Config struct {
 	ListenFlushEvery      time.Duration `envconfig:"LISTEN_FLUSH_EVERY" default:"200ms" desc:"how long upstream change notifications gather before their schedule jobs are enqueued"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
 	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent background makes of scheduled keys (queue populate; 0: this replica makes only keys of populate runs)"`
-	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"8" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); keep MAKE_WORKERS + RUN_WORKERS below DB_MAX_CONNS, a make holds a connection"`
+	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"7" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); MAKE_WORKERS + RUN_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
 	RunWatchEvery         time.Duration `envconfig:"RUN_WATCH_EVERY" default:"250ms" desc:"how often running makes of populate runs look whether their run was cancelled"`
 	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run"`
 	ScheduleEvery         time.Duration `envconfig:"SCHEDULE_EVERY" default:"1m" desc:"periodic schedule_jobs of every table, besides the event-driven one"`
@@ -79,6 +79,13 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
 }
 
+// poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS and
+// RUN_WORKERS of them at once) holds its reserving connection while it runs and takes a second for
+// its finishing transaction, and River's and the change listener hold one each. With less, every
+// make could hold its first and wait for its second for good; with it, one always gets its
+// second, finishes and gives both back.
+const poolHeadroom = 3
+
 // Check lists every problem of the configuration that can be seen without the network (the
 // tables file is read and its tables checked, not against the database); the service refuses to
 // start with any (service.Main), and `populate-worker check-config` prints them.
@@ -90,11 +97,13 @@ func (c Config) Check() []error {
 	if c.MakeWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MAKE_WORKERS: %d, want 0 or more", c.MakeWorkers))
 	}
-	// Each make holds its reserving connection while it takes a second for its transaction; with
-	// the two listeners' connections held, a pool of MAKE_WORKERS + 2 could leave every make
-	// waiting for its second for good.
-	if pool := c.PoolSize(queue.PopulateWorker.EnvPrefix()); pool > 0 && int(pool) < c.MakeWorkers+3 {
-		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d: at least MAKE_WORKERS + 3 (two listeners and a make's second connection)", pool, c.MakeWorkers))
+	if c.RunWorkers < 0 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_RUN_WORKERS: %d, want 0 or more", c.RunWorkers))
+	}
+	if pool, need := c.PoolSize(queue.PopulateWorker.EnvPrefix()), c.MakeWorkers+c.RunWorkers+poolHeadroom; pool > 0 && int(pool) < need {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d and POPULATE_WORKER_RUN_WORKERS %d: "+
+			"at least MAKE_WORKERS + RUN_WORKERS + %d = %d (a connection held by every make, two listeners and a make's second connection)",
+			pool, c.MakeWorkers, c.RunWorkers, poolHeadroom, need))
 	}
 	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
 		errs = append(errs, err)
