@@ -13,16 +13,18 @@ import (
 
 // syncEvent is the part of miner-sync's sync event make run prints.
 type syncEvent struct {
-	Outcome   string  `json:"outcome"`
-	Source    string  `json:"source"`
-	Block     *int64  `json:"block"`
-	BlockHash *string `json:"block_hash"`
-	Upserted  int     `json:"upserted"`
-	Error     *string `json:"error"`
+	At        time.Time `json:"at"`
+	Outcome   string    `json:"outcome"`
+	Source    string    `json:"source"`
+	Block     *int64    `json:"block"`
+	BlockHash *string   `json:"block_hash"`
+	Upserted  int       `json:"upserted"`
+	Error     *string   `json:"error"`
 }
 
-// showSync waits for miner-sync's first sync (it syncs once at start) and prints where the
-// miners came from: minersim's Pylon stub, at which block.
+// showSync waits for miner-sync's first sync of this run (it syncs once at start) and prints
+// where the miners came from: minersim's Pylon stub, at which block. A sync an earlier make run
+// recorded on the same database does not count: its miners' ports are the earlier fleet's.
 func showSync(ctx context.Context, opts options, f *fleet, p *printer) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -33,7 +35,7 @@ func showSync(ctx context.Context, opts options, f *fleet, p *printer) error {
 		if err != nil {
 			return err
 		}
-		if len(page.Items) > 0 {
+		if len(page.Items) > 0 && !page.Items[0].At.Before(p.start) {
 			e := page.Items[0]
 			if e.Outcome == "failed" {
 				p.fail("miner-sync could not sync from %s: %s", e.Source, deref(e.Error))
