@@ -46,7 +46,10 @@ func TestAgree(t *testing.T) {
 
 	t.Run("ShardsMeetOnOneStaggerAndOneSendInstant", func(t *testing.T) {
 		t.Parallel()
-		bundle := setup(t, Agreement{Margin: 200 * time.Millisecond, Wait: 10 * time.Second, Poll: 10 * time.Millisecond})
+		// A shard that polls the instant only after it passed reports itself late. Nobody sleeps
+		// until the instants here, so the margin costs nothing, and it is wide enough for a poll
+		// on a loaded machine and a busy shared Postgres.
+		bundle := setup(t, Agreement{Margin: 2 * time.Second, Wait: 10 * time.Second, Poll: 10 * time.Millisecond})
 		offers, spins, sendAts := make([]time.Time, 2), make([]time.Duration, 2), make([]time.Time, 2)
 		errs := make([]error, 4)
 		var wg sync.WaitGroup
@@ -101,7 +104,10 @@ func TestAgree(t *testing.T) {
 
 	t.Run("AShardMissingTheOfferIsNotAwaitedTwice", func(t *testing.T) {
 		t.Parallel()
-		const wait = 300 * time.Millisecond
+		// The send must take less than the wait, which awaiting shard 1 again would cost: its
+		// agreement is a few round trips, which a loaded machine and a busy shared Postgres can
+		// stretch past 300 ms.
+		const wait = 1500 * time.Millisecond
 		bundle := setup(t, Agreement{Margin: 100 * time.Millisecond, Wait: wait, Poll: 10 * time.Millisecond})
 		start := time.Now()
 		at, spin, err := bundle.shards[0].agreeOffer(ctx, time.Second) // shard 1 never comes
@@ -115,7 +121,7 @@ func TestAgree(t *testing.T) {
 		require.Less(t, time.Since(sendStart), wait, "shard 1 missed the offer: not awaited to send")
 		events := bundle.shards[0].events.Drain()
 		require.Len(t, events, 1, "one absence, at the offer")
-		require.JSONEq(t, `{"instant":"offer","shards":[1],"fixed_by":0,"wait":"300ms"}`, string(events[0].Data))
+		require.JSONEq(t, `{"instant":"offer","shards":[1],"fixed_by":0,"wait":"1.5s"}`, string(events[0].Data))
 	})
 
 	t.Run("ContextEndsTheWait", func(t *testing.T) {
