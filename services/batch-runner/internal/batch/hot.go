@@ -15,8 +15,8 @@ import (
 
 // sendJobs is the hot phase. Every ready job's V0JobRequest is encoded and framed before the
 // release, one buffer per miner in a random order; each miner's writer goroutine is parked on
-// one gate; the gate opens once; each writer makes one write system call and records the time
-// before and after it. Then the answers are awaited, each until its time limit plus JobExtra.
+// one gate; the gate opens once; one goroutine per core writes each miner's buffer in one
+// system call (see releaseAll) and records the time before and after it. Then the answers are awaited, each until its time limit plus JobExtra.
 // A shard of a sharded batch agrees its release instant with the other shards (Plan.Agree)
 // between building its frames and parking its writers.
 func (r *run) sendJobs(ctx context.Context) error {
@@ -118,14 +118,20 @@ func jobRequest(j *job) *protocol.V0JobRequest {
 // waits for every write to end (each bounded by the write deadline). A writer still busy with an
 // earlier write is not waited for beyond WriteTimeout: its miner is slow, and only it pays. The
 // gate opens even when ctx ends during the wait, so that no writer stays parked.
+//
+// The writes are one burst (minerconn.Burst): one goroutine per core (this one included) loops
+// over its share of the miners making one non-blocking write each, as the bare write loop of the
+// benchmark's floor does, instead of waking one writer per miner; a miner whose socket buffer is
+// full gets the rest of its frames from its own writer.
 func (r *run) releaseAll(ctx context.Context, byMiner map[*miner]*minerFrames, sendAt time.Time) time.Time {
 	gate := barrier.NewGate()
+	var burst minerconn.Burst
 	var armed, sent sync.WaitGroup
 	for m, mf := range byMiner {
 		armed.Add(1)
 		sent.Add(1)
 		var once sync.Once
-		m.conn.SendAt(gate.Done(), mf.frames, func() { once.Do(armed.Done) }, func(res minerconn.SendResult) {
+		m.conn.SendIn(&burst, gate.Done(), mf.frames, func() { once.Do(armed.Done) }, func(res minerconn.SendResult) {
 			once.Do(armed.Done)
 			for _, j := range mf.jobs {
 				j.beforeSend, j.afterSend, j.sendErr = res.Before, res.After, res.Err
@@ -138,8 +144,16 @@ func (r *run) releaseAll(ctx context.Context, byMiner map[*miner]*minerFrames, s
 		})
 	}
 	waitTimeout(&armed, r.cfg.WriteTimeout)
+	parts := runtime.GOMAXPROCS(0)
+	for k := 1; k < parts; k++ {
+		go func() {
+			<-gate.Done()
+			burst.Write(k, parts)
+		}()
+	}
 	sleepSharp(ctx, sendAt)
 	release := gate.Open()
+	burst.Write(0, parts)
 	sent.Wait()
 	return release
 }

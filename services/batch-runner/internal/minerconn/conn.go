@@ -1,11 +1,12 @@
 // Package minerconn is the validator's websocket connection to one miner: one writer goroutine
-// fed by a queue, so that nothing else ever writes to the socket and a send never blocks its
-// caller; one reader goroutine that bounds frames, honours read deadlines, answers pings through
-// the writer and hands every decoded message to a Handler with the instant it was read.
+// fed by a queue, so that nothing else writes to the socket (but a Burst, while the writer is
+// parked for it) and a send never blocks its caller; one reader goroutine that bounds frames,
+// honours read deadlines, answers pings through the writer and hands every decoded message to a
+// Handler with the instant it was read.
 //
 // Every write carries a deadline. A miner that stops reading fills its socket buffer; its write
 // is then cut off by the deadline, reported to the caller, and the connection is closed. It
-// delays nobody else because nobody else shares its writer.
+// delays nobody else because nobody else shares its writer, and a Burst's write never blocks.
 package minerconn
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -89,12 +91,14 @@ type write struct {
 	gate  <-chan struct{}
 	armed func() // called when the writer starts waiting on gate
 	done  func(SendResult)
+	burst *burstSend // a raw write a Burst may make for the writer
 }
 
 // Conn is one open connection. Its methods are safe for concurrent use.
 type Conn struct {
 	ws      *websocket.Conn
 	stamp   *recvstamp.Conn
+	raw     syscall.RawConn // the socket a Burst writes to; nil when it cannot
 	opts    Options
 	handler Handler
 	decoder protocol.Decoder
@@ -136,7 +140,7 @@ func Dial(ctx context.Context, url string, h Handler, opts Options) (*Conn, erro
 		return nil, fmt.Errorf("dial %s: %w", url, err)
 	}
 	c := &Conn{
-		ws: ws, stamp: stamp, opts: opts, handler: h,
+		ws: ws, stamp: stamp, raw: rawConn(ws.NetConn(), stamp), opts: opts, handler: h,
 		decoder: protocol.Decoder{MaxFrameSize: int(opts.MaxFrameSize)},
 		wake:    make(chan struct{}, 1), stop: make(chan struct{}),
 	}

@@ -81,6 +81,11 @@ func finish(w write, res SendResult) {
 func (c *Conn) write(w write) SendResult {
 	switch w.kind {
 	case writeRaw:
+		if w.burst != nil {
+			if res, ok := c.parkInBurst(w); ok {
+				return res
+			}
+		}
 		if w.armed != nil {
 			w.armed()
 		}
