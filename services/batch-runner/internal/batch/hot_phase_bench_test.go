@@ -195,12 +195,14 @@ func requireMost(b *testing.B, want, got int, what string, args ...any) {
 	require.GreaterOrEqual(b, 10*got, 9*want, append([]any{"%d of %d " + what, got, want}, args...)...)
 }
 
-// requireRight requires that nine in ten of the sent executors' answers were judged right:
-// minersim solves every job it is sent, so anything else (every answer wrong_answer, say) is a
-// broken benchmark or a broken judge, and the round's figures are not to be trusted.
+// requireRight requires that no answer was judged wrong and at least half of the sent
+// executors' answers right: minersim solves every job it is sent, so a wrong answer is a broken
+// benchmark or a broken judge, and the round's figures are not to be trusted. Late answers
+// (timeout, over_time_limit) are the machine's load: minersim solves on the one core it gets.
 func requireRight[R ~string](b *testing.B, sent, right int, verdicts map[R]int) {
 	b.Helper()
-	requireMost(b, sent, right, "answers were judged right (minersim solves every job); verdicts %v", verdicts)
+	require.Zero(b, verdicts[R(ReasonWrongAnswer)], "answers judged wrong (minersim solves every job); verdicts %v", verdicts)
+	require.GreaterOrEqual(b, 2*right, sent, "%d of %d answers judged right; verdicts %v", right, sent, verdicts)
 }
 
 // honestArrivals keeps the arrivals at miners from index honest on.
