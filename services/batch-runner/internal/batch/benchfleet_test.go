@@ -47,7 +47,7 @@ const benchClass = "always_on.test"
 // benchScenario solves every job and answers at one fleet-wide instant, answerAt after the first
 // job request arrived: all executors answer within the same millisecond, and every answer is
 // right (the benchmark checks that the batch judged them so). Solving a job of benchPoWRange
-// takes some 50 µs of minersim's core, well inside answerAt.
+// takes some 3 µs of minersim's core, well inside answerAt.
 func benchScenario(answerAt time.Duration) string {
 	return "*:" + benchBehaviour(answerAt)
 }
