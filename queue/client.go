@@ -103,11 +103,17 @@ func NewInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
 }
 
 // NewQuietInserter is NewInserter for a producer that announces its inserts itself, after they
-// commit (NotifyInserted): River's own notification, sent inside the inserting transaction, is
-// limited to one a second per queue. NotifyInserted says why a busy producer wants that.
+// commit (NotifyInserted, Announcer): River's own notification, sent inside the inserting
+// transaction, goes out for a queue's first insert and then at most once an hour
+// (quietCooldown). NotifyInserted says why a busy producer wants that: a notification inside a
+// transaction holds the lock every notifying commit needs through that transaction's WAL flush.
 func NewQuietInserter(pool *pgxpool.Pool, svc Service) (*Client, error) {
-	return newInserter(pool, svc, time.Second)
+	return newInserter(pool, svc, quietCooldown)
 }
+
+// quietCooldown is how often a quiet inserter notifies inside its transaction: River's limiter
+// cannot be switched off, only made rare.
+const quietCooldown = time.Hour
 
 // newInserter is an inserter notifying of its inserts into a queue at most once per
 // notifyCooldown (River's FetchCooldown, the insert-notification limiter's window).
@@ -116,6 +122,7 @@ func newInserter(pool *pgxpool.Pool, svc Service, notifyCooldown time.Duration) 
 		Schema:              svc.Schema(),
 		SkipUnknownJobCheck: true,
 		FetchCooldown:       notifyCooldown,
+		FetchPollInterval:   max(notifyCooldown, river.FetchPollIntervalDefault), // at least FetchCooldown, River checks
 	})
 	if err != nil {
 		return nil, fmt.Errorf("river inserter for %s: %w", svc, err)

@@ -51,16 +51,73 @@ func JobEndTx[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]
 	if job.State != rivertype.JobStateRunning {
 		return fmt.Errorf("end %s job %d: %w", job.Kind, job.ID, ErrJobNotRunning)
 	}
+	client, params, err := endSetup(ctx, job.JobRow, end)
+	if err != nil {
+		return err
+	}
+	rows, err := client.Driver().UnwrapExecutor(tx).JobSetStateIfRunningMany(ctx, params)
+	if err != nil {
+		return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, err)
+	}
+	if len(rows) == 0 || rows[0].State != end.State {
+		return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, ErrJobNotRunning)
+	}
+	return nil
+}
+
+// BatchJobEnd queues JobEndTx's statement, River's own, on b, a batch sent inside the
+// transaction the job's end must commit with (after pgx.Batch.BeginTx, or sent on that
+// transaction): the end travels with the transaction's other statements instead of taking a round
+// trip of its own. The statement's result is checked when the batch's results reach it (or are
+// closed): a job no longer running is ErrJobNotRunning, as from JobEndTx, and the caller must
+// then not commit. Like JobEndTx, it must be called from within the job's Work.
+func BatchJobEnd[T river.JobArgs](ctx context.Context, b *pgx.Batch, job *river.Job[T], end JobEnd) error {
+	if job.State != rivertype.JobStateRunning {
+		return fmt.Errorf("end %s job %d: %w", job.Kind, job.ID, ErrJobNotRunning)
+	}
+	client, params, err := endSetup(ctx, job.JobRow, end)
+	if err != nil {
+		return err
+	}
+	// River's driver builds the statement and runs it on the transaction it is given; given one
+	// that only records it, the statement is what JobEndTx would run, for the batch to carry.
+	rec := &recordingTx{}
+	if _, err := client.Driver().UnwrapExecutor(rec).JobSetStateIfRunningMany(ctx, params); !errors.Is(err, errRecorded) {
+		return fmt.Errorf("end %s job %d as %s: build River's statement: %w", job.Kind, job.ID, end.State, err)
+	}
+	b.Queue(rec.sql, rec.args...).Query(func(rows pgx.Rows) error {
+		state := -1
+		for i, f := range rows.FieldDescriptions() {
+			if f.Name == "state" {
+				state = i
+			}
+		}
+		ended := false
+		for rows.Next() {
+			ended = state >= 0 && string(rows.RawValues()[state]) == string(end.State)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, err)
+		}
+		if !ended {
+			return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, ErrJobNotRunning)
+		}
+		return nil
+	})
+	return nil
+}
+
+// endSetup is the River client in ctx and River's parameters for ending job as end says.
+func endSetup(ctx context.Context, job *rivertype.JobRow, end JobEnd) (*river.Client[pgx.Tx], *riverdriver.JobSetStateIfRunningManyParams, error) {
 	client := river.ClientFromContext[pgx.Tx](ctx)
 	if client == nil {
-		return fmt.Errorf("end %s job %d: no River client in context (call it from Work)", job.Kind, job.ID)
+		return nil, nil, fmt.Errorf("end %s job %d: no River client in context (call it from Work)", job.Kind, job.ID)
 	}
-	params, err := endParams(job.JobRow, end, time.Now().UTC())
+	params, err := endParams(job, end, time.Now().UTC())
 	if err != nil {
-		return fmt.Errorf("end %s job %d: %w", job.Kind, job.ID, err)
+		return nil, nil, fmt.Errorf("end %s job %d: %w", job.Kind, job.ID, err)
 	}
-	exec := client.Driver().UnwrapExecutor(tx)
-	rows, err := exec.JobSetStateIfRunningMany(ctx, &riverdriver.JobSetStateIfRunningManyParams{
+	return client, &riverdriver.JobSetStateIfRunningManyParams{
 		ID:              []int64{params.ID},
 		Attempt:         []*int{params.Attempt},
 		ErrData:         [][]byte{params.ErrData},
@@ -70,15 +127,27 @@ func JobEndTx[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]
 		ScheduledAt:     []*time.Time{params.ScheduledAt},
 		Schema:          client.Schema(),
 		State:           []rivertype.JobState{params.State},
-	})
-	if err != nil {
-		return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, err)
-	}
-	if len(rows) == 0 || rows[0].State != end.State {
-		return fmt.Errorf("end %s job %d as %s: %w", job.Kind, job.ID, end.State, ErrJobNotRunning)
-	}
-	return nil
+	}, nil
 }
+
+// errRecorded is what recordingTx answers a query with.
+var errRecorded = errors.New("statement recorded, not run")
+
+// recordingTx is a pgx.Tx that records the one query it is given instead of running it. Its
+// connection is nil, so River's driver builds the statement for its default query mode (pgx's
+// statement cache, what the services' pools use). Every other method is unimplemented.
+type recordingTx struct {
+	pgx.Tx
+	sql  string
+	args []any
+}
+
+func (r *recordingTx) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
+	r.sql, r.args = sql, args
+	return nil, errRecorded
+}
+
+func (r *recordingTx) Conn() *pgx.Conn { return nil }
 
 // endParams builds River's own set-state parameters for end, so the row looks exactly as River
 // would leave it had the worker returned the error itself.

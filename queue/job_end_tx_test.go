@@ -193,3 +193,58 @@ func TestJobEndTxRefusesAStateThatIsNotFinal(t *testing.T) {
 	_, err := endParams(&rivertype.JobRow{ID: 1}, JobEnd{State: rivertype.JobStateAvailable}, time.Now())
 	require.ErrorContains(t, err, `cannot end as "available"`)
 }
+
+// TestBatchJobEnd shows that the end BatchJobEnd queues is JobEndTx's: sent in a batch with a
+// statement of the worker's own, on the worker's transaction, it leaves the job as JobEndTx does;
+// queued for a job already ended otherwise, reading the batch's results is ErrJobNotRunning.
+func TestBatchJobEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, tt := range map[string]struct {
+		state   rivertype.JobState
+		endedBy bool // the job was cancelled already, by JobEndTx
+	}{
+		"Completed":  {state: rivertype.JobStateCompleted},
+		"Discarded":  {state: rivertype.JobStateDiscarded},
+		"NotRunning": {state: rivertype.JobStateCompleted, endedBy: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tx := riverTx(t)
+			var batchErr error
+			w := river.WorkFunc(func(ctx context.Context, job *river.Job[endArgs]) error {
+				end := JobEnd{State: tt.state, Err: errors.New("exit status 1"), Metadata: map[string]any{"stands_for": "build 42"}}
+				if tt.endedBy {
+					// River's statement answers the job as it is: ended otherwise, it is not ours.
+					if err := JobEndTx(ctx, tx, job, JobEnd{State: rivertype.JobStateCancelled}); err != nil {
+						return err
+					}
+				}
+				b := &pgx.Batch{}
+				b.Queue(`INSERT INTO outcome VALUES ($1)`, string(tt.state))
+				if err := BatchJobEnd(ctx, b, job, end); err != nil {
+					return err
+				}
+				batchErr = tx.SendBatch(ctx, b).Close()
+				return nil
+			})
+			res, err := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).Work(ctx, t, tx, endArgs{}, nil)
+			require.NoError(t, err)
+			if tt.endedBy {
+				require.ErrorIs(t, batchErr, ErrJobNotRunning)
+				return
+			}
+			require.NoError(t, batchErr)
+			var got string
+			require.NoError(t, tx.QueryRow(ctx, `SELECT state FROM outcome`).Scan(&got))
+			require.Equal(t, string(tt.state), got)
+			require.Equal(t, tt.state, res.Job.State)
+			require.NotNil(t, res.Job.FinalizedAt)
+			require.JSONEq(t, `{"stands_for": "build 42"}`, string(res.Job.Metadata))
+			if tt.state == rivertype.JobStateDiscarded {
+				require.Len(t, res.Job.Errors, 1)
+				require.Equal(t, "exit status 1", res.Job.Errors[0].Error)
+			}
+		})
+	}
+}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -57,4 +60,61 @@ func notifyInserted(ctx context.Context, db Execer, schema string, queues []stri
 		return fmt.Errorf("notify %s of inserts into %v: %w", schema, queues, err)
 	}
 	return nil
+}
+
+// Announcer sends NotifyInserted's notifications from a goroutine of its own (Run), so that the
+// transaction that inserted the jobs need not wait for them, and coalesces them: the queues
+// announced while a notification is being sent go out together in the next one. A producer
+// whose many transactions insert into the same few queues so sends one notification per round
+// trip instead of one per transaction, and each of those statements' commits queues for
+// Postgres's database-wide notification lock. What is announced before Run sends it may be lost
+// (Run ended, the statement failed): that costs only the consumers' next poll, as for a lost
+// notification.
+type Announcer struct {
+	db      Execer
+	schema  string
+	logger  *slog.Logger
+	mu      sync.Mutex
+	pending []string
+	wake    chan struct{}
+}
+
+// NewAnnouncer returns an Announcer of inserts into queues of service svc's schema, sending on
+// db once Run runs; logger hears of the notifications that failed.
+func NewAnnouncer(db Execer, svc Service, logger *slog.Logger) *Announcer {
+	return &Announcer{db: db, schema: svc.Schema(), logger: logger, wake: make(chan struct{}, 1)}
+}
+
+// Announce queues a notification of inserts into queues, committed already; it never blocks.
+func (a *Announcer) Announce(queues ...string) {
+	if len(queues) == 0 {
+		return
+	}
+	a.mu.Lock()
+	a.pending = append(a.pending, queues...)
+	a.mu.Unlock()
+	select {
+	case a.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// Run sends what is announced until ctx ends.
+func (a *Announcer) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-a.wake:
+		}
+		a.mu.Lock()
+		queues := a.pending
+		a.pending = nil
+		a.mu.Unlock()
+		sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := notifyInserted(sendCtx, a.db, a.schema, queues); err != nil && ctx.Err() == nil {
+			a.logger.Warn("announce inserted jobs", "queues", queues, "error", err)
+		}
+		cancel()
+	}
 }

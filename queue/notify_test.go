@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -32,11 +33,37 @@ func (w *notifyWorker) Work(_ context.Context, job *river.Job[notifyArgs]) error
 	return nil
 }
 
-// TestNotifyInsertedWakesTheProducer shows that River's producers hear NotifyInserted: a job
-// inserted by a quiet inserter just after another (its own notification suppressed) waits for
-// the producer's poll, ten seconds here, until NotifyInserted names its queue.
+// TestNotifyInsertedWakesTheProducer shows that River's producers hear NotifyInserted, and an
+// Announcer's notifications: a job inserted by a quiet inserter just after another (its own
+// notification suppressed) waits for the producer's poll, ten seconds here, until the queue is
+// announced.
 func TestNotifyInsertedWakesTheProducer(t *testing.T) {
 	t.Parallel()
+	t.Run("NotifyInserted", func(t *testing.T) {
+		t.Parallel()
+		testWakesTheProducer(t, func(ctx context.Context, pool *pgxpool.Pool, q string) {
+			require.NoError(t, notifyInserted(ctx, pool, "public", []string{q}))
+		})
+	})
+	t.Run("Announcer", func(t *testing.T) {
+		t.Parallel()
+		testWakesTheProducer(t, func(ctx context.Context, pool *pgxpool.Pool, q string) {
+			a := &Announcer{db: pool, schema: "public", logger: slog.New(slog.DiscardHandler), wake: make(chan struct{}, 1)}
+			done := make(chan error)
+			runCtx, stop := context.WithCancel(ctx)
+			go func() { done <- a.Run(runCtx) }()
+			t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+			a.Announce() // nothing: no notification, no wake-up
+			require.Empty(t, a.wake)
+			a.Announce(q, q)
+		})
+	})
+}
+
+// testWakesTheProducer inserts a job whose notification the inserter suppresses, and shows that
+// it is worked within two seconds of announce, and not before.
+func testWakesTheProducer(t *testing.T, announce func(ctx context.Context, pool *pgxpool.Pool, q string)) {
+	t.Helper()
 	ctx := t.Context()
 	url, err := riverURL()
 	require.NoError(t, err)
@@ -89,8 +116,8 @@ func TestNotifyInsertedWakesTheProducer(t *testing.T) {
 	require.NoError(t, err)
 	_, ok := worked(300 * time.Millisecond)
 	require.False(t, ok, "the second insert's notification was not suppressed: the test shows nothing")
-	require.NoError(t, notifyInserted(ctx, pool, "public", []string{q}))
+	announce(ctx, pool, q)
 	n, ok := worked(2 * time.Second)
-	require.True(t, ok, "NotifyInserted did not wake the producer")
+	require.True(t, ok, "the announcement did not wake the producer")
 	require.Equal(t, 100, n)
 }

@@ -42,6 +42,9 @@ type Worker struct {
 	Lease   time.Duration
 	Logger  *slog.Logger
 	Metrics *Metrics // nil counts nothing
+	// Announcer announces the tokens a report inserted once it has committed, without holding
+	// the slot; nil announces them in the slot with queue.NotifyInserted.
+	Announcer *queue.Announcer
 
 	groups groupReaper // kills the builds' process groups when this process dies
 }
@@ -86,15 +89,31 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 // again, so the oldest group keeps the slot while it has work. The token's metadata names the
 // job it claimed, which may not be the one its args name. A report from an attempt that lost
 // its lease matches no job and changes nothing; the token then completes.
+//
+// Round trips: the transaction's BEGIN, the report's statement and, for a build that
+// succeeded, the token's end travel together; then River's insert of the released jobs' tokens
+// (when there are any) and the COMMIT. A failed or cancelled build's token end waits for the
+// report's result, one round trip more.
 func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
 	args := queue.BuildReportArgs{
 		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
 		AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
 	}
-	res, err := w.Graph.Report(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
-		end := tokenEnd(c, out)
+	end := tokenEnd(c, out)
+	var send func(*pgx.Batch) error
+	if end.State == rivertype.JobStateCompleted {
+		// A succeeded build's token completes whether or not the report applies (below), so its
+		// end need not wait for the report's result: it travels with the report's statement.
+		send = func(b *pgx.Batch) error { return queue.BatchJobEnd(ctx, b, job, end) }
+	}
+	res, err := w.Graph.ReportWith(ctx, w.Pool, args, send, func(tx pgx.Tx, res jobgraph.Result) error {
 		if !res.Applied {
 			w.Logger.Warn("attempt lost its lease; its report changed nothing", "job_id", c.JobID, "attempt", c.Attempt)
+		}
+		if send != nil {
+			return nil
+		}
+		if !res.Applied {
 			end = queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: end.Metadata}
 		}
 		return queue.JobEndTx(ctx, tx, job, end)
@@ -109,6 +128,10 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 	queues := make([]string, len(res.Targets))
 	for i, t := range res.Targets {
 		queues[i] = queue.BuildQueue(t)
+	}
+	if w.Announcer != nil {
+		w.Announcer.Announce(queues...)
+		return nil
 	}
 	if err := queue.NotifyInserted(ctx, w.Pool, queue.BuildScheduler, queues...); err != nil {
 		w.Logger.Warn("announce dispatch tokens", "job_id", c.JobID, "error", err)

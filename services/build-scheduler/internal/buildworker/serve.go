@@ -102,8 +102,12 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 			return err
 		}
 		graph := &jobgraph.Graph{Tokens: tokens}
+		// Announced by one goroutine, coalesced, so a slot never waits for a notification and
+		// the worker's reports send one for many.
+		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)
+		d.Go(announcer.Run)
 		build := &Worker{
-			Pool: d.Pool, Graph: graph, Logs: logs,
+			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
 		}
 		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)

@@ -74,7 +74,16 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 // result, before it commits: the end of the River job that carried the build or the report, so
 // River's job state and the job graph's commit together. also may be nil.
 func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
-	db := &beginWith{pool: pool}
+	return g.ReportWith(ctx, pool, r, nil, also)
+}
+
+// ReportWith is Report with send, which queues more statements of the report's transaction on
+// the batch that begins it, after JobReport's: statements that do not depend on the report's
+// result (the end of a River job whose end is known already, queue.BatchJobEnd) travel in that
+// round trip instead of one each. An error of theirs, from the callbacks they queued with, rolls
+// the report back as an error of also does. send may be nil.
+func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, send func(*pgx.Batch) error, also func(pgx.Tx, Result) error) (Result, error) {
+	db := &beginWith{pool: pool, send: send}
 	rep, err := report(ctx, db, r)
 	tx, closeErr := db.close()
 	if tx != nil {
