@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -99,7 +100,9 @@ func processEnv(dbURL string, spinUp time.Duration) map[string]string {
 		"BATCH_RUNNER_DATABASE_URL": dbURL, "BATCH_RUNNER_API_TOKENS": servicetest.Token,
 		"BATCH_RUNNER_LOG_LEVEL": "info", "BATCH_RUNNER_LOG_FORMAT": "text",
 		"BATCH_RUNNER_HOTKEY_URI": "//Alice", "BATCH_RUNNER_CYCLE": "1h",
-		"BATCH_RUNNER_GENERATORS": "*=pow", "BATCH_RUNNER_POW_TIME_LIMIT": "1s",
+		// testConfig's proof of work, with a time limit a starved honest executor does not miss
+		// (see testConfig) that still leaves the batch within JOB_TIMEOUT.
+		"BATCH_RUNNER_GENERATORS": "*=pow", "BATCH_RUNNER_POW_RANGE": strconv.Itoa(testPoWRange), "BATCH_RUNNER_POW_TIME_LIMIT": "4s",
 		"BATCH_RUNNER_SPIN_UPS": "*:" + spinUp.String(), "BATCH_RUNNER_MIN_SPIN_UP": "50ms",
 		"BATCH_RUNNER_MANIFEST_TIMEOUT": "5s", "BATCH_RUNNER_READY_GRACE": "2s",
 		"BATCH_RUNNER_JOB_EXTRA": "500ms", "BATCH_RUNNER_RECEIPT_TIMEOUT": "1s",
@@ -160,7 +163,7 @@ func TestKilledMidBatchRetriesOnce(t *testing.T) {
 	done := waitDone(t, second.base, jobID, 40*time.Second)
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
 	require.Equal(t, 2, done.Attempt, "the retry took the killed attempt's row over")
-	require.Equal(t, map[string]int{"completed": miners}, done.Counts)
+	requireCounts(t, map[string]int{"completed": miners}, done)
 	require.Equal(t, map[string]int{
 		"batch_runner.batch_jobs": miners, "batch_runner.batch_manifests": miners, "batch_runner.batch_receipts": 3 * miners, "scorer.river_job": 1,
 	}, resultRows(t, pool))

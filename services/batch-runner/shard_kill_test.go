@@ -39,7 +39,7 @@ func TestKilledShardRetriesOnce(t *testing.T) {
 	done := waitDone(t, survivor.base, jobID, 60*time.Second)
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
 	b := getSharded(t, survivor.base, done.ID)
-	require.Equal(t, map[string]int{"completed": 8}, b.Counts, "every executor judged once")
+	requireCounts(t, map[string]int{"completed": 8}, b.batchView) // every executor judged once
 	require.Len(t, b.Jobs, 8)
 	require.Equal(t, 2, b.Shards[victimShard].Attempt, "the retry took the killed shard over")
 	require.Equal(t, 1, b.Shards[1-victimShard].Attempt)

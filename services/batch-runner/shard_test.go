@@ -35,11 +35,6 @@ type shardedView struct {
 		ReleaseLagUS *int64     `json:"release_lag_us"`
 		ClockSkewUS  *int64     `json:"clock_skew_us"`
 	} `json:"shards"`
-	Jobs []struct {
-		InitialSentAt *time.Time `json:"initial_sent_at"`
-		BeforeSendAt  *time.Time `json:"before_send_at"`
-		AfterSendAt   *time.Time `json:"after_send_at"`
-	} `json:"jobs"`
 	Events []struct {
 		Shard   *int             `json:"shard"`
 		Subtype sysevent.Subtype `json:"subtype"`
@@ -105,7 +100,7 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
 	b := getSharded(t, base, done.ID)
 	require.Equal(t, 4, b.Miners)
-	require.Equal(t, map[string]int{"completed": 8}, b.Counts, "every executor judged")
+	requireCounts(t, map[string]int{"completed": 8}, b.batchView) // every executor judged
 	require.Equal(t, 2, b.ShardCount)
 	require.NotNil(t, b.SendAt)
 	requireOneRelease(t, b, cfg.SendMargin)
@@ -203,7 +198,7 @@ func TestShardNotReadyHoldsNobody(t *testing.T) {
 	done := waitDone(t, base, jobID, 30*time.Second)
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
 	b := getSharded(t, base, done.ID)
-	require.Equal(t, map[string]int{"completed": 8}, b.Counts)
+	requireCounts(t, map[string]int{"completed": 8}, b.batchView)
 	requireScoredOnce(t, pool, fleet, b.ID)
 
 	shards := map[sysevent.Subtype][]int{}
