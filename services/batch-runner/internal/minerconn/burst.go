@@ -71,6 +71,8 @@ func (b *Burst) Write(k, parts int) {
 	b.mu.Lock()
 	sends := b.sends
 	b.mu.Unlock()
+	var written []*burstSend
+	results := make([]burstResult, 0, (len(sends)+parts-1)/parts)
 	for i := k; i < len(sends); i += parts {
 		s := sends[i]
 		if !s.claim() {
@@ -78,7 +80,13 @@ func (b *Burst) Write(k, parts int) {
 		}
 		before := time.Now()
 		n, err := s.c.tryWrite(s.frames)
-		s.result <- burstResult{n: n, before: before, after: time.Now(), err: err}
+		written, results = append(written, s), append(results, burstResult{n: n, before: before, after: time.Now(), err: err})
+	}
+	// The writers learn their results only now: a writer woken during the loop would compete
+	// with it for the core, and could take the processor while the loop is in a write system
+	// call (the runtime hands a P on to other work when a system call takes long).
+	for i, s := range written {
+		s.result <- results[i]
 	}
 }
 
