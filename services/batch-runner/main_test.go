@@ -28,8 +28,8 @@ func TestMain(m *testing.M) {
 // So is the jobs' time limit, which an honest executor's answer is judged against (the wait ends
 // with the answer): a simulated executor solves on the same starved CPU as the service, and on a
 // loaded -race run two executors' answers came 1.03 s after their request, over a 1 s limit. The
-// proof of work is the sharded benchmark's 1,024, not 32,768: the tests check the batch, not the
-// miners' hashing, and every hash is CPU the service under test does not get.
+// proof of work is a range of 1,024, not 32,768: the tests check the batch, not the miners'
+// hashing, and every hash is CPU the service under test does not get.
 func testConfig(databaseURL string) Config {
 	return Config{
 		Common: servicetest.Config(databaseURL), HotkeyURI: "//Alice",
