@@ -123,7 +123,7 @@ func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvo
 	}
 	j.initialSentAt = time.Now()
 	j.miner.conn.Send(payload, r.sendFailed(j.miner, "V0InitialJobRequest"))
-	deadline := base.Add(st.maxSpin)
+	deadline := spinUpDeadline(base.Add(st.maxSpin), j.initialSentAt, spin)
 	response := waitSlot(ctx, j, slotResponse, deadline)
 	r.prog.responded(response)
 	if _, ok := response.(*protocol.V0AcceptJobRequest); !ok {
@@ -131,6 +131,17 @@ func (r *run) offer(ctx context.Context, j *job, start, signed *barrier.Rendezvo
 	}
 	r.sendAccepted(j)
 	r.prog.readied(waitSlot(ctx, j, slotReadiness, deadline.Add(r.cfg.ReadyGrace)))
+}
+
+// spinUpDeadline is when an executor must have answered its initial request: the stagger's
+// common instant, or, when the request left late (this process was slow to sign or to wake, or
+// a late shard's stagger began before its signing), its class's whole spin-up after it left. The
+// validator's own lag never shortens the miner's spin-up.
+func spinUpDeadline(common, sentAt time.Time, spin time.Duration) time.Time {
+	if own := sentAt.Add(spin); own.After(common) {
+		return own
+	}
+	return common
 }
 
 // initialRequest signs the JobStarted receipt and serialises V0InitialJobRequest. The receipt is
