@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -69,27 +70,36 @@ type PolkadotVector struct {
 	} `json:"polkadotjs"`
 }
 
+// polkadotPackages are the polkadot.js packages polkadotjs_check.cjs needs, pinned: the version
+// that produced the committed vectors.
+var polkadotPackages = []string{
+	"@polkadot/types@16.5.6", "@polkadot/util-crypto@14.0.3", "@polkadot/keyring@14.0.3", "@polkadot/util@14.0.3",
+}
+
 // RunPolkadotJS runs polkadotjs_check.cjs on in with Node and returns what polkadot.js made of it.
-// It skips t when Node or the polkadot.js packages are missing: they are looked for in
-// POLKADOTJS_NODE_MODULES, else in the repository's .data/polkadot/node_modules, where
+// The packages are looked for in POLKADOTJS_NODE_MODULES, else in the repository's
+// .data/polkadot/node_modules, which it fills when they are missing with
 //
-//	npm install --prefix .data/polkadot @polkadot/types@16.5.6 @polkadot/util-crypto @polkadot/keyring @polkadot/util
+//	npm install --prefix .data/polkadot @polkadot/types@16.5.6 @polkadot/util-crypto@14.0.3 @polkadot/keyring@14.0.3 @polkadot/util@14.0.3
 //
-// puts them. Node gets a minute.
+// (one install at a time across test processes, under a file lock). Without Node or npm, or when
+// the install fails, it skips t, except under CI=true, where it fails: there .ci/run installs Node
+// and npm, and this check is the independent implementation's word on what we sign. Node gets a
+// minute.
 func RunPolkadotJS(t *testing.T, in PolkadotInput) PolkadotVector {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
-		t.Skip("no node on PATH: polkadot.js cannot run (the committed vectors are checked without it)")
+		skipOrFail(t, "no node on PATH: polkadot.js cannot run (the committed vectors are checked without it)")
 	}
 	_, self, _, _ := runtime.Caller(0)
 	dir := filepath.Dir(self)
 	modules := os.Getenv("POLKADOTJS_NODE_MODULES")
 	if modules == "" {
-		modules = filepath.Join(dir, "..", "..", "..", ".data", "polkadot", "node_modules")
+		modules = installPolkadotJS(t, filepath.Join(dir, "..", "..", "..", ".data", "polkadot"))
 	}
 	if _, err := os.Stat(filepath.Join(modules, "@polkadot", "types")); err != nil {
-		t.Skipf("no polkadot.js packages under %s (see RunPolkadotJS)", modules)
+		skipOrFail(t, fmt.Sprintf("no polkadot.js packages under %s (see RunPolkadotJS)", modules))
 	}
 	path := filepath.Join(t.TempDir(), "input.json")
 	b, err := json.Marshal(in)
@@ -117,4 +127,50 @@ func RunPolkadotJS(t *testing.T, in PolkadotInput) PolkadotVector {
 		t.Fatal(fmt.Errorf("polkadot.js answer: %w", err))
 	}
 	return v
+}
+
+// installPolkadotJS makes sure the pinned packages are under prefix/node_modules and returns that
+// folder. Test processes of several packages may get here at once: a lock file serialises them.
+func installPolkadotJS(t *testing.T, prefix string) string {
+	t.Helper()
+	modules := filepath.Join(prefix, "node_modules")
+	if err := os.MkdirAll(prefix, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(prefix, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing the file releases it too
+	var pkg struct{ Version string }
+	if b, err := os.ReadFile(filepath.Join(modules, "@polkadot", "types", "package.json")); err == nil {
+		_ = json.Unmarshal(b, &pkg)
+	}
+	if "@polkadot/types@"+pkg.Version == polkadotPackages[0] {
+		return modules
+	}
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		skipOrFail(t, "no npm on PATH: the polkadot.js packages cannot be installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	args := append([]string{"install", "--prefix", prefix, "--no-save", "--no-package-lock", "--no-audit", "--no-fund"}, polkadotPackages...)
+	if out, err := exec.CommandContext(ctx, npm, args...).CombinedOutput(); err != nil {
+		skipOrFail(t, fmt.Sprintf("npm install of polkadot.js: %v\n%s", err, out))
+	}
+	return modules
+}
+
+// skipOrFail skips t, or fails it under CI=true, where every tool this check needs is installed.
+func skipOrFail(t *testing.T, msg string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
 }
