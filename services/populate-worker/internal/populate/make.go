@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
 
 // CompleteFunc runs inside the transaction that finishes a job, success or error, with make's
@@ -108,7 +110,8 @@ func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, makeErr
 
 // makeAndCommit runs the three parts of make: fetch and compute outside any transaction, then
 // within one transaction lock the reservation, re-fetch and compare, run the in-transaction
-// make, insert the rows, finish the job and complete it. A key already in the target (checked
+// make, insert the rows, finish the job and complete it (the lock and the check under it go with
+// BEGIN in one round trip: lockingBegin). A key already in the target (checked
 // before compute, to spare it, and again under the job's lock, to decide) is settled without
 // make and reported as errAlreadyMade.
 func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete CompleteFunc) (err error) {
@@ -130,12 +133,10 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 			return err
 		}
 	}
-	err = pgx.BeginFunc(ctx, r.conn, func(tx pgx.Tx) error {
-		if err := lockReservation(ctx, tx, r); err != nil {
-			return err
-		}
-		if made, err = targetHas(ctx, tx, t, r.key); err != nil || made {
-			return finishAll(ctx, tx, e, r, complete, err, keySkipped)
+	begin := &lockingBegin{r: r}
+	err = pgx.BeginFunc(ctx, begin, func(tx pgx.Tx) error {
+		if made = begin.made; made {
+			return finishAll(ctx, tx, e, r, complete, nil, keySkipped)
 		}
 		if madeBefore { // its target rows were deleted since: nothing was computed for them
 			return fmt.Errorf("make %s key %v: target rows deleted during make: %w", t.Name, map[string]any(r.key), ErrInputChanged)
@@ -179,13 +180,44 @@ func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, comple
 	if err != nil {
 		return err
 	}
-	if err := e.finishSuccess(ctx, tx, r); err != nil {
+	ids, err := e.finishSuccessFindRuns(ctx, tx, r)
+	if err != nil {
 		return err
 	}
-	if err := e.settleRunKeys(ctx, tx, 0, r.table.Name, r.hash, outcome, nil, ""); err != nil {
+	if err := e.settleRuns(ctx, tx, ids, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
 	return callComplete(ctx, tx, complete, nil)
+}
+
+// finishSuccessFindRuns finishes r's job (finishSuccess) and finds the runs that hold its key
+// (RunIDsOfOpenKey, as settleRunKeys would) in one round trip: neither statement reads what the
+// other writes.
+func (e *Engine) finishSuccessFindRuns(ctx context.Context, tx pgx.Tx, r *reservation) ([]int64, error) {
+	b := &pgx.Batch{}
+	if err := e.finishSuccess(ctx, queued{b}, r); err != nil {
+		return nil, err
+	}
+	_, _ = queries.RunIDsOfOpenKey(ctx, queued{b}, dbsqlc.RunIDsOfOpenKeyParams{TableName: r.table.Name, KeyHash: r.hash})
+	br := tx.SendBatch(ctx, b)
+	_, err := br.Exec()
+	if err != nil {
+		err = fmt.Errorf("complete job %s/%s: %w", r.table.Name, r.hash, err)
+	}
+	var ids []int64
+	if err == nil {
+		var rows pgx.Rows
+		if rows, err = br.Query(); err == nil {
+			ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		}
+		if err != nil {
+			err = fmt.Errorf("find runs of %s/%s: %w", r.table.Name, r.hash, err)
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return ids, err
 }
 
 func recoverPanic(err *error) {
@@ -224,12 +256,16 @@ func refetch(ctx context.Context, tx pgx.Tx, t *Table, key Key, fetched any) err
 // targetHas reports whether the target already holds key: then the job is simply completed.
 func targetHas(ctx context.Context, q querier, t *Table, key Key) (bool, error) {
 	var ok bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.target()+` t,
-		jsonb_populate_record(NULL::`+t.target()+`, $1::jsonb) k WHERE `+t.pkMatch("t", "k")+`)`, key).Scan(&ok)
-	if err != nil {
+	if err := q.QueryRow(ctx, targetHasSQL(t), key).Scan(&ok); err != nil {
 		return false, fmt.Errorf("look up key in %s: %w", t.Target, err)
 	}
 	return ok, nil
+}
+
+// targetHasSQL is the statement of targetHas, whose one argument is the key.
+func targetHasSQL(t *Table) string {
+	return `SELECT EXISTS (SELECT 1 FROM ` + t.target() + ` t,
+		jsonb_populate_record(NULL::` + t.target() + `, $1::jsonb) k WHERE ` + t.pkMatch("t", "k") + `)`
 }
 
 // insertRows inserts rows into the target, converting JSON values to the column types in

@@ -122,7 +122,7 @@ func lockReservation(ctx context.Context, tx pgx.Tx, r *reservation) error {
 }
 
 // finishSuccess deletes r's job, or keeps it as success with its duration.
-func (e *Engine) finishSuccess(ctx context.Context, tx pgx.Tx, r *reservation) error {
+func (e *Engine) finishSuccess(ctx context.Context, tx dbsqlc.DBTX, r *reservation) error {
 	var err error
 	if e.cfg.KeepSuccess {
 		var meta []byte

@@ -245,9 +245,14 @@ func (e *Engine) settleRunKeys(ctx context.Context, tx pgx.Tx, only int64, table
 		if ids, err = queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash}); err != nil {
 			return fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
 		}
-		if len(ids) == 0 {
-			return nil
-		}
+	}
+	return e.settleRuns(ctx, tx, ids, table, hash, outcome, msg, stop)
+}
+
+// settleRuns is settleRunKeys in the runs ids (those of RunIDsOfOpenKey, or one run).
+func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, hash, outcome string, msg *string, stop string) error {
+	if len(ids) == 0 {
+		return nil
 	}
 	ids, err := queries.RunLockRunning(ctx, tx, ids)
 	if err != nil || len(ids) == 0 {
