@@ -110,7 +110,12 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
 		}
-		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, graph, build)...)
+		// The watchdog (expired leases, redispatch, recount) and the report worker of earlier
+		// releases make jobs ready seldom and announce nothing themselves: their tokens go through
+		// the service's own inserter, whose notification inside the transaction wakes the
+		// producers at once.
+		maintenance := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
+		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, maintenance, build)...)
 		if _, err := d.NewClient(); err != nil {
 			return err
 		}
