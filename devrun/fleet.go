@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"drover.dev/shared/apiclient"
 )
 
 // service is one Drover service as devrun runs it.
@@ -140,25 +141,11 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration, path st
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		if s.answers(ctx, path) {
+		if apiclient.Answers(ctx, s.url+path) {
 			return nil
 		}
 	}
 	return fmt.Errorf("%s not ready after %s at %s", s.name, patience, s.url)
-}
-
-// answers reports whether path answers 200.
-func (s *service) answers(ctx context.Context, path string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // stop sends SIGTERM to every child and waits for it to drain, killing stragglers.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
+	"drover.dev/shared/apiclient"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -71,16 +71,7 @@ func startProcess(t *testing.T, bin string, env map[string]string) *process {
 		}
 	})
 	require.Eventually(t, func() bool {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, p.base+"/readyz", nil)
-		if err != nil {
-			return false
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return apiclient.Answers(t.Context(), p.base+"/readyz")
 	}, 15*time.Second, 20*time.Millisecond, "batch-runner did not become ready")
 	return p
 }

@@ -83,3 +83,18 @@ func (c Client) Do(ctx context.Context, method, url string, body, out any) (int,
 	}
 	return resp.StatusCode, nil
 }
+
+// Answers reports whether a GET of url (a service's /readyz, say) answers 200; an error, or any
+// other status, is a no. For waiting until a service started, as the demos and tests do.
+func Answers(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}

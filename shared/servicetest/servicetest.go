@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/shared/apiclient"
 	"drover.dev/shared/config"
 )
 
@@ -58,16 +59,7 @@ func Start(t testing.TB, run func(ctx context.Context, ln net.Listener, stdout i
 			return true // run ended: fail below rather than wait
 		default:
 		}
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/readyz", nil)
-		if err != nil {
-			return false
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return apiclient.Answers(t.Context(), base+"/readyz")
 	}, 15*time.Second, 20*time.Millisecond)
 	select {
 	case err := <-done:

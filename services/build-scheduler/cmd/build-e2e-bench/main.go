@@ -367,7 +367,7 @@ func (f *fleet) start(ctx context.Context, binary, prefix string, settings map[s
 	f.procs = append(f.procs, p)
 	base := "http://" + addr
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if ready(ctx, base) {
+		if apiclient.Answers(ctx, base+"/readyz") {
 			return base, nil
 		}
 		exited := false
@@ -381,19 +381,6 @@ func (f *fleet) start(ctx context.Context, binary, prefix string, settings map[s
 			return "", fmt.Errorf("%s on %s not ready (exited: %t); its log:\n%s", binary, addr, exited, lastLines(tail, 20))
 		}
 	}
-}
-
-func ready(ctx context.Context, base string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 // stop ends every process with SIGTERM, as a deployment would, workers first.
