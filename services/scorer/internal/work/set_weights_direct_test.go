@@ -22,7 +22,6 @@ import (
 	"drover.dev/services/scorer/internal/direct"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/store"
-	"drover.dev/shared/testdb"
 )
 
 // newFakeChain serves subnet 12 on a fake node: //Alice is the validator at uid 0 (last_update
@@ -64,7 +63,7 @@ type directBundle struct {
 
 func setupDirect(t *testing.T) *directBundle {
 	t.Helper()
-	tx := testdb.Tx(t, "scorer")
+	tx := signerTx(t)
 	chain := newFakeChain(t)
 	logger := slog.New(slog.DiscardHandler)
 	m := NewMetrics(prometheus.NewRegistry())

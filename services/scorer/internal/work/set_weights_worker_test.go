@@ -90,9 +90,20 @@ type weightsBundle struct {
 	weights *SetWeightsWorker
 }
 
+// signerTx is a transaction on a database of the test's own: the signer's advisory lock is
+// per database, so on the shared test database parallel tests would hold it for each other
+// and a job would snooze instead of sending.
+func signerTx(t *testing.T) pgx.Tx {
+	t.Helper()
+	tx, err := testdb.NewPool(t, "scorer").Begin(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
 func setupWeights(t *testing.T) *weightsBundle {
 	t.Helper()
-	tx := testdb.Tx(t, "scorer")
+	tx := signerTx(t)
 	stub := &pylonStub{block: 1000, uids: map[string]int{"A": 3, "B": 7}}
 	srv := httptest.NewServer(stub)
 	t.Cleanup(srv.Close)
