@@ -10,6 +10,10 @@ const (
 	// QueuePopulateRun carries the makes of populate runs (POST /v1/tables/{name}/populate), so
 	// that a run's processes are its own workers and not a share of the background makes.
 	QueuePopulateRun = "populate_run"
+	// QueuePopulateFeed carries the populate-worker's own feed jobs, which enqueue the makes of
+	// scheduled keys a chunk at a time; a queue of their own, so that a long schedule or cleanup
+	// never holds back the feeding of makes.
+	QueuePopulateFeed = "populate_feed"
 )
 
 // PopulateMakeArgs asks the populate-worker to run make() for one scheduled key of a computed

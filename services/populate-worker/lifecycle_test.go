@@ -166,7 +166,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	const keys = 3
 	b := setupHeld(t, keys, func(int) time.Duration { return 0 })
 	ctx := context.Background()
-	// Schedule the keys, with their River jobs, as a schedule_jobs would, before any replica runs.
+	// Schedule the keys on a replica that makes nothing; its feeder enqueues their River jobs.
 	first := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
 		cfg.RunWorkers = 0
@@ -174,6 +174,9 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	})
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, first+"/v1/tables/held/schedule",
 		map[string]any{"min_scheduling_interval": 0}, nil))
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make'`) == keys
+	}, 10*time.Second, 20*time.Millisecond, "the feeder enqueues every key's make")
 	lock, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = lock.Rollback(ctx) }()

@@ -25,6 +25,8 @@ type Config struct {
 	OrphanTimeout         time.Duration `envconfig:"ORPHAN_TIMEOUT" default:"2m" desc:"reservation lease: a reserved job not renewed for this long is scheduled again"`
 	ReclaimEvery          time.Duration `envconfig:"RECLAIM_EVERY" default:"10s" desc:"how often dead or expired reservations are looked for"`
 	ListenFlushEvery      time.Duration `envconfig:"LISTEN_FLUSH_EVERY" default:"200ms" desc:"how long upstream change notifications gather before their schedule jobs are enqueued"`
+	FeedAhead             int           `envconfig:"FEED_AHEAD" default:"5000" desc:"populate_make jobs of a table the feeder keeps waiting in River; it enqueues the rest of the scheduled keys' makes as these drain"`
+	FeedEvery             time.Duration `envconfig:"FEED_EVERY" default:"500ms" desc:"how soon a feeder that reached FEED_AHEAD looks again"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
 	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent background makes of scheduled keys (queue populate; 0: this replica makes only keys of populate runs)"`
 	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"7" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); MAKE_WORKERS + RUN_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
@@ -54,7 +56,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	queues := map[string]int{queue.QueuePopulateMaintenance: 1}
+	queues := map[string]int{queue.QueuePopulateMaintenance: 1, queue.QueuePopulateFeed: 1}
 	if cfg.MakeWorkers > 0 {
 		queues[queue.QueuePopulate] = cfg.MakeWorkers
 	}
@@ -97,6 +99,9 @@ func (c Config) Check() []error {
 	if c.MakeWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MAKE_WORKERS: %d, want 0 or more", c.MakeWorkers))
 	}
+	if c.FeedAhead < 0 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more (0: the default)", c.FeedAhead))
+	}
 	if c.RunWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_RUN_WORKERS: %d, want 0 or more", c.RunWorkers))
 	}
@@ -124,7 +129,7 @@ func (c Config) withDefaults() Config {
 		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
 		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
 		{&c.ScheduleEvery, time.Minute}, {&c.ListenFlushEvery, 200 * time.Millisecond}, {&c.CleanupEvery, 24 * time.Hour},
-		{&c.RunWatchEvery, 250 * time.Millisecond},
+		{&c.RunWatchEvery, 250 * time.Millisecond}, {&c.FeedEvery, 500 * time.Millisecond},
 	} {
 		if *d.v == 0 {
 			*d.v = d.def

@@ -70,7 +70,7 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
-	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulateRun)
+	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulateRun, queue.QueuePopulateFeed)
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)

@@ -32,7 +32,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	deps.Gauges(populate.JobGauges(tables)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
-		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID,
+		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
 		Metrics: populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
 	})
 	if err := engine.InstallTriggers(ctx); err != nil {

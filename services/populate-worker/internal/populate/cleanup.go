@@ -67,9 +67,10 @@ func cleanupSQL(t *Table) string {
 // plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT and
 // then finds its key taken. It also ends, as errors, the keys of running populate runs whose
 // populate_run_make job ended without settling them (endOrphanedRunKeys), so that such a run
-// ends. It returns how many keys it put back or ended.
+// ends, and writes a feed job for every table whose scheduled keys wait for one with none
+// waiting (ensureFeeders). It returns how many keys it put back or ended.
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
-	n := 0
+	n, feeders := 0, 0
 	byTable := map[string][]string{}
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		rows, err := queries.JobReclaim(ctx, tx)
@@ -89,13 +90,20 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 			return err
 		}
 		ended, err := e.endOrphanedRunKeys(ctx, tx)
+		if err != nil {
+			return err
+		}
 		n = len(rows) + stuck + ended
+		feeders, err = e.ensureFeeders(ctx, tx)
 		return err
 	})
 	if err == nil {
 		for table, hashes := range byTable {
 			e.cfg.Metrics.reclaimedFrom(table, len(hashes))
 		}
+	}
+	if err == nil && feeders > 0 {
+		_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
 	}
 	return n, err
 }

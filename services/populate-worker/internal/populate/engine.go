@@ -26,6 +26,13 @@ type Config struct {
 	// is returned to scheduled by the orphan sweep. Zero means 5 minutes.
 	OrphanTimeout time.Duration
 
+	// FeedAhead is how many populate_make jobs of a table the feeder keeps waiting in River
+	// (enqueued, not yet running); it enqueues more as they drain. Zero means 5,000.
+	FeedAhead int
+
+	// FeedEvery is how soon a feeder that stopped at FeedAhead looks again. Zero means 500 ms.
+	FeedEvery time.Duration
+
 	// KeepSuccess keeps a completed job as status success with its run_duration instead of
 	// deleting it.
 	KeepSuccess bool
@@ -60,6 +67,12 @@ func NewEngine(pool *pgxpool.Pool, river *queue.Client, tables *Registry, cfg Co
 	}
 	if cfg.OrphanTimeout == 0 {
 		cfg.OrphanTimeout = 5 * time.Minute
+	}
+	if cfg.FeedAhead == 0 {
+		cfg.FeedAhead = defaultFeedAhead
+	}
+	if cfg.FeedEvery == 0 {
+		cfg.FeedEvery = defaultFeedEvery
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Minute}

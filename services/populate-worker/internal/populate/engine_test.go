@@ -126,6 +126,14 @@ func (b *testBundle) schedule(t *testing.T, opts ScheduleOpts) ScheduleResult {
 	return res
 }
 
+// feed runs the feeder of pair once (Feed) and returns what it did.
+func (b *testBundle) feed(t *testing.T) FeedResult {
+	t.Helper()
+	res, err := b.engine.Feed(b.ctx, "pair")
+	require.NoError(t, err)
+	return res
+}
+
 func (b *testBundle) hashes(t *testing.T, status Status) []string {
 	t.Helper()
 	rows, err := b.pool.Query(b.ctx, `SELECT key_hash FROM jobs WHERE status = $1 ORDER BY key`, status)

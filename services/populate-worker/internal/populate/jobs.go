@@ -56,6 +56,9 @@ type Job struct {
 	Timestamp    time.Time       `json:"timestamp"`
 	RunDuration  *float64        `json:"run_duration"`
 	RunMetadata  json.RawMessage `json:"run_metadata"`
+	// Enqueued says whether the key's populate_make River job has been enqueued; false for a
+	// scheduled key the feeder has yet to reach (not a DataJoint field).
+	Enqueued bool `json:"enqueued"`
 }
 
 // toJob is a jobs row as the package shows it.
@@ -64,6 +67,7 @@ func toJob(r dbsqlc.Job) Job {
 		TableName: r.TableName, KeyHash: r.KeyHash, Status: Status(r.Status), Key: r.Key,
 		ErrorMessage: r.ErrorMessage, ErrorStack: r.ErrorStack, User: r.User, Host: r.Host, PID: r.Pid,
 		ConnectionID: r.ConnectionID, Timestamp: r.Timestamp, RunDuration: r.RunDuration, RunMetadata: r.RunMetadata,
+		Enqueued: r.Enqueued,
 	}
 }
 

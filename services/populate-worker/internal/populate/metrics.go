@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger, tables []string)
 		}, []string{"table", "kind", "suppressed"}),
 		keys: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_populate_worker_keys_total",
-			Help: "Keys scheduled by schedule_jobs and jobs removed by cleanup_jobs, by table and kind.",
+			Help: "Keys scheduled by schedule_jobs (schedule), jobs removed by cleanup_jobs (cleanup) and makes of scheduled keys enqueued by the feeder (feed), by table and kind.",
 		}, []string{"table", "kind"}),
 		logger: logger,
 	}
@@ -61,6 +61,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger, tables []string)
 			m.runs.WithLabelValues(t, kind, "false")
 			m.keys.WithLabelValues(t, kind)
 		}
+		m.keys.WithLabelValues(t, "feed")
 	}
 	reg.MustRegister(m.makes, m.duration, m.reclaimed, m.runs, m.keys)
 	return m
@@ -97,6 +98,13 @@ func (m *Metrics) ran(table, kind string, suppressed bool, n int) {
 	}
 }
 
+// fed counts n makes of table's scheduled keys enqueued by the feeder.
+func (m *Metrics) fed(table string, n int) {
+	if m != nil {
+		m.keys.WithLabelValues(table, "feed").Add(float64(n))
+	}
+}
+
 // reclaimedFrom counts n reservations of table reclaimed.
 func (m *Metrics) reclaimedFrom(table string, n int) {
 	if m != nil {
@@ -105,7 +113,8 @@ func (m *Metrics) reclaimedFrom(table string, n int) {
 }
 
 // JobGauges are the populate-worker's gauges read at scrape time: the jobs of each registered
-// table by status (JobCountByTableStatus), capped at 100,000 per table and status, so a scrape
+// table by status (JobCountByTableStatus), and its scheduled keys whose make the feeder has not
+// yet enqueued (JobCountNotEnqueued), each capped at 100,000 per table (and status), so a scrape
 // never scans a huge table.
 func JobGauges(tables []string) []metrics.Gauge {
 	return []metrics.Gauge{{
@@ -117,6 +126,15 @@ func JobGauges(tables []string) []metrics.Gauge {
 			})
 			return metrics.Samples(rows, err, func(r dbsqlc.JobCountByTableStatusRow) metrics.Sample {
 				return metrics.Sample{Labels: []string{r.TableName, r.Status}, Value: r.Jobs}
+			})
+		},
+	}, {
+		Name: "drover_populate_worker_keys_not_enqueued", Labels: []string{"table"},
+		Help: "Scheduled keys of each computed table whose populate_make job the feeder has not yet enqueued (saturates at 100,000).",
+		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
+			rows, err := queries.JobCountNotEnqueued(ctx, db, tables)
+			return metrics.Samples(rows, err, func(r dbsqlc.JobCountNotEnqueuedRow) metrics.Sample {
+				return metrics.Sample{Labels: []string{r.TableName}, Value: r.Jobs}
 			})
 		},
 	}}

@@ -42,18 +42,29 @@ func (b *testBundle) populate(t *testing.T, opts Opts) result {
 func (b *testBundle) drainRun(t *testing.T) {
 	t.Helper()
 	for {
-		var id int64
 		var args queue.PopulateRunMakeArgs
-		err := b.pool.QueryRow(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-			WHERE id = (SELECT id FROM river_job WHERE kind = 'populate_run_make' AND state = 'available' ORDER BY id LIMIT 1)
-			RETURNING id, args`).Scan(&id, &args)
-		if errors.Is(err, pgx.ErrNoRows) {
+		id, ok := b.startNext(t, args.Kind(), &args)
+		if !ok {
 			return
 		}
-		require.NoError(t, err)
-		_, err = b.engine.MakeRunKey(b.ctx, args.RunID, args.Table, args.KeyHash, endRiverJob(id))
+		_, err := b.engine.MakeRunKey(b.ctx, args.RunID, args.Table, args.KeyHash, endRiverJob(id))
 		require.NoError(t, err)
 	}
+}
+
+// startNext marks the oldest available River job of kind running, as River's fetch does, and
+// returns its id with its args decoded into args; false when none is available.
+func (b *testBundle) startNext(t *testing.T, kind string, args any) (int64, bool) {
+	t.Helper()
+	var id int64
+	err := b.pool.QueryRow(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE id = (SELECT id FROM river_job WHERE kind = $1 AND state = 'available' ORDER BY id LIMIT 1)
+		RETURNING id, args`, kind).Scan(&id, args)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false
+	}
+	require.NoError(t, err)
+	return id, true
 }
 
 // endRiverJob is the CompleteFunc of River job id in tests: completed, or discarded on error.

@@ -7,13 +7,15 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Progress is how far a computed table is: DataJoint's progress (remaining of total keys) and
-// its jobs by status.
+// Progress is how far a computed table is: DataJoint's progress (remaining of total keys), its
+// jobs by status, and how many of its scheduled jobs still wait for the feeder to enqueue their
+// make (NotEnqueued: River shows those makes only once enqueued).
 type Progress struct {
-	Table     string           `json:"table"`
-	Total     int64            `json:"total"`
-	Remaining int64            `json:"remaining"`
-	Jobs      map[Status]int64 `json:"jobs"`
+	Table       string           `json:"table"`
+	Total       int64            `json:"total"`
+	Remaining   int64            `json:"remaining"`
+	Jobs        map[Status]int64 `json:"jobs"`
+	NotEnqueued int64            `json:"not_enqueued"`
 }
 
 // Progress counts key_source keys and those still missing from the target, and the table's jobs
@@ -41,18 +43,22 @@ func (e *Engine) Progress(ctx context.Context, name string, r Restriction) (Prog
 			return fmt.Errorf("progress of %s: %w", name, err)
 		}
 		cond, args = f.where("key", []any{t.Name})
-		rows, err := tx.Query(ctx, `SELECT status, count(*) FROM jobs WHERE table_name = $1 AND `+cond+` GROUP BY status`, args...)
+		rows, err := tx.Query(ctx, `SELECT status, count(*), count(*) FILTER (WHERE NOT enqueued) FROM jobs
+			WHERE table_name = $1 AND `+cond+` GROUP BY status`, args...)
 		if err != nil {
 			return fmt.Errorf("count jobs of %s: %w", name, err)
 		}
 		var st Status
-		var n int64
+		var n, notEnqueued int64
 		for rows.Next() {
-			if err := rows.Scan(&st, &n); err != nil {
+			if err := rows.Scan(&st, &n, &notEnqueued); err != nil {
 				rows.Close()
 				return fmt.Errorf("count jobs of %s: %w", name, err)
 			}
 			p.Jobs[st] = n
+			if st == StatusScheduled {
+				p.NotEnqueued = notEnqueued
+			}
 		}
 		return rows.Err()
 	})

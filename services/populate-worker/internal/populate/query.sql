@@ -1,13 +1,13 @@
 -- name: JobGet :one
 SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
-    connection_id, "timestamp", run_duration, run_metadata
+    connection_id, "timestamp", run_duration, run_metadata, enqueued
 FROM jobs WHERE table_name = @table_name AND key_hash = @key_hash;
 
 -- name: JobList :many
 -- JobList pages through jobs in (table_name, key_hash) order; an empty table or status matches
 -- every one.
 SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
-    connection_id, "timestamp", run_duration, run_metadata
+    connection_id, "timestamp", run_duration, run_metadata, enqueued
 FROM jobs
 WHERE (@table_name::text = '' OR table_name = @table_name::text) AND (@status::text = '' OR status = @status::text)
     AND (table_name, key_hash) > (@after_table::text, @after_key_hash::text)
@@ -48,8 +48,11 @@ UPDATE jobs SET status = 'error', error_message = @error_message, error_stack = 
 WHERE table_name = @table_name AND key_hash = @key_hash;
 
 -- name: JobSetStatus :exec
+-- JobSetStatus is ignore and reschedule of one key; a rescheduled key's make is enqueued in the
+-- same transaction (enqueueMakes), not left to the feeder.
 UPDATE jobs SET status = @status, error_message = NULL, error_stack = NULL,
-    "user" = current_user, host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now()
+    "user" = current_user, host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now(),
+    enqueued = true
 WHERE table_name = @table_name AND key_hash = @key_hash;
 
 -- name: JobCountByTableStatus :many
@@ -62,8 +65,9 @@ FROM unnest(@tables::text[]) t, unnest(@statuses::text[]) s;
 
 -- name: JobReclaim :many
 -- JobReclaim returns to scheduled the reserved jobs whose connection is gone or whose lease
--- expired, skipping rows locked at this instant.
-UPDATE jobs j SET status = 'scheduled', "timestamp" = now(),
+-- expired, skipping rows locked at this instant; their makes are enqueued in the same
+-- transaction (enqueueMakes), not left to the feeder.
+UPDATE jobs j SET status = 'scheduled', "timestamp" = now(), enqueued = true,
     run_metadata = j.run_metadata || jsonb_build_object('reclaimed_from_connection', j.connection_id)
 FROM (SELECT o.table_name, o.key_hash FROM jobs o
     WHERE o.status = 'reserved' AND (
@@ -213,3 +217,58 @@ WHERE r.state = 'running' AND k.state = 'queued'
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
 ORDER BY k.run_id, k.seq;
+
+-- name: FeedJobEnsure :one
+-- FeedJobEnsure inserts the table's populate_feed job unless one is already waiting (available,
+-- scheduled, retryable or pending), written as River's InsertManyFast would write it. A running
+-- feed job does not count: it may have looked for keys before the caller's committed, and a
+-- second feed job is harmless (the feeder's chunks lock what they enqueue). It returns how many
+-- it inserted.
+WITH ins AS (
+    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
+    SELECT jsonb_build_object('table', @table_name::text), @kind::text, @queue::text, @max_attempts::smallint, 1, 'available'
+    WHERE NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = @kind::text AND w.args @> jsonb_build_object('table', @table_name::text)
+        AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
+    RETURNING 1)
+SELECT count(*) FROM ins;
+
+-- name: MakesWaiting :one
+-- MakesWaiting counts the table's populate_make jobs waiting in River (not yet running), up to
+-- max_jobs, along River's fetching index.
+SELECT count(*) FROM (SELECT 1 FROM river_job rj
+    WHERE rj.state IN ('available', 'scheduled', 'retryable', 'pending') AND rj.queue = @queue::text
+        AND rj.kind = @kind::text AND rj.args ->> 'table' = @table_name::text
+    LIMIT @max_jobs) x;
+
+-- name: MakesEnqueue :one
+-- MakesEnqueue is one chunk of the feeder: it takes up to max_keys scheduled keys of the table
+-- whose make is not enqueued (skipping rows locked at this instant: a reservation, another
+-- feeder), marks them enqueued and inserts their populate_make jobs, written as River's
+-- InsertManyFast would write them (args {"table", "key_hash"}, priority 1, available now), in
+-- the order the keys were scheduled. It returns how many it enqueued.
+WITH picked AS (
+    SELECT j.key_hash FROM jobs j
+    WHERE j.table_name = @table_name::text AND j.status = 'scheduled' AND NOT j.enqueued
+    LIMIT @max_keys FOR UPDATE SKIP LOCKED),
+marked AS (
+    UPDATE jobs j SET enqueued = true FROM picked
+    WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
+    RETURNING j.key_hash),
+made AS (
+    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
+    SELECT jsonb_build_object('table', @table_name::text, 'key_hash', key_hash), @kind::text, @queue::text, @max_attempts::smallint, 1, 'available'
+    FROM marked
+    RETURNING 1)
+SELECT count(*) FROM made;
+
+-- name: TablesToFeed :many
+-- TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.
+SELECT t::text AS table_name FROM unnest(@names::text[]) t
+WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = 'scheduled' AND NOT j.enqueued);
+
+-- name: JobCountNotEnqueued :many
+-- JobCountNotEnqueued counts, for each table, the scheduled keys whose make is not yet enqueued,
+-- along the jobs_to_enqueue index, capped at 100,000 per table as JobCountByTableStatus is.
+SELECT t::text AS table_name, (SELECT count(*) FROM (SELECT 1 FROM jobs j
+        WHERE j.table_name = t AND j.status = 'scheduled' AND NOT j.enqueued LIMIT 100000) x)::float8 AS jobs
+FROM unnest(@tables::text[]) t;

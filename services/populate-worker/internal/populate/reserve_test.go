@@ -95,6 +95,7 @@ func TestReclaim(t *testing.T) {
 		b := setup(t, Config{})
 		b.grid(t, 3)
 		b.schedule(t, ScheduleOpts{})
+		b.feed(t)
 		hash := b.hashes(t, StatusScheduled)[0]
 
 		// A worker reserves the key on its own connection and dies mid-make: its connection
@@ -123,6 +124,7 @@ func TestReclaim(t *testing.T) {
 		b := setup(t, Config{OrphanTimeout: time.Minute})
 		b.grid(t, 2)
 		b.schedule(t, ScheduleOpts{})
+		b.feed(t)
 		// A replica fetched both make jobs from River and died before reserving their keys: River
 		// shows them running under a dead client, their keys stay scheduled.
 		_, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_by = '{dead-client}',

@@ -41,7 +41,8 @@ type ScheduleResult struct {
 // transaction it records a scheduling event (or stops if one is too recent, by the database
 // clock), inserts a scheduled job for every key of key_source that is neither in the target (by
 // primary key only) nor already scheduled, reserved or succeeded, restricted by
-// opts.Restriction, and inserts each new job's River job. A bad restriction writes nothing.
+// opts.Restriction, and writes the table's feed job (unless one is waiting), which enqueues the
+// keys' populate_make jobs as the makes drain (Feed). A bad restriction writes nothing.
 func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpts) (ScheduleResult, error) {
 	t, err := e.tables.Get(name)
 	if err != nil {
@@ -70,40 +71,46 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 
 func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, interval time.Duration, conflicts bool) (ScheduleResult, error) {
 	var res ScheduleResult
+	feed := false
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		ok, err := claimEvent(ctx, tx, t.Name, "schedule", interval)
 		if err != nil || !ok {
 			res.Suppressed = !ok
 			return err
 		}
-		cond, args := f.where("fresh.key", []any{
-			t.Name, e.host, pid(), force, queue.PopulateMakeArgs{}.Kind(), makeOpts.Queue, makeOpts.MaxAttempts,
-		})
+		cond, args := f.where("fresh.key", []any{t.Name, e.host, pid(), force})
 		if err := tx.QueryRow(ctx, scheduleSQL(t, cond, conflicts), args...).Scan(&res.Scheduled); err != nil {
 			return fmt.Errorf("insert scheduled jobs: %w", err)
 		}
+		if res.Scheduled > 0 {
+			// The state change and the job it triggers commit together: the feed job that will
+			// enqueue these keys' makes.
+			if feed, err = ensureFeed(ctx, tx, t.Name); err != nil {
+				return err
+			}
+		}
 		return recordEventKeys(ctx, tx, t.Name, "schedule", res.Scheduled)
 	})
-	if err != nil || res.Scheduled == 0 {
+	if err != nil || !feed {
 		return res, err
 	}
-	// The River jobs were written by SQL, not River's insert, so wake the make producers as River
+	// The feed job was written by SQL, not River's insert, so wake the feed producers as River
 	// would; after the commit (queue.NotifyInserted says why). A lost notification costs only
 	// the producers' next poll, so its error does not undo a committed schedule.
-	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, makeOpts.Queue)
+	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
 	return res, nil
 }
 
 // makeOpts are the River insert options of every populate_make job.
 var makeOpts = queue.PopulateMakeArgs{}.InsertOpts()
 
-// scheduleSQL is the set-based statement, parameters $1 to $7 as schedule passes them and cond's
+// scheduleSQL is the set-based statement, parameters $1 to $4 as schedule passes them and cond's
 // after them. Of key_source minus the target (fresh, restricted by cond), it inserts a scheduled
 // job for each key that has none and, when forced ($4), makes error and ignore jobs scheduled
-// again; every other existing job is left alone. Each key it schedules gets its populate_make
-// River job in the same statement, written as River's InsertManyFast would write it (args
-// {"table", "key_hash"}, kind $5, queue $6, max_attempts $7, priority 1, available now), so that
-// no key hash travels to the client and back. It returns their count.
+// again; every other existing job is left alone. Each key it schedules is written with enqueued
+// false: its populate_make job is the feeder's to enqueue (Feed), so that a million keys cost a
+// million jobs rows and not also a million River jobs with their five indexes. It returns their
+// count.
 //
 // New jobs are a plain INSERT of the keys found missing, not INSERT … ON CONFLICT: speculative
 // insertion probes the primary key once more and writes one more WAL record per row, which made
@@ -118,23 +125,18 @@ func scheduleSQL(t *Table, cond string, conflicts bool) string {
 	}
 	return `WITH fresh AS NOT MATERIALIZED (SELECT md5(key::text) AS key_hash, key FROM (` + todoSQL(t) + `) todo),
 	inserted AS (
-		INSERT INTO jobs (table_name, key_hash, status, key, host, pid, run_metadata)
-		SELECT $1, key_hash, 'scheduled', key, $2, $3, NULL FROM fresh
+		INSERT INTO jobs (table_name, key_hash, status, key, host, pid, run_metadata, enqueued)
+		SELECT $1, key_hash, 'scheduled', key, $2, $3, NULL, false FROM fresh
 		WHERE ` + cond + ` AND NOT EXISTS (SELECT 1 FROM jobs x WHERE x.table_name = $1 AND x.key_hash = fresh.key_hash)
 		` + onConflict + `
-		RETURNING key_hash),
+		RETURNING 1),
 	revived AS (
 		UPDATE jobs j SET status = 'scheduled', error_message = NULL, error_stack = NULL, "user" = current_user,
-		    host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now()
+		    host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now(), enqueued = false
 		FROM fresh
 		WHERE $4 AND ` + cond + ` AND j.table_name = $1 AND j.key_hash = fresh.key_hash AND j.status IN ('error', 'ignore')
-		RETURNING j.key_hash),
-	made AS (
-		INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
-		SELECT jsonb_build_object('table', $1::text, 'key_hash', key_hash), $5, $6, $7, 1, 'available'
-		FROM (SELECT key_hash FROM inserted UNION ALL SELECT key_hash FROM revived) s
 		RETURNING 1)
-	SELECT count(*) FROM made`
+	SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM revived)`
 }
 
 // isJobConflict reports whether err is a unique violation of the jobs table's primary key.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
@@ -15,37 +16,48 @@ import (
 func TestScheduleJobs(t *testing.T) {
 	t.Parallel()
 
-	t.Run("SchedulesMissingKeysWithTheirRiverJobs", func(t *testing.T) {
+	t.Run("SchedulesMissingKeysAndTheirFeedJob", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 5)
 		_, err := b.pool.Exec(b.ctx, `INSERT INTO dst (a, b, doubled) VALUES (1, 1, 2)`)
 		require.NoError(t, err)
 		require.Equal(t, ScheduleResult{Scheduled: 4}, b.schedule(t, ScheduleOpts{}))
-		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
+		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled' AND NOT enqueued`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`), "no River job per key")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed'`), "the feed job, in the same transaction")
+		require.Equal(t, FeedResult{Enqueued: 4}, b.feed(t))
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
+		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs WHERE NOT enqueued`))
 		require.Equal(t, ScheduleResult{}, b.schedule(t, ScheduleOpts{}), "scheduled keys are never scheduled twice")
+		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed'`), "nothing scheduled, no feed job")
 	})
 	t.Run("RiverJobsAreWhatRiverWouldInsert", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 1)
 		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
+		b.feed(t)
 		hash := b.hashes(t, StatusScheduled)[0]
-		want, err := json.Marshal(queue.PopulateMakeArgs{Table: "pair", KeyHash: hash})
-		require.NoError(t, err)
-		var match bool
-		var kind, q, state, metadata string
-		var maxAttempts, priority, attempt int
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT args = $1::jsonb, kind, queue, state::text, metadata::text,
-			max_attempts, priority, attempt FROM river_job`, string(want)).Scan(
-			&match, &kind, &q, &state, &metadata, &maxAttempts, &priority, &attempt))
-		require.True(t, match, "args are PopulateMakeArgs as River marshals them")
-		opts := queue.PopulateMakeArgs{}.InsertOpts()
-		require.Equal(t, []any{"populate_make", opts.Queue, "available", "{}", opts.MaxAttempts, 1, 0},
-			[]any{kind, q, state, metadata, maxAttempts, priority, attempt})
+		for _, args := range []interface {
+			Kind() string
+			InsertOpts() river.InsertOpts
+		}{FeedArgs{Table: "pair"}, queue.PopulateMakeArgs{Table: "pair", KeyHash: hash}} {
+			want, err := json.Marshal(args)
+			require.NoError(t, err)
+			var match bool
+			var q, state, metadata string
+			var maxAttempts, priority, attempt int
+			require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT args = $1::jsonb, queue, state::text, metadata::text,
+				max_attempts, priority, attempt FROM river_job WHERE kind = $2`, string(want), args.Kind()).Scan(
+				&match, &q, &state, &metadata, &maxAttempts, &priority, &attempt))
+			require.True(t, match, "args are %T as River marshals them", args)
+			opts := args.InsertOpts()
+			require.Equal(t, []any{opts.Queue, "available", "{}", opts.MaxAttempts, 1, 0},
+				[]any{q, state, metadata, maxAttempts, priority, attempt}, args.Kind())
+		}
 	})
-	t.Run("WakesTheMakeProducersAsRiverDoes", func(t *testing.T) {
+	t.Run("WakesTheFeedAndMakeProducersAsRiverDoes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 1)
@@ -62,11 +74,15 @@ func TestScheduleJobs(t *testing.T) {
 			return n.Payload
 		}
 		// River's own insert notifies this channel: the test listens where River's producers do.
-		_, err = b.engine.river.Insert(b.ctx, queue.PopulateMakeArgs{Table: "pair", KeyHash: "x"}, nil)
-		require.NoError(t, err)
-		river := next()
+		for _, args := range []river.JobArgs{FeedArgs{Table: "other"}, queue.PopulateMakeArgs{Table: "other", KeyHash: "x"}} {
+			_, err = b.engine.river.Insert(b.ctx, args, nil)
+			require.NoError(t, err)
+		}
+		feed, mk := next(), next()
 		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
-		require.JSONEq(t, river, next(), "schedule_jobs notifies as River's insert did")
+		require.JSONEq(t, feed, next(), "schedule_jobs notifies the feed queue as River's insert did")
+		b.feed(t)
+		require.JSONEq(t, mk, next(), "the feeder notifies the make queue as River's insert did")
 	})
 	t.Run("AJobInsertedMeanwhileIsLeftAlone", func(t *testing.T) {
 		t.Parallel()
@@ -99,7 +115,7 @@ func TestScheduleJobs(t *testing.T) {
 		require.Equal(t, ScheduleResult{Scheduled: 2}, got.res)
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'ignore'`))
-		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
+		require.Equal(t, FeedResult{Enqueued: 2}, b.feed(t), "the ignored key gets no make")
 	})
 	t.Run("AntijoinOnPrimaryKeyOnly", func(t *testing.T) {
 		t.Parallel()
@@ -140,8 +156,10 @@ func TestScheduleJobs(t *testing.T) {
 			hashes[0], hashes[1], hashes[2], hashes[3])
 		require.NoError(t, err)
 		require.Zero(t, b.schedule(t, ScheduleOpts{}).Scheduled, "without force nothing changes")
+		require.Equal(t, FeedResult{Enqueued: 1}, b.feed(t), "the key left scheduled")
 		require.Equal(t, 2, b.schedule(t, ScheduleOpts{Force: true}).Scheduled)
 		require.Equal(t, 3, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'scheduled'`))
+		require.Equal(t, FeedResult{Enqueued: 2}, b.feed(t), "the forced keys get a make each")
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'reserved'`))
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM jobs WHERE status = 'success'`))
 	})
@@ -153,7 +171,7 @@ func TestScheduleJobs(t *testing.T) {
 		require.Equal(t, ScheduleResult{Scheduled: 2}, b.schedule(t, ScheduleOpts{Restriction: r}))
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs WHERE key->>'a' IN ('2', '4')`))
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM jobs`))
-		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`))
+		require.Equal(t, FeedResult{Enqueued: 2}, b.feed(t))
 		require.Equal(t, 3, b.schedule(t, ScheduleOpts{}).Scheduled, "the rest is scheduled unrestricted")
 	})
 	t.Run("BadRestrictionWritesNothing", func(t *testing.T) {

@@ -6,6 +6,9 @@ CREATE TABLE river_job (
     kind  text   NOT NULL,
     args  jsonb  NOT NULL,
     state text   NOT NULL,
+    queue text   NOT NULL,
+    max_attempts smallint NOT NULL,
+    priority smallint NOT NULL,
     attempted_at timestamptz,
     errors jsonb[]
 );

@@ -89,6 +89,7 @@ func tableNames(e *populate.Engine, name string) ([]string, error) {
 func Register(workers *river.Workers, e *populate.Engine, makeTimeout, scheduleEvery, cleanupEvery time.Duration) []*river.PeriodicJob {
 	river.AddWorker(workers, &MakeWorker{Engine: e, MakeTimeout: makeTimeout})
 	river.AddWorker(workers, &RunMakeWorker{Engine: e, MakeTimeout: makeTimeout})
+	river.AddWorker(workers, &FeedWorker{Engine: e})
 	river.AddWorker(workers, &ScheduleWorker{Engine: e})
 	river.AddWorker(workers, &CleanupWorker{Engine: e})
 	return []*river.PeriodicJob{

@@ -28,7 +28,7 @@ type testBundle struct {
 	engine *populate.Engine
 }
 
-func setup(t *testing.T) *testBundle {
+func setup(t *testing.T, cfg populate.Config) *testBundle {
 	t.Helper()
 	ctx := context.Background()
 	pool := testdb.NewPool(t, "populate_worker")
@@ -38,12 +38,15 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	_, err = examples.Seed(ctx, pool, 3, 0)
 	require.NoError(t, err)
-	return &testBundle{ctx: ctx, pool: pool, engine: populate.NewEngine(pool, ins, reg, populate.Config{MinSchedulingInterval: time.Hour})}
+	if cfg.MinSchedulingInterval == 0 {
+		cfg.MinSchedulingInterval = time.Hour
+	}
+	return &testBundle{ctx: ctx, pool: pool, engine: populate.NewEngine(pool, ins, reg, cfg)}
 }
 
 func TestScheduleWorker(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, populate.Config{})
 	w := rivertest.NewWorker(t, riverpgxv5.New(b.pool), &river.Config{}, &ScheduleWorker{Engine: b.engine})
 	work := func(args queue.PopulateScheduleArgs) river.EventKind {
 		tx, err := b.pool.Begin(b.ctx)

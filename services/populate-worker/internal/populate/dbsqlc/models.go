@@ -44,6 +44,7 @@ type Job struct {
 	Timestamp    time.Time
 	RunDuration  *float64
 	RunMetadata  []byte
+	Enqueued     bool
 }
 
 type PopulateRun struct {
@@ -79,6 +80,9 @@ type RiverJob struct {
 	Kind        string
 	Args        []byte
 	State       string
+	Queue       string
+	MaxAttempts int16
+	Priority    int16
 	AttemptedAt *time.Time
 	Errors      [][]byte
 }

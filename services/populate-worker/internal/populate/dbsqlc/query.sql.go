@@ -21,6 +21,40 @@ func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
 	return err
 }
 
+const feedJobEnsure = `-- name: FeedJobEnsure :one
+WITH ins AS (
+    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
+    SELECT jsonb_build_object('table', $1::text), $2::text, $3::text, $4::smallint, 1, 'available'
+    WHERE NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = $2::text AND w.args @> jsonb_build_object('table', $1::text)
+        AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
+    RETURNING 1)
+SELECT count(*) FROM ins
+`
+
+type FeedJobEnsureParams struct {
+	TableName   string
+	Kind        string
+	Queue       string
+	MaxAttempts int16
+}
+
+// FeedJobEnsure inserts the table's populate_feed job unless one is already waiting (available,
+// scheduled, retryable or pending), written as River's InsertManyFast would write it. A running
+// feed job does not count: it may have looked for keys before the caller's committed, and a
+// second feed job is harmless (the feeder's chunks lock what they enqueue). It returns how many
+// it inserted.
+func (q *Queries) FeedJobEnsure(ctx context.Context, db DBTX, arg FeedJobEnsureParams) (int64, error) {
+	row := db.QueryRow(ctx, feedJobEnsure,
+		arg.TableName,
+		arg.Kind,
+		arg.Queue,
+		arg.MaxAttempts,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const jobCountByTableStatus = `-- name: JobCountByTableStatus :many
 SELECT t::text AS table_name, s::text AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
         ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8 AS jobs
@@ -61,6 +95,39 @@ func (q *Queries) JobCountByTableStatus(ctx context.Context, db DBTX, arg JobCou
 	return items, nil
 }
 
+const jobCountNotEnqueued = `-- name: JobCountNotEnqueued :many
+SELECT t::text AS table_name, (SELECT count(*) FROM (SELECT 1 FROM jobs j
+        WHERE j.table_name = t AND j.status = 'scheduled' AND NOT j.enqueued LIMIT 100000) x)::float8 AS jobs
+FROM unnest($1::text[]) t
+`
+
+type JobCountNotEnqueuedRow struct {
+	TableName string
+	Jobs      float64
+}
+
+// JobCountNotEnqueued counts, for each table, the scheduled keys whose make is not yet enqueued,
+// along the jobs_to_enqueue index, capped at 100,000 per table as JobCountByTableStatus is.
+func (q *Queries) JobCountNotEnqueued(ctx context.Context, db DBTX, tables []string) ([]JobCountNotEnqueuedRow, error) {
+	rows, err := db.Query(ctx, jobCountNotEnqueued, tables)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []JobCountNotEnqueuedRow
+	for rows.Next() {
+		var i JobCountNotEnqueuedRow
+		if err := rows.Scan(&i.TableName, &i.Jobs); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobDelete = `-- name: JobDelete :exec
 DELETE FROM jobs WHERE table_name = $1 AND key_hash = $2
 `
@@ -77,7 +144,7 @@ func (q *Queries) JobDelete(ctx context.Context, db DBTX, arg JobDeleteParams) e
 
 const jobGet = `-- name: JobGet :one
 SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
-    connection_id, "timestamp", run_duration, run_metadata
+    connection_id, "timestamp", run_duration, run_metadata, enqueued
 FROM jobs WHERE table_name = $1 AND key_hash = $2
 `
 
@@ -103,6 +170,7 @@ func (q *Queries) JobGet(ctx context.Context, db DBTX, arg JobGetParams) (Job, e
 		&i.Timestamp,
 		&i.RunDuration,
 		&i.RunMetadata,
+		&i.Enqueued,
 	)
 	return i, err
 }
@@ -132,7 +200,7 @@ func (q *Queries) JobLeaseExtend(ctx context.Context, db DBTX, arg JobLeaseExten
 
 const jobList = `-- name: JobList :many
 SELECT table_name, key_hash, status, key, error_message, error_stack, "user", host, pid,
-    connection_id, "timestamp", run_duration, run_metadata
+    connection_id, "timestamp", run_duration, run_metadata, enqueued
 FROM jobs
 WHERE ($1::text = '' OR table_name = $1::text) AND ($2::text = '' OR status = $2::text)
     AND (table_name, key_hash) > ($3::text, $4::text)
@@ -178,6 +246,7 @@ func (q *Queries) JobList(ctx context.Context, db DBTX, arg JobListParams) ([]Jo
 			&i.Timestamp,
 			&i.RunDuration,
 			&i.RunMetadata,
+			&i.Enqueued,
 		); err != nil {
 			return nil, err
 		}
@@ -210,7 +279,7 @@ func (q *Queries) JobLockReserved(ctx context.Context, db DBTX, arg JobLockReser
 }
 
 const jobReclaim = `-- name: JobReclaim :many
-UPDATE jobs j SET status = 'scheduled', "timestamp" = now(),
+UPDATE jobs j SET status = 'scheduled', "timestamp" = now(), enqueued = true,
     run_metadata = j.run_metadata || jsonb_build_object('reclaimed_from_connection', j.connection_id)
 FROM (SELECT o.table_name, o.key_hash FROM jobs o
     WHERE o.status = 'reserved' AND (
@@ -227,7 +296,8 @@ type JobReclaimRow struct {
 }
 
 // JobReclaim returns to scheduled the reserved jobs whose connection is gone or whose lease
-// expired, skipping rows locked at this instant.
+// expired, skipping rows locked at this instant; their makes are enqueued in the same
+// transaction (enqueueMakes), not left to the feeder.
 func (q *Queries) JobReclaim(ctx context.Context, db DBTX) ([]JobReclaimRow, error) {
 	rows, err := db.Query(ctx, jobReclaim)
 	if err != nil {
@@ -317,7 +387,8 @@ func (q *Queries) JobSetError(ctx context.Context, db DBTX, arg JobSetErrorParam
 
 const jobSetStatus = `-- name: JobSetStatus :exec
 UPDATE jobs SET status = $1, error_message = NULL, error_stack = NULL,
-    "user" = current_user, host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now()
+    "user" = current_user, host = $2, pid = $3, connection_id = pg_backend_pid(), "timestamp" = now(),
+    enqueued = true
 WHERE table_name = $4 AND key_hash = $5
 `
 
@@ -329,6 +400,8 @@ type JobSetStatusParams struct {
 	KeyHash   string
 }
 
+// JobSetStatus is ignore and reschedule of one key; a rescheduled key's make is enqueued in the
+// same transaction (enqueueMakes), not left to the feeder.
 func (q *Queries) JobSetStatus(ctx context.Context, db DBTX, arg JobSetStatusParams) error {
 	_, err := db.Exec(ctx, jobSetStatus,
 		arg.Status,
@@ -361,6 +434,77 @@ func (q *Queries) JobSetSuccess(ctx context.Context, db DBTX, arg JobSetSuccessP
 		arg.KeyHash,
 	)
 	return err
+}
+
+const makesEnqueue = `-- name: MakesEnqueue :one
+WITH picked AS (
+    SELECT j.key_hash FROM jobs j
+    WHERE j.table_name = $1::text AND j.status = 'scheduled' AND NOT j.enqueued
+    LIMIT $2 FOR UPDATE SKIP LOCKED),
+marked AS (
+    UPDATE jobs j SET enqueued = true FROM picked
+    WHERE j.table_name = $1::text AND j.key_hash = picked.key_hash
+    RETURNING j.key_hash),
+made AS (
+    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
+    SELECT jsonb_build_object('table', $1::text, 'key_hash', key_hash), $3::text, $4::text, $5::smallint, 1, 'available'
+    FROM marked
+    RETURNING 1)
+SELECT count(*) FROM made
+`
+
+type MakesEnqueueParams struct {
+	TableName   string
+	MaxKeys     int32
+	Kind        string
+	Queue       string
+	MaxAttempts int16
+}
+
+// MakesEnqueue is one chunk of the feeder: it takes up to max_keys scheduled keys of the table
+// whose make is not enqueued (skipping rows locked at this instant: a reservation, another
+// feeder), marks them enqueued and inserts their populate_make jobs, written as River's
+// InsertManyFast would write them (args {"table", "key_hash"}, priority 1, available now), in
+// the order the keys were scheduled. It returns how many it enqueued.
+func (q *Queries) MakesEnqueue(ctx context.Context, db DBTX, arg MakesEnqueueParams) (int64, error) {
+	row := db.QueryRow(ctx, makesEnqueue,
+		arg.TableName,
+		arg.MaxKeys,
+		arg.Kind,
+		arg.Queue,
+		arg.MaxAttempts,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
+const makesWaiting = `-- name: MakesWaiting :one
+SELECT count(*) FROM (SELECT 1 FROM river_job rj
+    WHERE rj.state IN ('available', 'scheduled', 'retryable', 'pending') AND rj.queue = $1::text
+        AND rj.kind = $2::text AND rj.args ->> 'table' = $3::text
+    LIMIT $4) x
+`
+
+type MakesWaitingParams struct {
+	Queue     string
+	Kind      string
+	TableName string
+	MaxJobs   int32
+}
+
+// MakesWaiting counts the table's populate_make jobs waiting in River (not yet running), up to
+// max_jobs, along River's fetching index.
+func (q *Queries) MakesWaiting(ctx context.Context, db DBTX, arg MakesWaitingParams) (int64, error) {
+	row := db.QueryRow(ctx, makesWaiting,
+		arg.Queue,
+		arg.Kind,
+		arg.TableName,
+		arg.MaxJobs,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const riverMakeJobsStuck = `-- name: RiverMakeJobsStuck :many
@@ -916,4 +1060,30 @@ func (q *Queries) TableQualifiedName(ctx context.Context, db DBTX, name string) 
 	var qualified string
 	err := row.Scan(&qualified)
 	return qualified, err
+}
+
+const tablesToFeed = `-- name: TablesToFeed :many
+SELECT t::text AS table_name FROM unnest($1::text[]) t
+WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = 'scheduled' AND NOT j.enqueued)
+`
+
+// TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.
+func (q *Queries) TablesToFeed(ctx context.Context, db DBTX, names []string) ([]string, error) {
+	rows, err := db.Query(ctx, tablesToFeed, names)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var table_name string
+		if err := rows.Scan(&table_name); err != nil {
+			return nil, err
+		}
+		items = append(items, table_name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
