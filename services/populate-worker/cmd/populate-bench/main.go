@@ -1,15 +1,17 @@
 // Command populate-bench measures the populate-worker against floors taken in the same run, on a
 // database of its own that it creates, migrates and drops:
 //
-//   - schedule_jobs over -keys keys of key_source (one statement writing the jobs rows and every
-//     key's River job), printing its target (10 s for a million keys) and the ratio to it;
+//   - schedule_jobs over -keys keys of key_source (one statement writing the jobs rows, and the
+//     table's feed job), printing its target (10 s for a million keys) and the ratio to it; then
+//     the feeder enqueueing the makes of -jobs of those keys (keys/s, for comparison with the
+//     makes it must keep ahead of);
 //   - reserve + no-op make + complete throughput with each of -workers concurrent processes,
 //     against a bare UPDATE … FOR UPDATE SKIP LOCKED claim-and-complete loop on a jobs table of
 //     the same size (-jobs), printing the ratio (target: at least 70 % at every worker count).
 //
 // Every make and every floor claim is counted per key; a key reserved twice fails the run.
-// Usage: populate-bench [-keys 1000000] [-jobs 20000] [-workers 1,4,16]; DATABASE_URL names the
-// server (default postgres://postgres@127.0.0.1:5432/postgres).
+// Usage: populate-bench [-keys 1000000] [-jobs 20000] [-workers 1,4,16] [-schedule-only];
+// DATABASE_URL names the server (default postgres://postgres@127.0.0.1:5432/postgres).
 package main
 
 import (
@@ -39,6 +41,8 @@ type options struct {
 	jobs      int
 	workers   []int
 	keep      bool
+	// scheduleOnly skips the throughput measurements.
+	scheduleOnly bool
 }
 
 func parse(args []string, getenv func(string) string) (options, error) {
@@ -52,6 +56,7 @@ func parse(args []string, getenv func(string) string) (options, error) {
 	fs.IntVar(&o.jobs, "jobs", 20_000, "scheduled jobs per throughput measurement")
 	fs.StringVar(&workers, "workers", "1,4,16", "concurrent workers, comma separated")
 	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark database")
+	fs.BoolVar(&o.scheduleOnly, "schedule-only", false, "measure schedule_jobs and the feeder only, not reserve + make + complete")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -80,6 +85,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	defer b.close(ctx)
 	if err := b.schedule(ctx); err != nil {
 		return err
+	}
+	if err := b.feed(ctx); err != nil {
+		return err
+	}
+	if o.scheduleOnly {
+		return nil
 	}
 	doubles := 0
 	for _, w := range o.workers {
