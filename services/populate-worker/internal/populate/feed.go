@@ -51,7 +51,8 @@ type FeedResult struct {
 // Config.FeedAhead of its populate_make jobs wait in River, it enqueues the makes of scheduled
 // keys that have none, a chunk (at most 1,000) per transaction that marks those keys enqueued and
 // inserts their River jobs, and notifies the make producers after each commit. It ends when no
-// key is left to enqueue, or with More when the waiting makes reached FeedAhead.
+// key is left to enqueue, or with More when the waiting makes reached FeedAhead or the pass has
+// enqueued FeedAhead makes.
 func (e *Engine) Feed(ctx context.Context, name string) (FeedResult, error) {
 	t, err := e.tables.Get(name)
 	if err != nil {
@@ -59,6 +60,12 @@ func (e *Engine) Feed(ctx context.Context, name string) (FeedResult, error) {
 	}
 	var res FeedResult
 	for {
+		if res.Enqueued >= e.cfg.FeedAhead {
+			// Makes drain as fast as this pass feeds them: end the pass (a feed job's time is
+			// bounded) and come back after FeedEvery, as when they wait.
+			res.More = true
+			return res, nil
+		}
 		waiting, err := queries.MakesWaiting(ctx, e.pool, dbsqlc.MakesWaitingParams{
 			Queue: makeOpts.Queue, Kind: queue.PopulateMakeArgs{}.Kind(), TableName: t.Name, MaxJobs: int32(e.cfg.FeedAhead),
 		})

@@ -71,6 +71,18 @@ func TestFeed(t *testing.T) {
 		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
 		b.requireOneMakeJobPerKey(t, 10)
 	})
+	t.Run("APassEndsAfterFeedAheadMakesHoweverFastTheyDrain", func(t *testing.T) {
+		t.Parallel()
+		b := scheduledGrid(t, Config{FeedAhead: 3}, 10)
+		// Workers as fast as the feeder: every make is done the moment it is enqueued.
+		_, err := b.pool.Exec(b.ctx, `CREATE FUNCTION done_at_once() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN NEW.state := 'completed'; NEW.finalized_at := now(); RETURN NEW; END $$;
+			CREATE TRIGGER done_at_once BEFORE INSERT ON river_job FOR EACH ROW
+			WHEN (NEW.kind = 'populate_make') EXECUTE FUNCTION done_at_once()`)
+		require.NoError(t, err)
+		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t), "a feed job's pass is bounded; it comes back")
+		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t))
+	})
 	t.Run("ConcurrentFeedersEnqueueEachKeyOnce", func(t *testing.T) {
 		t.Parallel()
 		b := scheduledGrid(t, Config{FeedAhead: 100_000}, 3000)
