@@ -28,6 +28,16 @@ type FeedWorker struct {
 // Timeout is the longest a feed pass may run.
 func (w *FeedWorker) Timeout(*river.Job[populate.FeedArgs]) time.Duration { return feedTimeout }
 
+// NextRetry retries a failed feed pass (a lost connection, a shutdown) after a second, not
+// River's growing backoff: while a feed job waits to be retried no other is written for its
+// table, and the keys it would feed wait with it.
+func (w *FeedWorker) NextRetry(*river.Job[populate.FeedArgs]) time.Time {
+	return time.Now().Add(feedRetry)
+}
+
+// feedRetry is how soon a failed feed pass is tried again.
+const feedRetry = time.Second
+
 // Work feeds one table.
 func (w *FeedWorker) Work(ctx context.Context, job *river.Job[populate.FeedArgs]) error {
 	res, err := w.Engine.Feed(ctx, job.Args.Table)

@@ -2,6 +2,7 @@ package work
 
 import (
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -42,4 +43,7 @@ func TestFeedWorker(t *testing.T) {
 	require.Equal(t, river.EventKindJobCompleted, work(populate.FeedArgs{Table: examples.Stats}), "every key fed")
 	require.Equal(t, 3, makes())
 	require.Equal(t, river.EventKindJobCancelled, work(populate.FeedArgs{Table: "nope"}))
+	fw := &FeedWorker{Engine: b.engine}
+	require.WithinDuration(t, time.Now().Add(time.Second), fw.NextRetry(&river.Job[populate.FeedArgs]{}), 500*time.Millisecond,
+		"a failed pass is retried soon, not after River's backoff: no other feed job is written meanwhile")
 }
