@@ -220,3 +220,60 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	require.Equal(t, keys, count(`SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make' AND state = 'running'`),
 		"River itself has not rescued the dead client's jobs (that takes MAKE_TIMEOUT + 1 m)")
 }
+
+// TestKilledFeederLeavesNoKeyUnfed SIGKILLs a replica in the middle of a feeder chunk (the keys
+// marked enqueued, their River jobs being inserted: a trigger holds the insert) and checks that
+// another replica makes every key within a reclaim period, while River still shows the dead
+// client's feed job running (a feed job River would rescue only after MAKE_TIMEOUT + 1 m).
+func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
+	t.Parallel()
+	const keys = 3
+	b := setupHeld(t, keys, func(int) time.Duration { return 0 })
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `CREATE FUNCTION populate_worker.hold_makes() RETURNS trigger LANGUAGE plpgsql AS $$
+			BEGIN PERFORM pg_sleep(3600); RETURN NEW; END $$;
+		CREATE TRIGGER hold_makes BEFORE INSERT ON populate_worker.river_job FOR EACH ROW
+			WHEN (NEW.kind = 'populate_make') EXECUTE FUNCTION populate_worker.hold_makes()`)
+	require.NoError(t, err)
+
+	// The helper schedules the keys on start (the periodic schedule) and its feeder takes them.
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	count := func(sql string) int { return b.count(t, sql) }
+	const feeding = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+		AND pid <> pg_backend_pid() AND query LIKE '%UPDATE jobs j SET enqueued = true%'`
+	require.Eventually(t, func() bool { return count(feeding) == 1 }, 20*time.Second, 20*time.Millisecond,
+		"the helper's feeder is inside a chunk")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	// A busy backend notices its client gone only when it next talks to it; end it as the server
+	// would, and let makes be inserted again.
+	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()
+		AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%UPDATE jobs j SET enqueued = true%'`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `DROP TRIGGER hold_makes ON populate_worker.river_job`)
+	require.NoError(t, err)
+	require.Equal(t, keys, count(`SELECT count(*) FROM populate_worker.jobs WHERE status = 'scheduled' AND NOT enqueued`),
+		"the chunk rolled back: every key is still to enqueue")
+	var dead int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM populate_worker.river_job WHERE kind = 'populate_feed' AND state = 'running'`).Scan(&dead),
+		"the dead client's feed job, running")
+
+	const reclaim = 200 * time.Millisecond
+	start := time.Now()
+	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		cfg := b.config()
+		cfg.MakeWorkers, cfg.ReclaimEvery = 1, reclaim
+		return run(ctx, cfg, ln, stdout)
+	})
+	require.Eventually(t, func() bool {
+		return count(`SELECT count(*) FROM populate_worker.held_dst`) == keys
+	}, reclaim+10*time.Second, 50*time.Millisecond, "every key is fed and made")
+	t.Logf("all %d keys made %.1f s after the new replica started (RECLAIM_EVERY %s)", keys, time.Since(start).Seconds(), reclaim)
+	require.Zero(t, count(`SELECT count(*) FROM populate_worker.jobs`))
+	var state string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT state FROM populate_worker.river_job WHERE id = $1`, dead).Scan(&state))
+	require.Equal(t, "running", state, "River itself has not rescued the dead client's feed job")
+}
