@@ -42,8 +42,9 @@ const feedChunk = 1000
 type FeedResult struct {
 	// Enqueued counts the populate_make jobs the pass enqueued.
 	Enqueued int
-	// More is true when the pass stopped with keys left to enqueue because Config.FeedAhead makes
-	// of the table were waiting in River: the feeder comes back after Config.FeedEvery.
+	// More is true when the pass stopped before running out of keys to enqueue, because
+	// Config.FeedAhead makes of the table were waiting in River or the pass had enqueued that
+	// many: the feeder comes back after Config.FeedEvery.
 	More bool
 }
 
