@@ -42,3 +42,12 @@ func TestCheckPoolFitsTheMakes(t *testing.T) {
 		require.Empty(t, cfg.Check(), "pool %d, %d + %d workers", fits.pool, fits.makeWorkers, fits.runWork)
 	}
 }
+
+// FEED_AHEAD below zero would leave the feeder enqueueing nothing, for good: check-config says so.
+func TestCheckFeedAhead(t *testing.T) {
+	t.Parallel()
+	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 4, RunWorkers: 7, FeedAhead: -1}
+	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_FEED_AHEAD: -1, want 1 or more (0: the default)")
+	cfg.FeedAhead = 0
+	require.Empty(t, cfg.Check())
+}
