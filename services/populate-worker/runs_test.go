@@ -284,3 +284,45 @@ func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
 	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_run_make'
 		AND state NOT IN ('completed', 'discarded', 'cancelled')`))
 }
+
+// A background make whose job River would discard (an infrastructure error on its last attempt,
+// before the key's reservation) gives its key back to the feeder in the transaction that discards
+// the job: once the database accepts reservations again the key is made, without the reclaim.
+func TestBackgroundMakesLastAttemptGivesItsKeyBackToTheFeeder(t *testing.T) {
+	t.Parallel()
+	b := setupHeld(t, 2, func(int) time.Duration { return 0 })
+	ctx := context.Background()
+	for _, sql := range []string{
+		`CREATE FUNCTION populate_worker.refuse_reserve() RETURNS trigger LANGUAGE plpgsql
+			AS $$ BEGIN RAISE EXCEPTION 'injected: reservation refused'; END $$`,
+		`CREATE TRIGGER refuse_reserve BEFORE UPDATE ON populate_worker.jobs FOR EACH ROW
+			WHEN (NEW.status = 'reserved') EXECUTE FUNCTION populate_worker.refuse_reserve()`,
+		// Every make job gets one attempt, so the first refusal is its last.
+		`CREATE FUNCTION populate_worker.one_attempt() RETURNS trigger LANGUAGE plpgsql
+			AS $$ BEGIN NEW.max_attempts := 1; RETURN NEW; END $$`,
+		`CREATE TRIGGER one_attempt BEFORE INSERT ON populate_worker.river_job FOR EACH ROW
+			WHEN (NEW.kind = 'populate_make') EXECUTE FUNCTION populate_worker.one_attempt()`,
+	} {
+		_, err := b.pool.Exec(ctx, sql)
+		require.NoError(t, err)
+	}
+	cfg := b.config()
+	cfg.MakeWorkers, cfg.RunWorkers = 1, 0
+	cfg.ReclaimEvery = time.Hour
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/schedule", map[string]any{}, nil))
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(DISTINCT args ->> 'key_hash') FROM populate_worker.river_job
+			WHERE kind = 'populate_make' AND state = 'discarded'
+				AND errors[array_upper(errors, 1)] ->> 'error' LIKE '%injected: reservation refused%'`) == 2
+	}, 15*time.Second, 20*time.Millisecond)
+
+	_, err := b.pool.Exec(ctx, `DROP TRIGGER refuse_reserve ON populate_worker.jobs`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM populate_worker.held_dst`) == 2
+	}, 15*time.Second, 20*time.Millisecond, "the feeder enqueues the keys again")
+	require.Empty(t, b.jobMessages(t), "a made key's job is deleted")
+}

@@ -145,3 +145,30 @@ const (
 	defaultFeedAhead = 5000
 	defaultFeedEvery = 500 * time.Millisecond
 )
+
+// Unfeed ends a background make's River job (end, on the transaction) that did not make its key,
+// and gives the key, when it is still scheduled, back to the feeder in the same transaction,
+// with a feed job waiting for it. Without it, a make job River discards after its attempts (each
+// failing before the key's reservation) would leave the key scheduled, marked enqueued, with no
+// job to make it and no feeder to give it one.
+func (e *Engine) Unfeed(ctx context.Context, table, hash string, end func(context.Context, pgx.Tx) error) error {
+	var feed bool
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		n, err := queries.JobUnenqueue(ctx, tx, dbsqlc.JobUnenqueueParams{TableName: table, KeyHash: hash})
+		if err != nil {
+			return fmt.Errorf("give %s/%s back to the feeder: %w", table, hash, err)
+		}
+		if n > 0 {
+			if feed, err = ensureFeed(ctx, tx, table); err != nil {
+				return err
+			}
+		}
+		return end(ctx, tx)
+	})
+	if err != nil || !feed {
+		return err
+	}
+	// After the commit, as Schedule does: a lost notification costs the next poll.
+	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
+	return nil
+}

@@ -272,3 +272,8 @@ WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = 'schedu
 SELECT t::text AS table_name, (SELECT count(*) FROM (SELECT 1 FROM jobs j
         WHERE j.table_name = t AND j.status = 'scheduled' AND NOT j.enqueued LIMIT 100000) x)::float8 AS jobs
 FROM unnest(@tables::text[]) t;
+
+-- name: JobUnenqueue :execrows
+-- JobUnenqueue gives a scheduled key whose make job ends without making it back to the feeder.
+UPDATE jobs SET enqueued = false
+WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled' AND enqueued;

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/populate"
@@ -29,10 +30,29 @@ type MakeWorker struct {
 // Timeout is the longest a make may run.
 func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration { return w.MakeTimeout }
 
-// Work makes one key.
+// Work makes one key. An infrastructure error on the job's last attempt ends the job as discarded
+// and gives the key back to the feeder in one transaction: River would discard the job on its
+// own, and the key, still scheduled and marked enqueued, would have no job to make it.
 func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
-	_, err := w.Engine.MakeKey(ctx, job.Args.Table, job.Args.KeyHash, completer(job, job.Args.Table, job.Args.KeyHash))
-	return cancelUnknown(err, job.Args.Table, job.Args.KeyHash)
+	a := job.Args
+	_, err := w.Engine.MakeKey(ctx, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
+	err = cancelUnknown(err, a.Table, a.KeyHash)
+	if !lastAttemptFailed(job.JobRow, err) {
+		return err
+	}
+	cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
+	end := func(ctx context.Context, tx pgx.Tx) error { return queue.JobFailTx(ctx, tx, job, cause) }
+	if ferr := w.Engine.Unfeed(context.WithoutCancel(ctx), a.Table, a.KeyHash, end); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return nil
+}
+
+// lastAttemptFailed reports whether err ends job's last attempt with an infrastructure error
+// (not a cancellation), which River would discard outside any transaction of the key's.
+func lastAttemptFailed(job *rivertype.JobRow, err error) bool {
+	var cancel *river.JobCancelError
+	return err != nil && job.Attempt >= job.MaxAttempts && !errors.As(err, &cancel)
 }
 
 // RunMakeWorker works populate_run_make jobs: the make of one key of a populate run, as
@@ -55,8 +75,7 @@ func (w *RunMakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateR
 	a := job.Args
 	_, err := w.Engine.MakeRunKey(ctx, a.RunID, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
 	err = cancelUnknown(err, a.Table, a.KeyHash)
-	var cancel *river.JobCancelError
-	if err == nil || job.Attempt < job.MaxAttempts || errors.As(err, &cancel) {
+	if !lastAttemptFailed(job.JobRow, err) {
 		return err
 	}
 	cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)

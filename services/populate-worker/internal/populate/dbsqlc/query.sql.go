@@ -436,6 +436,25 @@ func (q *Queries) JobSetSuccess(ctx context.Context, db DBTX, arg JobSetSuccessP
 	return err
 }
 
+const jobUnenqueue = `-- name: JobUnenqueue :execrows
+UPDATE jobs SET enqueued = false
+WHERE table_name = $1 AND key_hash = $2 AND status = 'scheduled' AND enqueued
+`
+
+type JobUnenqueueParams struct {
+	TableName string
+	KeyHash   string
+}
+
+// JobUnenqueue gives a scheduled key whose make job ends without making it back to the feeder.
+func (q *Queries) JobUnenqueue(ctx context.Context, db DBTX, arg JobUnenqueueParams) (int64, error) {
+	result, err := db.Exec(ctx, jobUnenqueue, arg.TableName, arg.KeyHash)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const makesEnqueue = `-- name: MakesEnqueue :one
 WITH picked AS (
     SELECT j.key_hash FROM jobs j
