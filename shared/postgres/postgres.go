@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,10 @@ type Options struct {
 	// MaxConns caps the pool; pgx's default applies when zero.
 	MaxConns int32
 
+	// Params are run-time parameters every connection of the pool is opened with (for example
+	// synchronous_commit), on top of those of databaseURL.
+	Params map[string]string
+
 	// ConnectTimeout bounds how long Open keeps retrying a database that does not answer yet.
 	// Zero retries until ctx ends.
 	ConnectTimeout time.Duration
@@ -51,6 +56,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	maps.Copy(cfg.ConnConfig.RuntimeParams, opts.Params)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)

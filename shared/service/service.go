@@ -54,6 +54,10 @@ type Spec struct {
 	// Fetch is how eagerly the River client fetches jobs; River's defaults when zero.
 	Fetch queue.Fetch
 
+	// DBParams are Postgres run-time parameters of every connection of the service's pool, its
+	// River client's included (postgres.Options.Params); the server's settings when empty.
+	DBParams map[string]string
+
 	// OpenAPI is the service's own OpenAPI 3.1 document (its /v1 paths and schemas), merged with
 	// what every service serves and checked against the routes at start: a service whose
 	// document and routes disagree refuses to start.
@@ -164,6 +168,7 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 	name := cmp.Or(spec.Name, string(spec.Service))
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
 		Schema: spec.Service.Schema(), MaxConns: cfg.PoolSize(strings.ToUpper(strings.ReplaceAll(name, "-", "_"))),
+		Params: spec.DBParams,
 		OnFailure: func(attempt int, err error) {
 			waiting.set("database", err.Error())
 			if attempt == 1 || attempt%12 == 0 {

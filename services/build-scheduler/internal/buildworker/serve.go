@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,10 +35,16 @@ type Config struct {
 	// 100ms. The tokens this worker's reports insert are announced after commit (see report).
 	FetchCooldown     time.Duration `envconfig:"FETCH_COOLDOWN" default:"5ms" desc:"shortest time between two fetches of a target's tokens (River's FetchCooldown)"`
 	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for tokens when no notification came (River's FetchPollInterval)"`
+	// Only what a crash of Postgres may lose without harm commits asynchronously: see
+	// SynchronousCommitValues and the package documentation.
+	SynchronousCommit string `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report and its lease heartbeats commit with synchronous_commit on whatever this says"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
 }
+
+// SynchronousCommitValues are Postgres's values of synchronous_commit.
+var SynchronousCommitValues = []string{"on", "off", "local", "remote_write", "remote_apply"}
 
 // Check lists every problem of the configuration that can be seen without the network; the
 // worker refuses to start with any (service.Main), and `build-worker check-config` prints them.
@@ -55,6 +63,9 @@ func (c Config) Check() []error {
 	}
 	if c.Lease < 300*time.Millisecond {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_LEASE: %s, want 300ms or more", c.Lease))
+	}
+	if !slices.Contains(SynchronousCommitValues, c.SynchronousCommit) {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_SYNCHRONOUS_COMMIT: %q, want one of %s", c.SynchronousCommit, strings.Join(SynchronousCommitValues, ", ")))
 	}
 	if c.WatchdogInterval <= 0 {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_WATCHDOG_INTERVAL: %s, want a positive duration", c.WatchdogInterval))
@@ -85,6 +96,9 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		Service: queue.BuildScheduler, Name: "build-worker", Config: cfg.Common, Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
 		Fetch: queue.Fetch{Cooldown: cfg.FetchCooldown, PollInterval: cfg.FetchPollInterval},
+	}
+	if cfg.SynchronousCommit != "" {
+		spec.DBParams = map[string]string{"synchronous_commit": cfg.SynchronousCommit}
 	}
 	id := cfg.WorkerID
 	if id == "" {

@@ -171,7 +171,14 @@ SELECT claimed.id, claimed.group_id, claimed.name, claimed.attempt, claimed.comm
 FROM claimed;
 
 -- name: JobHeartbeat :one
+-- JobHeartbeat commits with synchronous_commit on, whatever the connection's setting (the
+-- build-worker's is off): the worker counts its lease from a heartbeat that returned, so one
+-- that a crash of Postgres could lose would have it believe in a lease a third longer than the
+-- database's. durable is read in the UPDATE's FROM so that it runs: Postgres skips a CTE that
+-- nothing reads.
+WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE job_graph SET lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
+FROM durable
 WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending')
 RETURNING state::text;
 
@@ -194,7 +201,12 @@ RETURNING state::text;
 -- counted runs after released, in the lock order of the package documentation (job rows before
 -- stripes). A failed job is left to settle, which counts it off with its failed dependents once
 -- they are locked.
-WITH done AS (
+--
+-- durable sets synchronous_commit on for the rest of the transaction, whatever the connection's
+-- setting (the build-worker's is off): a report that applied commits only once its WAL is on
+-- disk, and with it everything committed before it on any connection. done reads it, so a
+-- report that changes a row has set it.
+WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     UPDATE job_graph SET
         state = CASE
             WHEN @outcome::text = 'succeeded' THEN 'complete'
@@ -204,6 +216,7 @@ WITH done AS (
         log_incomplete = @log_incomplete::boolean,
         lease_token = NULL, lease_expires_at = NULL,
         finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    FROM durable
     WHERE id = @id::bigint AND attempt = @attempt::int AND lease_token = @lease_token::bigint
         AND state IN ('running', 'cancel_pending')
     RETURNING id, group_id, target, state, dependents

@@ -777,7 +777,9 @@ func (q *Queries) JobGraphPage(ctx context.Context, db DBTX, arg JobGraphPagePar
 }
 
 const jobHeartbeat = `-- name: JobHeartbeat :one
+WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
 UPDATE job_graph SET lease_expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'
+FROM durable
 WHERE id = $2 AND lease_token = $3::bigint AND state IN ('running', 'cancel_pending')
 RETURNING state::text
 `
@@ -788,6 +790,11 @@ type JobHeartbeatParams struct {
 	LeaseToken int64
 }
 
+// JobHeartbeat commits with synchronous_commit on, whatever the connection's setting (the
+// build-worker's is off): the worker counts its lease from a heartbeat that returned, so one
+// that a crash of Postgres could lose would have it believe in a lease a third longer than the
+// database's. durable is read in the UPDATE's FROM so that it runs: Postgres skips a CTE that
+// nothing reads.
 func (q *Queries) JobHeartbeat(ctx context.Context, db DBTX, arg JobHeartbeatParams) (string, error) {
 	row := db.QueryRow(ctx, jobHeartbeat, arg.LeaseMs, arg.ID, arg.LeaseToken)
 	var state string
@@ -1102,7 +1109,7 @@ func (q *Queries) JobRecountWaiting(ctx context.Context, db DBTX, groupID int64)
 }
 
 const jobReport = `-- name: JobReport :one
-WITH done AS (
+WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     UPDATE job_graph SET
         state = CASE
             WHEN $1::text = 'succeeded' THEN 'complete'
@@ -1112,6 +1119,7 @@ WITH done AS (
         log_incomplete = $5::boolean,
         lease_token = NULL, lease_expires_at = NULL,
         finished_at = clock_timestamp(), updated_at = clock_timestamp()
+    FROM durable
     WHERE id = $6::bigint AND attempt = $7::int AND lease_token = $8::bigint
         AND state IN ('running', 'cancel_pending')
     RETURNING id, group_id, target, state, dependents
@@ -1181,6 +1189,11 @@ type JobReportRow struct {
 // counted runs after released, in the lock order of the package documentation (job rows before
 // stripes). A failed job is left to settle, which counts it off with its failed dependents once
 // they are locked.
+//
+// durable sets synchronous_commit on for the rest of the transaction, whatever the connection's
+// setting (the build-worker's is off): a report that applied commits only once its WAL is on
+// disk, and with it everything committed before it on any connection. done reads it, so a
+// report that changes a row has set it.
 func (q *Queries) JobReport(ctx context.Context, db DBTX, arg JobReportParams) (JobReportRow, error) {
 	row := db.QueryRow(ctx, jobReport,
 		arg.Outcome,

@@ -1,0 +1,85 @@
+package jobgraph
+
+import (
+	"context"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
+	"drover.dev/shared/testdb"
+)
+
+// The build-worker's connections commit asynchronously (BUILD_WORKER_SYNCHRONOUS_COMMIT=off);
+// a report and a heartbeat commit synchronously on them all the same, and the setting lasts
+// their transaction only.
+func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	u, err := url.Parse(testdb.New(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("search_path", "build_scheduler,public")
+	q.Set("synchronous_commit", "off") // a run-time parameter of every connection, as the worker's pool has it
+	u.RawQuery = q.Encode()
+	pool := testdb.NewPoolFor(t, u.String())
+	setting := func(t *testing.T, db interface {
+		QueryRow(context.Context, string, ...any) pgx.Row
+	}) string {
+		t.Helper()
+		var s string
+		require.NoError(t, db.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`).Scan(&s))
+		return s
+	}
+	require.Equal(t, "off", setting(t, pool))
+
+	graph := newGraph(t)
+	g := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, 2)
+	c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	t.Run("Heartbeat", func(t *testing.T) {
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		require.Equal(t, "off", setting(t, tx))
+		_, err = Heartbeat(ctx, tx, c.JobID, c.LeaseToken, time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, "on", setting(t, tx), "the heartbeat's commit waits for the WAL flush")
+		require.NoError(t, tx.Commit(ctx))
+	})
+
+	t.Run("Report", func(t *testing.T) {
+		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+		var inReport string
+		res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
+			inReport = setting(t, tx)
+			return nil
+		})
+		require.NoError(t, err)
+		require.True(t, res.Applied)
+		require.Equal(t, "on", inReport, "the report's commit waits for the WAL flush")
+		group, err := GetGroup(ctx, pool, g)
+		require.NoError(t, err)
+		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, group.Counts)
+	})
+
+	// Set for the transaction only: every connection of the pool, those the report and the
+	// heartbeat ran on included, is back to off.
+	var conns []*pgxpool.Conn
+	for range pool.Stat().TotalConns() {
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		defer conn.Release()
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		require.Equal(t, "off", setting(t, conn))
+	}
+}
