@@ -44,31 +44,29 @@ func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *test
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	t.Run("Heartbeat", func(t *testing.T) {
-		tx, err := pool.Begin(ctx)
-		require.NoError(t, err)
-		defer func() { _ = tx.Rollback(ctx) }()
-		require.Equal(t, "off", setting(t, tx))
-		_, err = Heartbeat(ctx, tx, c.JobID, c.LeaseToken, time.Minute)
-		require.NoError(t, err)
-		require.Equal(t, "on", setting(t, tx), "the heartbeat's commit waits for the WAL flush")
-		require.NoError(t, tx.Commit(ctx))
-	})
+	// A heartbeat, inside a transaction so that the setting can be read after it.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	require.Equal(t, "off", setting(t, tx))
+	_, err = Heartbeat(ctx, tx, c.JobID, c.LeaseToken, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, "on", setting(t, tx), "the heartbeat's commit waits for the WAL flush")
+	require.NoError(t, tx.Commit(ctx))
 
-	t.Run("Report", func(t *testing.T) {
-		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
-		var inReport string
-		res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
-			inReport = setting(t, tx)
-			return nil
-		})
-		require.NoError(t, err)
-		require.True(t, res.Applied)
-		require.Equal(t, "on", inReport, "the report's commit waits for the WAL flush")
-		group, err := GetGroup(ctx, pool, g)
-		require.NoError(t, err)
-		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, group.Counts)
+	// The report.
+	args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+	var inReport string
+	res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
+		inReport = setting(t, tx)
+		return nil
 	})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	require.Equal(t, "on", inReport, "the report's commit waits for the WAL flush")
+	group, err := GetGroup(ctx, pool, g)
+	require.NoError(t, err)
+	require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, group.Counts)
 
 	// Set for the transaction only: every connection of the pool, those the report and the
 	// heartbeat ran on included, is back to off.
