@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
@@ -135,7 +136,8 @@ var errRecorded = errors.New("statement recorded, not run")
 
 // recordingTx is a pgx.Tx that records the one query it is given instead of running it. Its
 // connection is nil, so River's driver builds the statement for its default query mode (pgx's
-// statement cache, what the services' pools use). Every other method is unimplemented.
+// statement cache, what the services' pools use). QueryRow and Exec are refused; every other
+// method is unimplemented.
 type recordingTx struct {
 	pgx.Tx
 	sql  string
@@ -146,6 +148,25 @@ func (r *recordingTx) Query(_ context.Context, sql string, args ...any) (pgx.Row
 	r.sql, r.args = sql, args
 	return nil, errRecorded
 }
+
+// errNotRecorded is what recordingTx answers the statements it does not record with: River ran
+// one before the statement wanted.
+var errNotRecorded = errors.New("statement before the one to record")
+
+// QueryRow is refused (River's driver detects the server's capabilities with it on first use).
+func (r *recordingTx) QueryRow(context.Context, string, ...any) pgx.Row {
+	return refusedRow{}
+}
+
+// Exec is refused.
+func (r *recordingTx) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errNotRecorded
+}
+
+// refusedRow is recordingTx's answer to QueryRow.
+type refusedRow struct{}
+
+func (refusedRow) Scan(...any) error { return errNotRecorded }
 
 func (r *recordingTx) Conn() *pgx.Conn { return nil }
 
