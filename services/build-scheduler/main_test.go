@@ -48,7 +48,8 @@ func startScheduler(t *testing.T, cfg Config) string {
 
 // workerConfig is a build-worker configuration with a lease short enough for tests.
 func workerConfig(dbURL string, targets ...string) buildworker.Config {
-	return buildworker.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour}
+	return buildworker.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour,
+		SynchronousCommit: "off"} // the default
 }
 
 func startWorker(t *testing.T, dbURL string, targets ...string) string {
@@ -265,7 +266,8 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := buildworker.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour}
+	cfg := buildworker.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour,
+		SynchronousCommit: "off"}
 	cfg.SoftStopTimeout = 100 * time.Millisecond
 	go func() { done <- runWorker(ctx, cfg, ln, io.Discard) }()
 

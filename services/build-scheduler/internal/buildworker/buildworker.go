@@ -92,8 +92,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 //
 // Round trips: the transaction's BEGIN, the report's statement and, for a build that
 // succeeded, the token's end travel together; then River's insert of the released jobs' tokens
-// (when there are any) and the COMMIT. A failed or cancelled build's token end waits for the
-// report's result, one round trip more.
+// (when there are any) and the COMMIT, together too (the worker's Graph is Announced). A failed
+// or cancelled build's token end waits for the report's result, one round trip more.
 func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
 	args := queue.BuildReportArgs{
 		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,

@@ -43,7 +43,9 @@ func TestOldestGroupFirst(t *testing.T) {
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
 	tokens, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	graph := &jobgraph.Graph{Tokens: tokens}
+	// As the build-worker reports: the released jobs' tokens go with the report's COMMIT, and
+	// the worker announces them once it returns (no Announcer: in the slot).
+	graph := &jobgraph.Graph{Tokens: tokens, Announced: true}
 	startWorker(t, pool, graph)
 
 	for lane := range lanes {

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		if err != nil {
 			return err
 		}
-		graph := &jobgraph.Graph{Tokens: tokens}
+		graph := &jobgraph.Graph{Tokens: tokens, Announced: true}
 		// Announced by one goroutine, coalesced, so a slot never waits for a notification and
 		// the worker's reports send one for many.
 		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)

@@ -35,7 +35,8 @@ const spawner = `sleep 30 & a=$!; sleep 30 & echo $$ $a $! > "$1.tmp"; mv "$1.tm
 
 // runKilledWorker is the worker process TestKilledWorkerLeavesNoBuild kills: the real Run.
 func runKilledWorker(dbURL string) int {
-	cfg := Config{Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"killed"}, Slots: 1, Lease: 3 * time.Second}
+	cfg := Config{Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"killed"}, Slots: 1, Lease: 3 * time.Second,
+		SynchronousCommit: "off"}
 	kinds := func(workers *river.Workers, _ *pgxpool.Pool, _ *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
 		river.AddWorker(workers, build)
 		return nil

@@ -6,7 +6,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // errOneStatement is returned by beginWith for any statement but its first, single-row one.
@@ -17,7 +16,7 @@ var errOneStatement = errors.New("a transaction begun with its statement runs th
 // own. close ends the batch and returns the transaction, which the caller continues on and must
 // commit or roll back.
 type beginWith struct {
-	pool *pgxpool.Pool
+	conn *pgx.Conn
 	send func(*pgx.Batch) error // queues more statements after the first; nil queues none
 	br   pgx.BatchResults
 }
@@ -35,7 +34,7 @@ func (b *beginWith) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 			return errRow{err}
 		}
 	}
-	b.br = b.pool.SendBatch(ctx, batch)
+	b.br = b.conn.SendBatch(ctx, batch)
 	if _, err := b.br.Exec(); err != nil {
 		return errRow{err}
 	}

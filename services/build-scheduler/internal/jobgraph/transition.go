@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"drover.dev/queue"
@@ -66,7 +67,7 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 	if err != nil || !rep.Applied {
 		return rep.Result, err
 	}
-	return g.afterReport(ctx, tx, r, rep)
+	return g.afterReport(ctx, tx, nil, r, rep)
 }
 
 // Report applies a worker's report as ReportTx does, in a transaction of its own on pool that
@@ -82,12 +83,28 @@ func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildRep
 // result (the end of a River job whose end is known already, queue.BatchJobEnd) travel in that
 // round trip instead of one each. An error of theirs, from the callbacks they queued with, rolls
 // the report back as an error of also does. send may be nil.
+//
+// For a Graph whose tokens are Announced, the insert of the released jobs' tokens travels with
+// the COMMIT (commitWith): a report that releases jobs is then as many round trips as one that
+// does not.
 func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, send func(*pgx.Batch) error, also func(pgx.Tx, Result) error) (Result, error) {
-	db := &beginWith{pool: pool, send: send}
+	// A connection of its own, not the pool's transaction: commitWith may end the transaction
+	// with a COMMIT of its own, after which the connection goes back to the pool as it is.
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return Result{}, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
+	}
+	defer conn.Release()
+	db := &beginWith{conn: conn.Conn(), send: send}
 	rep, err := report(ctx, db, r)
 	tx, closeErr := db.close()
+	ended := false
 	if tx != nil {
-		defer func() { _ = tx.Rollback(ctx) }() // releases the connection; nothing to undo after Commit
+		defer func() {
+			if !ended {
+				_ = tx.Rollback(ctx)
+			}
+		}()
 	}
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, closeErr)
@@ -96,8 +113,9 @@ func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.Buil
 		return rep.Result, err
 	}
 	res := rep.Result
+	last := &pgx.Batch{}
 	if rep.Applied {
-		if res, err = g.afterReport(ctx, tx, r, rep); err != nil {
+		if res, err = g.afterReport(ctx, tx, last, r, rep); err != nil {
 			return res, err
 		}
 	}
@@ -106,14 +124,33 @@ func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.Buil
 			return res, err
 		}
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := commitWith(ctx, tx, last); err != nil {
 		return res, fmt.Errorf("commit report of job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
+	ended = true
 	return res, nil
 }
 
+// commitWith commits tx, sending the statements queued on last in the COMMIT's round trip. They
+// run before the COMMIT, on the transaction: an error of theirs skips the COMMIT, and the caller
+// rolls tx back. Once the COMMIT has run, tx must not be used again (pgx does not know it ended):
+// its connection, in no transaction, goes back to the pool as it is.
+func commitWith(ctx context.Context, tx pgx.Tx, last *pgx.Batch) error {
+	if last.Len() == 0 {
+		return tx.Commit(ctx)
+	}
+	last.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
+		if tag.String() != "COMMIT" { // ROLLBACK: the transaction had failed
+			return pgx.ErrTxCommitRollback
+		}
+		return nil
+	})
+	return tx.SendBatch(ctx, last).Close()
+}
+
 // afterReport does what an applied report's statement leaves to do.
-func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs, rep reported) (Result, error) {
+// The tokens of the jobs it releases are inserted as dispatchWith says, given last.
+func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, last *pgx.Batch, r queue.BuildReportArgs, rep reported) (Result, error) {
 	res := rep.Result
 	var finished []int64
 	switch res.State {
@@ -128,7 +165,7 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportA
 			return res, err
 		}
 	case Complete:
-		if err := g.dispatch(ctx, tx, rep.ready); err != nil {
+		if err := g.dispatchWith(ctx, tx, last, rep.ready); err != nil {
 			return res, err
 		}
 		for _, j := range rep.ready {
