@@ -44,13 +44,30 @@ type Claim struct {
 // a lost worker. Nothing later can commit on top of a lost claim, since any synchronous commit
 // flushes the WAL up to itself, claims before it included. So call it on a pool, not inside a
 // transaction whose commit must be durable.
+//
+// A claim that finds nothing is sent again, up to claimAttempts in all: its statement's snapshot
+// may predate the commit of a job that became ready while another claim, whose snapshot has it,
+// took the one job this claim saw (SKIP LOCKED skips it). The token then claims nothing and the
+// newer job is left ready with no token, until the reaper's TOKEN_GRACE issues one (30 s;
+// TestClaimWithAStaleSnapshotTriesAgain). The next statement's snapshot is taken after the
+// other claim locked the job, so after the newer job committed. A token that claims nothing
+// otherwise is a spare one; it costs the attempts.
 func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
 	c := Claim{LeaseToken: rand.Int64(), Sent: time.Now()}
 	// The claim and the group's first move to dispatching are one statement; the group row is
 	// touched only while the group is still queued.
-	row, err := queries.JobClaim(ctx, db, dbsqlc.JobClaimParams{
-		Target: target, LeaseToken: c.LeaseToken, LeaseMs: lease.Milliseconds(), WorkerID: workerID,
-	})
+	var (
+		row dbsqlc.JobClaimRow
+		err error
+	)
+	for range claimAttempts {
+		row, err = queries.JobClaim(ctx, db, dbsqlc.JobClaimParams{
+			Target: target, LeaseToken: c.LeaseToken, LeaseMs: lease.Milliseconds(), WorkerID: workerID,
+		})
+		if !errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil
 	}
@@ -66,6 +83,9 @@ func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, l
 	}
 	return c, true, nil
 }
+
+// claimAttempts is how many times ClaimNext sends its statement while it finds nothing.
+const claimAttempts = 3
 
 // Heartbeat extends the lease of an attempt and returns the job's state, so a worker learns of a
 // cancellation (cancel_pending) on its next beat. ErrLeaseLost means the attempt no longer holds
