@@ -45,27 +45,44 @@ type Claim struct {
 // flushes the WAL up to itself, claims before it included. So call it on a pool, not inside a
 // transaction whose commit must be durable.
 //
-// A claim that finds nothing is sent again, up to claimAttempts in all: its statement's snapshot
-// may predate the commit of a job that became ready while another claim, whose snapshot has it,
-// took the one job this claim saw (SKIP LOCKED skips it). The token then claims nothing and the
-// newer job is left ready with no token, until the reaper's TOKEN_GRACE issues one (30 s;
-// TestClaimWithAStaleSnapshotTriesAgain). The next statement's snapshot is taken after the
-// other claim locked the job, so after the newer job committed. A token that claims nothing
-// otherwise is a spare one; it costs the attempts.
+// A claim that finds nothing is sent again while the target still has a ready job, seen in a
+// snapshot of its own (JobReadyExists), for up to claimPatience: the first time at once, then
+// after a pause that doubles from a millisecond up to maxClaimPause. A statement whose snapshot
+// predates the commit of a job that became ready, while claims with newer snapshots (holding the
+// new jobs' tokens) took every job it could see, finds nothing (SKIP LOCKED skips what they
+// hold), and its token would complete with the new job left ready and no token, until the
+// reaper's TOKEN_GRACE issues one (30 s; TestClaimWithAStaleSnapshotTriesAgain). Each statement
+// sent again has a newer snapshot, but can lose the same way to yet newer claims, so no fixed
+// number of sends is enough (TestClaimKeepsTryingWhileAJobIsReady). A job held by a transaction
+// that does not claim it (a recount locks every unfinished job of its group) is skipped the same
+// way, for as long as that transaction lasts (TestClaimWaitsOutAJobHeldByARecount). A token whose
+// claim finds nothing while its target has no ready job is a spare one and completes.
 func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, lease time.Duration) (Claim, bool, error) {
-	c := Claim{LeaseToken: rand.Int64(), Sent: time.Now()}
+	c := Claim{LeaseToken: rand.Int64()}
 	// The claim and the group's first move to dispatching are one statement; the group row is
 	// touched only while the group is still queued.
 	var (
 		row dbsqlc.JobClaimRow
 		err error
 	)
-	for range claimAttempts {
+	giveUp := time.Now().Add(claimPatience)
+	for pause := time.Duration(0); ; pause = min(max(2*pause, time.Millisecond), maxClaimPause) {
+		c.Sent = time.Now()
 		row, err = queries.JobClaim(ctx, db, dbsqlc.JobClaimParams{
 			Target: target, LeaseToken: c.LeaseToken, LeaseMs: lease.Milliseconds(), WorkerID: workerID,
 		})
 		if !errors.Is(err, pgx.ErrNoRows) {
 			break
+		}
+		ready, readyErr := queries.JobReadyExists(ctx, db, target)
+		if readyErr != nil {
+			return c, false, fmt.Errorf("look for a ready job of %s: %w", target, readyErr)
+		}
+		if !ready || time.Now().After(giveUp) {
+			break
+		}
+		if err := sleep(ctx, pause); err != nil {
+			return c, false, fmt.Errorf("claim job of %s for %s: %w", target, workerID, err)
 		}
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -84,8 +101,28 @@ func ClaimNext(ctx context.Context, db postgres.DBTX, target, workerID string, l
 	return c, true, nil
 }
 
-// claimAttempts is how many times ClaimNext sends its statement while it finds nothing.
-const claimAttempts = 3
+// claimPatience is how long ClaimNext keeps trying while its target has a ready job it cannot
+// claim, and maxClaimPause the longest pause between two tries. A job held that long by a
+// transaction that does not claim it is left to the reaper.
+const (
+	claimPatience = 5 * time.Second
+	maxClaimPause = 50 * time.Millisecond
+)
+
+// sleep waits for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
 
 // Heartbeat extends the lease of an attempt and returns the job's state, so a worker learns of a
 // cancellation (cancel_pending) on its next beat. ErrLeaseLost means the attempt no longer holds

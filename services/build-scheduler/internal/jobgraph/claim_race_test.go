@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,32 +16,32 @@ import (
 	"drover.dev/shared/testdb"
 )
 
-// staleFirst runs its first statement on stale, a transaction whose snapshot is older than what
-// follows, and every later one on db: the first statement of a claim whose snapshot was taken
-// before a job became ready, the retries not.
-type staleFirst struct {
+// staleClaims sends its first n claim statements on stale, a transaction whose snapshot is older
+// than what follows, and every other statement on db: claims whose snapshots were taken before a
+// job became ready, each losing the jobs it sees to newer claims, then one that is not.
+type staleClaims struct {
 	stale, db postgres.DBTX
-	used      bool
+	n         int
 }
 
-func (s *staleFirst) next() postgres.DBTX {
-	if s.used {
-		return s.db
+func (s *staleClaims) next(sql string) postgres.DBTX {
+	if s.n > 0 && strings.Contains(sql, "name: JobClaim ") {
+		s.n--
+		return s.stale
 	}
-	s.used = true
-	return s.stale
+	return s.db
 }
 
-func (s *staleFirst) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	return s.next().Exec(ctx, sql, args...)
+func (s *staleClaims) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return s.next(sql).Exec(ctx, sql, args...)
 }
 
-func (s *staleFirst) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	return s.next().Query(ctx, sql, args...)
+func (s *staleClaims) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return s.next(sql).Query(ctx, sql, args...)
 }
 
-func (s *staleFirst) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return s.next().QueryRow(ctx, sql, args...)
+func (s *staleClaims) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return s.next(sql).QueryRow(ctx, sql, args...)
 }
 
 // A claim whose snapshot predates a job becoming ready, and whose one visible ready job another
@@ -49,6 +50,21 @@ func (s *staleFirst) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 // for the reaper's grace.
 func TestClaimWithAStaleSnapshotTriesAgain(t *testing.T) {
 	t.Parallel()
+	testStaleClaims(t, 1)
+}
+
+// The same race lost five times in a row, as a slow claim can on a loaded machine when newer
+// claims keep taking what it sees: ClaimNext keeps trying while the target has a ready job. It
+// gave up after three statements before, and the token was lost.
+func TestClaimKeepsTryingWhileAJobIsReady(t *testing.T) {
+	t.Parallel()
+	testStaleClaims(t, 5)
+}
+
+// testStaleClaims has the first stale claim statements of a claim see x alone, held by another
+// claim, while y is ready: the claim must end with y.
+func testStaleClaims(t *testing.T, stale int) {
+	t.Helper()
 	ctx := context.Background()
 	pool := testdb.NewPool(t, "build_scheduler")
 	graph := newGraph(t)
@@ -57,10 +73,10 @@ func TestClaimWithAStaleSnapshotTriesAgain(t *testing.T) {
 	}}, 2)
 
 	// The slow claim's snapshot: x is ready, y is not yet.
-	stale, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	old, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	require.NoError(t, err)
-	defer func() { _ = stale.Rollback(ctx) }()
-	_, err = stale.Exec(ctx, `SELECT 1`)
+	defer func() { _ = old.Rollback(ctx) }()
+	_, err = old.Exec(ctx, `SELECT 1`)
 	require.NoError(t, err)
 
 	// y becomes ready (and gets its token).
@@ -81,9 +97,47 @@ func TestClaimWithAStaleSnapshotTriesAgain(t *testing.T) {
 	require.Equal(t, "x", x.Name)
 
 	// The slow claim sees only x, held: SKIP LOCKED skips it. Sent again, it sees y.
-	got, ok, err := ClaimNext(ctx, &staleFirst{stale: stale, db: pool}, "race", "w2", time.Minute)
+	got, ok, err := ClaimNext(ctx, &staleClaims{stale: old, db: pool, n: stale}, "race", "w2", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok, "the slow claim found nothing: y is left ready without a token")
 	require.Equal(t, "y", got.Name)
 	require.NoError(t, fast.Commit(ctx))
+}
+
+// A ready job held by a transaction that does not claim it (a recount locks every unfinished job
+// of its group) is skipped by a claim; ClaimNext keeps trying while the job is ready and takes it
+// once the lock is gone. Before, the claim gave up after three statements and its token was lost:
+// the job waited for the reaper's grace.
+func TestClaimWaitsOutAJobHeldByARecount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "build_scheduler")
+	graph := newGraph(t)
+	groupID := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("x", "held")}}, 2)
+
+	recount, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = recount.Rollback(ctx) }()
+	require.NoError(t, queries.JobLockUnfinished(ctx, recount, groupID))
+
+	type result struct {
+		c   Claim
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, ok, err := ClaimNext(ctx, pool, "held", "w1", time.Minute)
+		done <- result{c, ok, err}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("the claim ended while x was ready and held (ok %v, err %v): its token is lost", r.ok, r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	require.NoError(t, recount.Commit(ctx))
+	r := <-done
+	require.NoError(t, r.err)
+	require.True(t, r.ok, "x is left ready without a token")
+	require.Equal(t, "x", r.c.Name)
 }

@@ -170,6 +170,11 @@ SELECT claimed.id, claimed.group_id, claimed.name, claimed.attempt, claimed.comm
     claimed.env, claimed.timeout_ms
 FROM claimed;
 
+-- name: JobReadyExists :one
+-- JobReadyExists says whether target has a ready job, held by another claim or not, in a snapshot
+-- of its own: a claim that found nothing tries again while it does (ClaimNext).
+SELECT EXISTS (SELECT FROM job_graph WHERE target = @target AND state = 'ready');
+
 -- name: JobHeartbeat :one
 -- JobHeartbeat commits with synchronous_commit on, whatever the connection's setting (the
 -- build-worker's is off): the worker counts its lease from a heartbeat that returned, so one

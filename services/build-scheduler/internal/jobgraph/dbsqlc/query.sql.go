@@ -1045,6 +1045,19 @@ func (q *Queries) JobLockUnfinished(ctx context.Context, db DBTX, groupID int64)
 	return err
 }
 
+const jobReadyExists = `-- name: JobReadyExists :one
+SELECT EXISTS (SELECT FROM job_graph WHERE target = $1 AND state = 'ready')
+`
+
+// JobReadyExists says whether target has a ready job, held by another claim or not, in a snapshot
+// of its own: a claim that found nothing tries again while it does (ClaimNext).
+func (q *Queries) JobReadyExists(ctx context.Context, db DBTX, target string) (bool, error) {
+	row := db.QueryRow(ctx, jobReadyExists, target)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const jobReadyUnblocked = `-- name: JobReadyUnblocked :many
 UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
 WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
