@@ -108,7 +108,7 @@ func (b *bench) schedule(ctx context.Context) error {
 	d := time.Since(start)
 	// The target is for a million keys; other sizes are held to it pro rata.
 	target := scheduleTarget * float64(b.o.keys) / 1e6
-	fmt.Fprintf(b.out, "schedule_jobs: %d keys (jobs rows + feed job) in %.2f s = %.0f keys/s  target <= %.1f s  ratio (target/ours) %5.1f %%\n",
+	fmt.Fprintf(b.out, "schedule_jobs: %d keys (jobs rows + feed job) in %.2f s = %.0f keys/s  target <= %.3g s  ratio (target/ours) %5.1f %%\n",
 		res.Scheduled, d.Seconds(), float64(res.Scheduled)/d.Seconds(), target, 100*target/d.Seconds())
 	return nil
 }
