@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"drover.dev/computehorde/recvstamp"
 )
@@ -35,7 +36,7 @@ func (c *Conn) tryWrite(p []byte) (int, error) {
 	var werr error
 	err := c.raw.Write(func(fd uintptr) bool {
 		for {
-			n, werr = syscall.Write(int(fd), p)
+			n, werr = rawWrite(int(fd), p)
 			if !errors.Is(werr, syscall.EINTR) {
 				return true
 			}
@@ -49,4 +50,18 @@ func (c *Conn) tryWrite(p []byte) (int, error) {
 		err = &net.OpError{Op: "write", Net: "tcp", Err: fmt.Errorf("write: %w", werr)}
 	}
 	return n, err
+}
+
+// rawWrite is write(2) without telling the scheduler a system call is under way (RawSyscall):
+// on a non-blocking socket it never blocks, and the burst's goroutine keeps its processor, which
+// the runtime would otherwise hand to other work during a write it thinks long.
+func rawWrite(fd int, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
 }
