@@ -103,7 +103,7 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		}
 	}
 	if err == nil && feeders > 0 {
-		_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
+		e.wakeFeeders(ctx)
 	}
 	return n, err
 }

@@ -168,7 +168,15 @@ func (e *Engine) Unfeed(ctx context.Context, table, hash string, end func(contex
 	if err != nil || !feed {
 		return err
 	}
-	// After the commit, as Schedule does: a lost notification costs the next poll.
-	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
+	e.wakeFeeders(ctx)
 	return nil
+}
+
+// wakeFeeders wakes the feed producers after a commit that wrote a feed job: the job was written
+// by SQL (FeedJobEnsure), not River's insert, so nothing else notifies them, and inside the
+// transaction the notification would come before the job is visible (queue.NotifyInserted says
+// why). A lost notification costs only the producers' next poll, so its error does not undo what
+// committed.
+func (e *Engine) wakeFeeders(ctx context.Context) {
+	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
 }

@@ -94,10 +94,7 @@ func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, i
 	if err != nil || !feed {
 		return res, err
 	}
-	// The feed job was written by SQL, not River's insert, so wake the feed producers as River
-	// would; after the commit (queue.NotifyInserted says why). A lost notification costs only
-	// the producers' next poll, so its error does not undo a committed schedule.
-	_ = queue.NotifyInserted(ctx, e.pool, queue.PopulateWorker, feedOpts.Queue)
+	e.wakeFeeders(ctx)
 	return res, nil
 }
 
