@@ -44,6 +44,12 @@ type benchFleet struct {
 
 const benchClass = "always_on.test"
 
+// minerSpinUp is how long minersim's executors take to report ready after accepting; the
+// batch waits its own, longer, spin-up (benchConfig) before the hot phase either way. A spin-up
+// well past TCP's delayed-ACK timeout leaves every miner's socket in the state a real
+// executor's spin-up of seconds leaves it in (see offerAll).
+const minerSpinUp = time.Second
+
 // benchScenario solves every job and answers at one fleet-wide instant, answerAt after the first
 // job request arrived: all executors answer within the same millisecond, and every answer is
 // right (the benchmark checks that the batch judged them so). Solving a job of benchPoWRange
@@ -98,7 +104,7 @@ func startBenchFleet(b *testing.B, spec fleetSpec) *benchFleet {
 		return startInProcess(b, spec)
 	}
 	args := []string{"-miners", strconv.Itoa(spec.miners), "-classes", fmt.Sprintf("%s=%d", benchClass, spec.perMiner),
-		"-spin-up", "50ms", "-behaviour", benchScenario(answerAt)}
+		"-spin-up", minerSpinUp.String(), "-behaviour", benchScenario(answerAt)}
 	for _, be := range spec.behaviours {
 		args = append(args, "-behaviour", be)
 	}
@@ -127,7 +133,7 @@ func startInProcess(b *testing.B, spec fleetSpec) *benchFleet {
 	}
 	fleet, err := minersim.Start(context.Background(), minersim.Config{
 		Miners: spec.miners, Manifest: protocol.Manifest{{Class: benchClass, Count: spec.perMiner}},
-		SpinUp: 50 * time.Millisecond, Scenario: scenario,
+		SpinUp: minerSpinUp, Scenario: scenario,
 	})
 	require.NoError(b, err)
 	f := &benchFleet{mode: "IN-PROCESS (RSS and CPU include minersim)", inproc: fleet, plan: benchPlan(fleet.Miners(), fleet.Metagraph())}

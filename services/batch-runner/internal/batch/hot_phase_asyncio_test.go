@@ -57,14 +57,14 @@ func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []
 	if asyncioCheck() != "" {
 		return 0, 0, false
 	}
-	payloads, uuids := floorJobs(b, fleet, jobs)
+	perMiner, uuids := floorJobs(b, fleet, jobs)
 	miners := make([]asyncioMiner, len(fleet.plan.Miners))
 	for i, m := range fleet.plan.Miners {
 		auth, err := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
 		require.NoError(b, err)
 		miners[i] = asyncioMiner{URL: protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address()), Auth: string(auth), Jobs: []string{}}
-		for _, p := range payloads[i] {
-			miners[i].Jobs = append(miners[i].Jobs, string(p))
+		for _, j := range perMiner[i] {
+			miners[i].Jobs = append(miners[i].Jobs, string(j.request))
 		}
 	}
 	in, err := json.Marshal(map[string]any{"miners": miners})

@@ -7,25 +7,20 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/require"
 
-	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/minersim"
-	"drover.dev/computehorde/protocol"
 	"drover.dev/computehorde/synthetic"
-	"drover.dev/services/batch-runner/internal/barrier"
-	"drover.dev/services/batch-runner/internal/minerconn"
 )
 
 // BenchmarkHotPhase runs whole batches against minersim and reports the hot phase's fairness
 // next to a floor measured in the same round: one goroutine writing the same prepared frames to
-// the same miners' connections from one release. Every executor answers at one instant, so the
+// the same miners from one release, over connections that went through the batch's exchange
+// before (see floor and offerAll). Every executor answers at one instant, so the
 // completion-timestamp error is measured when all answers arrive within the same millisecond.
 //
 // Arrivals are minersim's kernel receive stamps (SO_TIMESTAMPNS), so the arrival spread is what
@@ -267,115 +262,6 @@ func completionErrors(b *testing.B, res *Result, jobs []minersim.JobRecord) comp
 	c.p50, c.p99 = c.errs[len(c.errs)/2], c.errs[len(c.errs)*99/100]
 	c.sendSpread = time.Duration(hi - lo)
 	return c
-}
-
-// floorJobs prepares, for each miner i of the fleet, jobs[i] V0JobRequests as the batch sends
-// them (unmasked JSON), with fresh job UUIDs, so that the floor and the asyncio method send the
-// same frames as the batch to the same miners.
-func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (payloads [][][]byte, uuids map[string]bool) {
-	b.Helper()
-	payloads, uuids = make([][][]byte, len(fleet.plan.Miners)), map[string]bool{}
-	cfg := benchConfig(b).WithDefaults()
-	for i, m := range fleet.plan.Miners {
-		for range jobs[i] {
-			spec, err := synthetic.PoWGenerator{Range: benchPoWRange}.Generate(m.Hotkey, benchClass, cfg.Rand)
-			require.NoError(b, err)
-			uuid, err := newUUID(cfg.Rand)
-			require.NoError(b, err)
-			uuids[uuid] = true
-			payload, err := protocol.Encode(jobRequest(&job{uuid: uuid, class: benchClass, spec: spec}))
-			require.NoError(b, err)
-			payloads[i] = append(payloads[i], payload)
-		}
-	}
-	return payloads, uuids
-}
-
-// floor opens one connection per miner, authenticates, then has one goroutine, parked on a
-// gate, write each miner's prepared frames (jobs[i] V0JobRequests to miner i, as many as the
-// batch sent it) in a bare loop once the gate opens.
-func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
-	b.Helper()
-	conns := dialAll(b, fleet.plan, key)
-	payloads, uuids := floorJobs(b, fleet, jobs)
-	frames := make([][]byte, len(conns))
-	for i := range conns {
-		for _, p := range payloads[i] {
-			frames[i] = append(frames[i], minerconn.MaskedFrame(p)...)
-		}
-	}
-	gate := barrier.NewGate()
-	before, after := make([]time.Time, len(conns)), make([]time.Time, len(conns))
-	done := make(chan struct{})
-	go func() {
-		<-gate.Done()
-		for i, c := range conns {
-			before[i] = time.Now()
-			_, _ = c.NetConn().Write(frames[i])
-			after[i] = time.Now()
-		}
-		close(done)
-	}()
-	time.Sleep(50 * time.Millisecond)
-	release := gate.Open()
-	<-done
-	send = slices.MaxFunc(after, func(a, b time.Time) int { return a.Compare(b) }).Sub(slices.MinFunc(before, func(a, b time.Time) int { return a.Compare(b) }))
-	got := fleet.waitArrivals(b, uuids, release.UnixNano())
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	return send, arrivalSpread(got)
-}
-
-// waitArrivals waits until minersim has recorded the arrival of every job request in uuids
-// since a unix ns instant, and returns those arrivals.
-func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int64) []minersim.Arrival {
-	b.Helper()
-	var got []minersim.Arrival
-	require.Eventually(b, func() bool {
-		got = got[:0]
-		for _, a := range f.arrivals(b, "V0JobRequest", since) {
-			if uuids[a.JobUUID] {
-				got = append(got, a)
-			}
-		}
-		return len(got) == len(uuids)
-	}, 30*time.Second, 50*time.Millisecond)
-	return got
-}
-
-func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*websocket.Conn {
-	b.Helper()
-	conns := make([]*websocket.Conn, len(plan.Miners))
-	var wg sync.WaitGroup
-	for i, m := range plan.Miners {
-		wg.Go(func() {
-			url := protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address())
-			c, resp, err := websocket.DefaultDialer.Dial(url, nil)
-			if resp != nil && resp.Body != nil {
-				_ = resp.Body.Close()
-			}
-			if err != nil {
-				return
-			}
-			payload, _ := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
-			_ = c.WriteMessage(websocket.TextMessage, payload)
-			go func() { // drain: the manifest, pings
-				for {
-					if _, _, err := c.ReadMessage(); err != nil {
-						return
-					}
-				}
-			}()
-			conns[i] = c
-		})
-	}
-	wg.Wait()
-	for _, c := range conns {
-		require.NotNil(b, c, "floor connection")
-	}
-	time.Sleep(200 * time.Millisecond) // auth and manifest done
-	return conns
 }
 
 func raiseFileLimit(b *testing.B) {

@@ -1,0 +1,246 @@
+package batch
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/computehorde/hotkey"
+	"drover.dev/computehorde/minersim"
+	"drover.dev/computehorde/protocol"
+	"drover.dev/computehorde/receipts"
+	"drover.dev/computehorde/synthetic"
+	"drover.dev/services/batch-runner/internal/barrier"
+	"drover.dev/services/batch-runner/internal/minerconn"
+)
+
+// floorJob is one job of the floor (or of the asyncio method), serialised as the batch
+// serialises it.
+type floorJob struct {
+	uuid    string
+	spec    synthetic.Job
+	request []byte // V0JobRequest, unmasked JSON
+}
+
+// floorJobs prepares, for each miner i of the fleet, jobs[i] jobs with fresh UUIDs, so that the
+// floor and the asyncio method send the same frames as the batch to the same miners.
+func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (perMiner [][]floorJob, uuids map[string]bool) {
+	b.Helper()
+	perMiner, uuids = make([][]floorJob, len(fleet.plan.Miners)), map[string]bool{}
+	cfg := benchConfig(b).WithDefaults()
+	for i, m := range fleet.plan.Miners {
+		for range jobs[i] {
+			spec, err := synthetic.PoWGenerator{Range: benchPoWRange}.Generate(m.Hotkey, benchClass, cfg.Rand)
+			require.NoError(b, err)
+			uuid, err := newUUID(cfg.Rand)
+			require.NoError(b, err)
+			uuids[uuid] = true
+			request, err := protocol.Encode(jobRequest(&job{uuid: uuid, class: benchClass, spec: spec}))
+			require.NoError(b, err)
+			perMiner[i] = append(perMiner[i], floorJob{uuid: uuid, spec: spec, request: request})
+		}
+	}
+	return perMiner, uuids
+}
+
+// floor opens one connection per miner, authenticates, takes each connection through the
+// batch's exchange for its jobs (see offerAll), then has one goroutine, parked on a gate, write
+// each miner's prepared V0JobRequests (jobs[i] to miner i, as many as the batch sent it) in a
+// bare loop of raw writes (floorWrite) once the gate opens.
+func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
+	b.Helper()
+	conns := dialAll(b, fleet.plan, key)
+	perMiner, uuids := floorJobs(b, fleet, jobs)
+	offerAll(b, conns, fleet.plan, key, perMiner)
+	frames := make([][]byte, len(conns))
+	for i := range conns {
+		for _, j := range perMiner[i] {
+			frames[i] = append(frames[i], minerconn.MaskedFrame(j.request)...)
+		}
+	}
+	gate := barrier.NewGate()
+	before, after := make([]time.Time, len(conns)), make([]time.Time, len(conns))
+	done := make(chan struct{})
+	go func() {
+		<-gate.Done()
+		for i, c := range conns {
+			before[i] = time.Now()
+			floorWrite(c.ws.NetConn(), frames[i])
+			after[i] = time.Now()
+		}
+		close(done)
+	}()
+	time.Sleep(50 * time.Millisecond)
+	release := gate.Open()
+	<-done
+	send = slices.MaxFunc(after, func(a, b time.Time) int { return a.Compare(b) }).Sub(slices.MinFunc(before, func(a, b time.Time) int { return a.Compare(b) }))
+	got := fleet.waitArrivals(b, uuids, release.UnixNano())
+	for _, c := range conns {
+		_ = c.ws.Close()
+	}
+	return send, arrivalSpread(got)
+}
+
+// offerAll takes every connection through the availability exchange the batch has with it
+// before its hot phase, for each of the miner's jobs: V0InitialJobRequest, the miner's
+// V0AcceptJobRequest, the JobAccepted receipt, the miner's V0ExecutorReadyRequest, then quiet
+// until the batch's spin-up has passed. The floor's writes then find the miners' sockets as the
+// batch's writes find them, which matters on loopback: the miner's kernel takes each write in on
+// the writer's core, inside the write, and when it acknowledges at once, that ACK is built, sent
+// and taken in by the writer's socket inside the same write. Whether it does depends on what the
+// connection exchanged before. A socket whose last act was to answer at once (the manifest,
+// right after the authentication) delays its ACK; one that has been quiet since its executors
+// reported ready, a spin-up after they accepted (minerSpinUp), acknowledges at once. Without
+// the exchange, a fifth of the floor's writes were acknowledged at once against half of the
+// batch's (with minersim's spin-up at 50 ms then), and the floor's writes cost less each.
+func offerAll(b *testing.B, conns []*floorConn, plan Plan, key *hotkey.Keypair, perMiner [][]floorJob) {
+	b.Helper()
+	cfg := benchConfig(b)
+	spin, _ := cfg.spinUp(benchClass)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make([]error, len(conns))
+	for i, c := range conns {
+		wg.Go(func() { errs[i] = c.offer(plan.Miners[i].Hotkey, key, perMiner[i], spin) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(b, err, "floor exchange with miner %d", i)
+	}
+	time.Sleep(time.Until(start.Add(spin)))
+}
+
+// floorConn is one miner's connection of the floor: its reader hands on every message the miner
+// sends.
+type floorConn struct {
+	ws       *websocket.Conn
+	messages chan protocol.Message
+}
+
+// offer sends each job's V0InitialJobRequest, answers each V0AcceptJobRequest with its
+// JobAccepted receipt, and waits for every job's V0ExecutorReadyRequest, as the batch does.
+func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJob, spin time.Duration) error {
+	now := time.Now().UTC()
+	for _, j := range jobs {
+		image, timeout := j.spec.Initial.DockerImage, int(j.spec.TimeLimit.Seconds())
+		started := receipts.JobStarted{
+			Header:        receipts.Header{JobUUID: j.uuid, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: now},
+			ExecutorClass: benchClass, TTL: receipts.StartedTTL(spin, j.spec.TimeLimit),
+		}
+		payload, err := protocol.Encode(&protocol.V0InitialJobRequest{
+			JobUUID: j.uuid, ExecutorClass: benchClass, DockerImage: &image, TimeoutSeconds: &timeout,
+			JobStartedReceiptPayload: started, JobStartedReceiptSignature: receipts.Sign(&started, key),
+		})
+		if err != nil {
+			return err
+		}
+		if err := c.ws.WriteMessage(websocket.TextMessage, payload); err != nil {
+			return err
+		}
+	}
+	deadline := time.After(spin + 10*time.Second)
+	for ready := 0; ready < len(jobs); {
+		var msg protocol.Message
+		select {
+		case msg = <-c.messages:
+		case <-deadline:
+			return errFloorExchange
+		}
+		switch m := msg.(type) {
+		case *protocol.V0AcceptJobRequest:
+			accepted := &receipts.JobAccepted{
+				Header:       receipts.Header{JobUUID: m.JobUUID, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: time.Now().UTC()},
+				TimeAccepted: time.Now().UTC(), TTL: receipts.AcceptedTTL,
+			}
+			payload, err := protocol.Encode(&protocol.V0JobAcceptedReceiptRequest{Payload: *accepted, Signature: receipts.Sign(accepted, key)})
+			if err != nil {
+				return err
+			}
+			if err := c.ws.WriteMessage(websocket.TextMessage, payload); err != nil {
+				return err
+			}
+		case *protocol.V0ExecutorReadyRequest:
+			ready++
+		case *protocol.V0DeclineJobRequest:
+			return errFloorDeclined
+		}
+	}
+	return nil
+}
+
+var (
+	errFloorExchange = errors.New("no V0ExecutorReadyRequest for every job in time")
+	errFloorDeclined = errors.New("the miner declined a job")
+)
+
+// waitArrivals waits until minersim has recorded the arrival of every job request in uuids
+// since a unix ns instant, and returns those arrivals.
+func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int64) []minersim.Arrival {
+	b.Helper()
+	var got []minersim.Arrival
+	require.Eventually(b, func() bool {
+		got = got[:0]
+		for _, a := range f.arrivals(b, "V0JobRequest", since) {
+			if uuids[a.JobUUID] {
+				got = append(got, a)
+			}
+		}
+		return len(got) == len(uuids)
+	}, 30*time.Second, 50*time.Millisecond)
+	return got
+}
+
+// dialAll opens and authenticates one connection per miner of the plan, each with a reader that
+// decodes what the miner sends (the manifest, then the exchange's answers) onto its messages.
+func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*floorConn {
+	b.Helper()
+	conns := make([]*floorConn, len(plan.Miners))
+	var wg sync.WaitGroup
+	for i, m := range plan.Miners {
+		wg.Go(func() {
+			url := protocol.ValidatorInterfaceURL(m.IP, m.Port, key.Address())
+			ws, resp, err := websocket.DefaultDialer.Dial(url, nil)
+			if resp != nil && resp.Body != nil {
+				_ = resp.Body.Close()
+			}
+			if err != nil {
+				return
+			}
+			payload, _ := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
+			_ = ws.WriteMessage(websocket.TextMessage, payload)
+			c := &floorConn{ws: ws, messages: make(chan protocol.Message, 64)}
+			go c.read()
+			conns[i] = c
+		})
+	}
+	wg.Wait()
+	for _, c := range conns {
+		require.NotNil(b, c, "floor connection")
+	}
+	time.Sleep(200 * time.Millisecond) // auth and manifest done
+	return conns
+}
+
+// read decodes the miner's frames onto messages until the connection closes; a message nobody
+// waits for any more (the answers, after the floor is done with the exchange) is dropped.
+func (c *floorConn) read() {
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		msg, err := protocol.DecodeFromMiner(data)
+		if err != nil {
+			continue
+		}
+		select {
+		case c.messages <- msg:
+		default:
+		}
+	}
+}
