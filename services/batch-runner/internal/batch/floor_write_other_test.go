@@ -2,7 +2,8 @@
 
 package batch
 
-import "net"
+import "syscall"
 
-// floorWrite writes p to c: the burst makes no raw writes on this platform either.
-func floorWrite(c net.Conn, p []byte) { _, _ = c.Write(p) }
+// floorRawWrite writes nothing on this platform, where the burst makes no raw writes either:
+// the floor writes each miner's frames with the connection's Write after its loop.
+func floorRawWrite(syscall.RawConn, []byte) (int, error) { return 0, nil }

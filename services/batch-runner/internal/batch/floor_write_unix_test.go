@@ -3,35 +3,35 @@
 package batch
 
 import (
-	"errors"
-	"net"
 	"syscall"
 	"unsafe"
 )
 
-// floorWrite writes p to c as the burst does: one write(2) made as a raw system call (the
-// runtime is not told, so it cannot hand the loop's processor to other work during the call),
-// on the non-blocking socket. What the socket buffer does not take is written by c.Write after.
-// The floor's loop is then the bare loop of system calls, and no slower than the burst's for the
-// runtime's sake.
-func floorWrite(c net.Conn, p []byte) {
-	n := 0
-	if sc, ok := c.(syscall.Conn); ok {
-		if rc, err := sc.SyscallConn(); err == nil {
-			_ = rc.Write(func(fd uintptr) bool {
-				for {
-					r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-					if e == 0 {
-						n = int(r)
-					}
-					if !errors.Is(e, syscall.EINTR) {
-						return true
-					}
-				}
-			})
+// floorRawWrite makes the floor's write as the burst makes its own: one write(2) on the
+// non-blocking socket as a raw system call (the runtime is not told, so it cannot hand the
+// loop's processor to other work during the call). It returns how much the socket buffer took;
+// a full buffer is not an error.
+func floorRawWrite(rc syscall.RawConn, p []byte) (n int, err error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	cerr := rc.Write(func(fd uintptr) bool {
+		for {
+			r, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case 0:
+				n = int(r)
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+			default:
+				err = e
+			}
+			return true
 		}
+	})
+	if err == nil {
+		err = cerr
 	}
-	if n < len(p) {
-		_, _ = c.Write(p[n:])
-	}
+	return n, err
 }

@@ -49,8 +49,8 @@ type asyncioMiner struct {
 }
 
 // asyncioMethod runs the asyncio validator on the validator's cores against the fleet, with
-// the floor's frames and connection layout (one connection per miner, its executors' frames
-// on it), and returns its send spread and the arrival spread minersim saw. ok is false, with
+// the floor's V0JobRequests (fresh job UUIDs) and connection layout (one connection per miner,
+// its executors' frames on it; connections of its own, which only authenticate), and returns its send spread and the arrival spread minersim saw. ok is false, with
 // nothing run, when python3 or its websockets package is missing.
 func asyncioMethod(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int, cpus []int) (send, arrival time.Duration, ok bool) {
 	b.Helper()

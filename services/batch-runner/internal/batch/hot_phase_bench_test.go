@@ -31,7 +31,8 @@ import (
 //
 // Each size runs BENCH_ROUNDS rounds (default 5). A round is: a batch against a fresh fleet;
 // the floor against that fleet; ComputeHorde's asyncio method (testdata/asyncio_validator.py)
-// sending the floor's frames over the floor's connection layout to the same fleet; then a batch
+// sending the floor's V0JobRequests over connections of its own, laid out as the floor's (one
+// per miner), to the same fleet; then a batch
 // against a second fresh fleet whose first 5 % of miners misbehave (see adversaries), whose
 // honest executors' arrival spread is compared with the same miners' in the clean batch. Each
 // round prints a line as it ends; then one line per figure gives the median over the rounds,

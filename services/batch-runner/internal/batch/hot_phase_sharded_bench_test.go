@@ -25,8 +25,8 @@ import (
 // 0 skips it) as a sharded batch over BENCH_SHARDS batch-runner processes (default 2), as in
 // production: each process works one shard and they agree their send instant through Postgres
 // (a fresh database per round). Its arrival spread, as minersim's kernel stamps saw it, is
-// compared with the floor's over the same fleet (one goroutine in this process writing the
-// same frames to one connection per miner). The processes run on the validator's cores,
+// compared with the floor's over the same fleet (this process writing the same frames to one
+// connection per miner, each taken through the batch's exchange first: see floor). The processes run on the validator's cores,
 // minersim on the others. Rounds: BENCH_ROUNDS (default 5). Run with -benchtime 1x.
 func BenchmarkShardedHotPhase(b *testing.B) {
 	n := envInt(b, "BENCH_SHARDED_EXECUTORS", 10000)
