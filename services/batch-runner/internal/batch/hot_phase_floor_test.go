@@ -2,6 +2,7 @@ package batch
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"sync"
@@ -36,7 +37,7 @@ func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (perMiner [][]floorJ
 	cfg := benchConfig(b).WithDefaults()
 	for i, m := range fleet.plan.Miners {
 		for range jobs[i] {
-			spec, err := synthetic.PoWGenerator{Range: benchPoWRange}.Generate(m.Hotkey, benchClass, cfg.Rand)
+			spec, err := cfg.Generators["*"].Generate(m.Hotkey, benchClass, cfg.Rand)
 			require.NoError(b, err)
 			uuid, err := newUUID(cfg.Rand)
 			require.NoError(b, err)
@@ -51,9 +52,9 @@ func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (perMiner [][]floorJ
 
 // floor opens one connection per miner, authenticates, takes each connection through the
 // batch's exchange for its jobs (see offerAll), then, at its release, writes each miner's
-// prepared V0JobRequests (jobs[i] to miner i, as many as the batch sent it) in a bare loop of
-// raw writes (floorRawWrite). What a socket buffer does not take is written after the loop, as
-// the burst leaves it to the connection's own writer.
+// prepared V0JobRequests (jobs[i] to miner i, as many as the batch sent it) as the burst does:
+// one bare loop of raw writes (floorRawWrite) per processor, over the miners in random order, and
+// what a socket buffer does not take written after the loops, under the write timeout.
 func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
 	b.Helper()
 	conns := dialAll(b, fleet.plan, key)
@@ -77,22 +78,34 @@ func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (se
 		sends = append(sends, s)
 	}
 	require.NotEmpty(b, sends, "no miner has a job")
+	rand.Shuffle(len(sends), func(i, j int) { sends[i], sends[j] = sends[j], sends[i] }) // the batch's map order
+	parts := runtime.GOMAXPROCS(0)
+	gate := make(chan struct{})
+	var wg sync.WaitGroup
+	for k := 1; k < parts; k++ {
+		wg.Go(func() {
+			<-gate
+			writeFloorPart(sends, k, parts)
+		})
+	}
 	// The release, after 50 ms of polling the clock. This process has been idle until now, and
 	// Go's sysmon thread, woken from idle, checks the scheduler every 20 µs before it backs off
 	// over some 15 ms; on the one core the loop gets, each check takes the core from the loop
 	// (traced: some 30 thread switches in a 100-write loop that began 1 ms after a sleep). The
-	// batch's process is not idle before its release, and its burst saw 0–3.
+	// batch's process is not idle before its release, and its burst saw 0–3. The collection
+	// first, so that none runs during the loop.
+	runtime.GC()
 	for t := time.Now().Add(50 * time.Millisecond); time.Now().Before(t); {
 		runtime.Gosched()
 	}
 	release := time.Now()
-	for _, s := range sends {
-		s.before = time.Now()
-		s.n, s.err = floorRawWrite(s.raw, s.frames)
-		s.after = time.Now()
-	}
+	close(gate)
+	writeFloorPart(sends, 0, parts)
+	wg.Wait()
+	timeout := benchConfig(b).WriteTimeout
 	for _, s := range sends {
 		if s.err == nil && s.n < len(s.frames) {
+			_ = s.conn.SetWriteDeadline(s.before.Add(timeout))
 			_, s.err = s.conn.Write(s.frames[s.n:])
 			s.after = time.Now()
 		}
@@ -103,6 +116,17 @@ func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (se
 		first, last = minTime(first, s.before), maxTime(last, s.after)
 	}
 	return last.Sub(first), arrivalSpread(fleet.waitArrivals(b, uuids, release.UnixNano()))
+}
+
+// writeFloorPart writes part k of parts of the floor's sends: every parts-th from the k-th, one
+// raw write each, as minerconn.Burst.Write does.
+func writeFloorPart(sends []*floorSend, k, parts int) {
+	for i := k; i < len(sends); i += parts {
+		s := sends[i]
+		s.before = time.Now()
+		s.n, s.err = floorRawWrite(s.raw, s.frames)
+		s.after = time.Now()
+	}
 }
 
 // floorSend is one miner's write of the floor.
@@ -133,7 +157,8 @@ func maxTime(a, b time.Time) time.Time {
 // offerAll takes every connection through the availability exchange the batch has with it
 // before its hot phase, for each of the miner's jobs: V0InitialJobRequest, the miner's
 // V0AcceptJobRequest, the JobAccepted receipt, the miner's V0ExecutorReadyRequest, then quiet
-// until the batch's spin-up has passed. The floor's writes then find the miners' sockets as the
+// until the batch's spin-up has passed (benchConfig's 3 s; the sharded batch's 10 s leaves its
+// sockets in the same state, quiet past TCP's timers). The floor's writes then find the miners' sockets as the
 // batch's writes find them, which matters on loopback: the miner's kernel takes each write in on
 // the writer's core, inside the write, and when it acknowledges at once, that ACK is built, sent
 // and taken in by the writer's socket inside the same write. Whether it does depends on what the
@@ -163,9 +188,15 @@ func offerAll(b *testing.B, conns []*floorConn, plan Plan, key *hotkey.Keypair, 
 // sends until the exchange is over (see done), and drops them after.
 type floorConn struct {
 	ws       *websocket.Conn
-	messages chan protocol.Message
+	messages chan floorMessage
 	over     chan struct{}
 	overOnce sync.Once
+}
+
+// floorMessage is a frame the miner sent: its message, or why it did not decode.
+type floorMessage struct {
+	msg protocol.Message
+	err error
 }
 
 // done ends the exchange: the reader stops handing on messages.
@@ -195,13 +226,16 @@ func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJ
 	}
 	deadline := time.After(spin + 10*time.Second)
 	for ready := 0; ready < len(jobs); {
-		var msg protocol.Message
+		var got floorMessage
 		select {
-		case msg = <-c.messages:
+		case got = <-c.messages:
 		case <-deadline:
 			return fmt.Errorf("%d of %d executors ready when the exchange timed out", ready, len(jobs))
 		}
-		switch m := msg.(type) {
+		if got.err != nil {
+			return got.err
+		}
+		switch m := got.msg.(type) {
 		case *protocol.V0ExecutorManifestRequest: // the answer to the authentication
 		case *protocol.V0AcceptJobRequest:
 			accepted := &receipts.JobAccepted{
@@ -218,27 +252,30 @@ func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJ
 		case *protocol.V0ExecutorReadyRequest:
 			ready++
 		default:
-			return fmt.Errorf("the miner sent %s during the exchange", msg.MessageType())
+			return fmt.Errorf("the miner sent %s during the exchange", m.MessageType())
 		}
 	}
 	return nil
 }
 
 // waitArrivals waits until minersim has recorded the arrival of every job request in uuids
-// since a unix ns instant, and returns those arrivals.
+// since a unix ns instant, and returns those arrivals. It polls on the benchmark's goroutine,
+// since reading the arrivals may fail it.
 func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int64) []minersim.Arrival {
 	b.Helper()
 	var got []minersim.Arrival
-	require.Eventually(b, func() bool {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		got = got[:0]
 		for _, a := range f.arrivals(b, "V0JobRequest", since) {
 			if uuids[a.JobUUID] {
 				got = append(got, a)
 			}
 		}
-		return len(got) == len(uuids)
-	}, 30*time.Second, 50*time.Millisecond)
-	return got
+		if len(got) == len(uuids) {
+			return got
+		}
+		require.False(b, time.Now().After(deadline), "%d of %d job requests arrived in 30 s", len(got), len(uuids))
+	}
 }
 
 // dialAll opens and authenticates one connection per miner of the plan, each with a reader that
@@ -246,6 +283,7 @@ func (f *benchFleet) waitArrivals(b *testing.B, uuids map[string]bool, since int
 func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*floorConn {
 	b.Helper()
 	conns := make([]*floorConn, len(plan.Miners))
+	errs := make([]error, len(plan.Miners))
 	var wg sync.WaitGroup
 	for i, m := range plan.Miners {
 		wg.Go(func() {
@@ -255,20 +293,27 @@ func dialAll(b *testing.B, plan Plan, key *hotkey.Keypair) []*floorConn {
 				_ = resp.Body.Close()
 			}
 			if err != nil {
+				errs[i] = err
 				return
 			}
-			payload, _ := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
-			_ = ws.WriteMessage(websocket.TextMessage, payload)
-			c := &floorConn{ws: ws, messages: make(chan protocol.Message, 16), over: make(chan struct{})}
-			go c.read()
+			// No pong: the reader would write it, and it could land between a raw write and
+			// its remainder. The floor is over long before minersim misses one.
+			ws.SetPingHandler(func(string) error { return nil })
+			c := &floorConn{ws: ws, messages: make(chan floorMessage, 16), over: make(chan struct{})}
 			conns[i] = c
+			payload, err := protocol.Encode(protocol.NewValidatorAuth(key, m.Hotkey, time.Now()))
+			if err == nil {
+				err = ws.WriteMessage(websocket.TextMessage, payload)
+			}
+			errs[i] = err
+			go c.read()
 		})
 	}
 	wg.Wait()
-	for i, c := range conns {
-		if c == nil {
+	for i, err := range errs {
+		if err != nil {
 			closeFloor(conns)
-			require.Failf(b, "floor connection", "miner %d: no connection", i)
+			require.NoError(b, err, "floor connection to miner %d", i)
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // auth and manifest done
@@ -294,11 +339,8 @@ func (c *floorConn) read() {
 			return
 		}
 		msg, err := protocol.DecodeFromMiner(data)
-		if err != nil {
-			continue
-		}
 		select {
-		case c.messages <- msg:
+		case c.messages <- floorMessage{msg: msg, err: err}:
 		case <-c.over:
 		}
 	}
