@@ -68,7 +68,7 @@ type Behaviour struct {
 	Oversize Stage `json:"oversize,omitempty"`
 	// UnknownJob sends this stage's message for a random job_uuid just before the real one.
 	UnknownJob Stage `json:"unknown_job,omitempty"`
-	// Duplicate sends this stage's message twice.
+	// Duplicate sends this stage's message twice, back to back in one write.
 	Duplicate Stage `json:"duplicate,omitempty"`
 	// StopReading stops reading the socket once this stage's message is sent, so the
 	// validator's writes eventually block; the miner also shrinks its receive buffer.

@@ -43,10 +43,8 @@ func (c *conn) emitFrame(b Behaviour, st Stage, jobUUID string, msg protocol.Mes
 	if b.Slowloris == st {
 		f.kind, f.every = outDribble, b.dribbleEvery()
 	}
+	f.twice = b.Duplicate == st
 	c.enqueue(f)
-	if b.Duplicate == st {
-		c.enqueue(f)
-	}
 	if b.StopReading == st {
 		c.stopReading()
 	}

@@ -32,6 +32,18 @@ type outFrame struct {
 	// sent, when set, is called after a successful write with the wall clock (unix ns) read
 	// just before the write began.
 	sent func(unixNano int64)
+	// twice sends a text frame two times over in one write (a duplicate message): the copy
+	// cannot fall behind, so a validator that reads on reads it.
+	twice bool
+}
+
+// wire is f's text frame as it goes on the socket, two times over when f.twice.
+func (f outFrame) wire() []byte {
+	frame := textFrame(f.data)
+	if f.twice {
+		frame = append(frame, textFrame(f.data)...)
+	}
+	return frame
 }
 
 // writeLoop is the connection's only writer: every frame, pong, ping and close goes through
@@ -117,7 +129,7 @@ func (c *conn) writeTexts(fs []outFrame) error {
 	}
 	var buf []byte
 	for _, f := range fs {
-		buf = append(buf, textFrame(f.data)...)
+		buf = append(buf, f.wire()...)
 	}
 	nc := c.ws.NetConn()
 	if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
@@ -164,7 +176,16 @@ func (c *conn) write(f outFrame) (int64, error) {
 		}
 		return time.Now().UnixNano(), c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), c.writeDeadline())
 	case outDribble:
-		return time.Now().UnixNano(), c.dribble(f.data, f.every)
+		return time.Now().UnixNano(), c.dribble(f.wire(), f.every)
+	}
+	if f.twice {
+		nc := c.ws.NetConn()
+		if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
+			return 0, err
+		}
+		at := time.Now().UnixNano()
+		_, err := nc.Write(f.wire())
+		return at, err
 	}
 	if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
 		return 0, err
@@ -173,11 +194,10 @@ func (c *conn) write(f outFrame) (int64, error) {
 	return at, c.ws.WriteMessage(websocket.TextMessage, f.data)
 }
 
-// dribble writes a complete, valid text frame onto the raw socket one byte at a time. It is
-// safe because this goroutine is the socket's only writer and gorilla buffers nothing between
-// messages.
-func (c *conn) dribble(data []byte, every time.Duration) error {
-	frame := textFrame(data)
+// dribble writes complete, valid text frames (see outFrame.wire) onto the raw socket one byte
+// at a time. It is safe because this goroutine is the socket's only writer and gorilla buffers
+// nothing between messages.
+func (c *conn) dribble(frame []byte, every time.Duration) error {
 	nc := c.ws.NetConn()
 	for i := range frame {
 		if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
