@@ -158,11 +158,11 @@ func maxTime(a, b time.Time) time.Time {
 // before its hot phase, for each of the miner's jobs: V0InitialJobRequest, the miner's
 // V0AcceptJobRequest, the JobAccepted receipt, the miner's V0ExecutorReadyRequest, then quiet
 // until the batch's spin-up has passed (benchConfig's 3 s; the sharded batch's 10 s leaves its
-// sockets in the same state, quiet past TCP's timers). The floor's writes then find the miners' sockets as the
-// batch's writes find them, which matters on loopback: the miner's kernel takes each write in on
-// the writer's core, inside the write, and when it acknowledges at once, that ACK is built, sent
-// and taken in by the writer's socket inside the same write. Whether it does depends on what the
-// connection exchanged before. A socket whose last act was to answer at once (the manifest,
+// sockets in the same state, quiet past TCP's timers). The floor's writes then find the miners'
+// sockets as the batch's writes find them, which matters on loopback: the miner's kernel takes
+// each write in on the writer's core, inside the write, and when it acknowledges at once, that
+// ACK is built, sent and taken in by the writer's socket inside the same write. Whether it does
+// depends on what the connection exchanged before. A socket whose last act was to answer at once (the manifest,
 // right after the authentication) delays its ACK; one that has been quiet since its executors
 // reported ready, a spin-up after they accepted (minerSpinUp), acknowledges at once. Without
 // the exchange, a fifth of the floor's writes were acknowledged at once against six in ten of
