@@ -149,6 +149,9 @@ func (c *conn) writeTexts(fs []outFrame) error {
 
 // writeOne writes f and reports when it began to f.sent.
 func (c *conn) writeOne(f outFrame) error {
+	if f.kind == outText && f.twice {
+		return c.writeTexts([]outFrame{f}) // both copies in one system call
+	}
 	at, err := c.write(f)
 	if err == nil && f.sent != nil {
 		f.sent(at)
@@ -177,15 +180,6 @@ func (c *conn) write(f outFrame) (int64, error) {
 		return time.Now().UnixNano(), c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), c.writeDeadline())
 	case outDribble:
 		return time.Now().UnixNano(), c.dribble(f.wire(), f.every)
-	}
-	if f.twice {
-		nc := c.ws.NetConn()
-		if err := nc.SetWriteDeadline(c.writeDeadline()); err != nil {
-			return 0, err
-		}
-		at := time.Now().UnixNano()
-		_, err := nc.Write(f.wire())
-		return at, err
 	}
 	if err := c.ws.SetWriteDeadline(c.writeDeadline()); err != nil {
 		return 0, err

@@ -7,8 +7,10 @@ import (
 	"sync"
 	"time"
 
+	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/protocol"
 	"drover.dev/computehorde/receipts"
+	"drover.dev/computehorde/synthetic"
 	"drover.dev/services/batch-runner/internal/barrier"
 	"drover.dev/services/batch-runner/internal/minerconn"
 	"drover.dev/services/batch-runner/internal/sysevent"
@@ -148,36 +150,49 @@ func spinUpDeadline(common, sentAt time.Time, spin time.Duration) time.Time {
 // stamped with the instant the request will be sent, not the instant it was signed: for an
 // always-on class that is minutes later, and the receipt's ttl must cover the job from there.
 func (r *run) initialRequest(j *job, spin time.Duration, sendAt time.Time) ([]byte, error) {
-	j.started = receipts.JobStarted{
-		Header: receipts.Header{
-			JobUUID: j.uuid, MinerHotkey: j.miner.Hotkey, ValidatorHotkey: r.cfg.Key.Address(), Timestamp: sendAt.UTC(),
-		},
-		ExecutorClass: j.class, IsOrganic: false, TTL: receipts.StartedTTL(spin, j.spec.TimeLimit),
-	}
-	j.startedSig = receipts.Sign(&j.started, r.cfg.Key)
-	image := j.spec.Initial.DockerImage
-	timeout := int(j.spec.TimeLimit.Seconds())
-	msg := &protocol.V0InitialJobRequest{
-		JobUUID: j.uuid, ExecutorClass: j.class, DockerImage: &image, TimeoutSeconds: &timeout,
-		JobStartedReceiptPayload: j.started, JobStartedReceiptSignature: j.startedSig,
-	}
-	if v := j.spec.Initial.Volume; v != nil {
-		msg.Volume = &protocol.InlineVolume{Contents: v.Contents}
-	}
+	msg := initialJobRequest(r.cfg.Key, j.miner.Hotkey, j.uuid, j.class, j.spec, spin, sendAt)
+	j.started, j.startedSig = msg.JobStartedReceiptPayload, msg.JobStartedReceiptSignature
 	r.addReceipt(j, receipts.TypeJobStarted, &j.started, j.startedSig, time.Time{}, nil)
 	return protocol.Encode(msg)
 }
 
+// initialJobRequest is the V0InitialJobRequest of a job, with its JobStarted receipt stamped
+// sendAt and signed by key.
+func initialJobRequest(key *hotkey.Keypair, minerHotkey, uuid, class string, spec synthetic.Job, spin time.Duration, sendAt time.Time) *protocol.V0InitialJobRequest {
+	started := receipts.JobStarted{
+		Header: receipts.Header{
+			JobUUID: uuid, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: sendAt.UTC(),
+		},
+		ExecutorClass: class, IsOrganic: false, TTL: receipts.StartedTTL(spin, spec.TimeLimit),
+	}
+	image := spec.Initial.DockerImage
+	timeout := int(spec.TimeLimit.Seconds())
+	msg := &protocol.V0InitialJobRequest{
+		JobUUID: uuid, ExecutorClass: class, DockerImage: &image, TimeoutSeconds: &timeout,
+		JobStartedReceiptPayload: started, JobStartedReceiptSignature: receipts.Sign(&started, key),
+	}
+	if v := spec.Initial.Volume; v != nil {
+		msg.Volume = &protocol.InlineVolume{Contents: v.Contents}
+	}
+	return msg
+}
+
 func (r *run) sendAccepted(j *job) {
 	_, acceptedAt := j.get(slotResponse)
-	p := &receipts.JobAccepted{
-		Header:       receipts.Header{JobUUID: j.uuid, MinerHotkey: j.miner.Hotkey, ValidatorHotkey: r.cfg.Key.Address(), Timestamp: time.Now().UTC()},
+	msg := jobAcceptedReceipt(r.cfg.Key, j.miner.Hotkey, j.uuid, acceptedAt)
+	j.miner.send(msg, func(res minerconn.SendResult) {
+		r.addReceipt(j, receipts.TypeJobAccepted, &msg.Payload, msg.Signature, res.Before, res.Err)
+	})
+}
+
+// jobAcceptedReceipt is the JobAccepted receipt of a job its miner accepted at acceptedAt,
+// stamped now and signed by key.
+func jobAcceptedReceipt(key *hotkey.Keypair, minerHotkey, uuid string, acceptedAt time.Time) *protocol.V0JobAcceptedReceiptRequest {
+	p := receipts.JobAccepted{
+		Header:       receipts.Header{JobUUID: uuid, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: time.Now().UTC()},
 		TimeAccepted: acceptedAt.UTC(), TTL: receipts.AcceptedTTL,
 	}
-	sig := receipts.Sign(p, r.cfg.Key)
-	j.miner.send(&protocol.V0JobAcceptedReceiptRequest{Payload: *p, Signature: sig}, func(res minerconn.SendResult) {
-		r.addReceipt(j, receipts.TypeJobAccepted, p, sig, res.Before, res.Err)
-	})
+	return &protocol.V0JobAcceptedReceiptRequest{Payload: p, Signature: receipts.Sign(&p, key)}
 }
 
 func (r *run) sendFailed(m *miner, what string) func(minerconn.SendResult) {

@@ -16,7 +16,6 @@ import (
 	"drover.dev/computehorde/hotkey"
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
-	"drover.dev/computehorde/receipts"
 	"drover.dev/computehorde/synthetic"
 	"drover.dev/services/batch-runner/internal/minerconn"
 )
@@ -53,7 +52,7 @@ func floorJobs(b *testing.B, fleet *benchFleet, jobs []int) (perMiner [][]floorJ
 // floor opens one connection per miner, authenticates, takes each connection through the
 // batch's exchange for its jobs (see offerAll), then, at its release, writes each miner's
 // prepared V0JobRequests (jobs[i] to miner i, as many as the batch sent it) as the burst does:
-// one bare loop of raw writes (floorRawWrite) per processor, over the miners in random order, and
+// one bare loop of raw writes (minerconn.WriteRaw) per processor, over the miners in random order, and
 // what a socket buffer does not take written after the loops, under the write timeout.
 func floor(b *testing.B, fleet *benchFleet, key *hotkey.Keypair, jobs []int) (send, arrival time.Duration) {
 	b.Helper()
@@ -124,7 +123,7 @@ func writeFloorPart(sends []*floorSend, k, parts int) {
 	for i := k; i < len(sends); i += parts {
 		s := sends[i]
 		s.before = time.Now()
-		s.n, s.err = floorRawWrite(s.raw, s.frames)
+		s.n, s.err = minerconn.WriteRaw(s.raw, s.frames)
 		s.after = time.Now()
 	}
 }
@@ -206,21 +205,9 @@ func (c *floorConn) done() { c.overOnce.Do(func() { close(c.over) }) }
 // JobAccepted receipt, and waits for every job's V0ExecutorReadyRequest, as the batch does.
 func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJob, spin time.Duration) error {
 	defer c.done()
-	now := time.Now().UTC()
+	now := time.Now()
 	for _, j := range jobs {
-		image, timeout := j.spec.Initial.DockerImage, int(j.spec.TimeLimit.Seconds())
-		started := receipts.JobStarted{
-			Header:        receipts.Header{JobUUID: j.uuid, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: now},
-			ExecutorClass: benchClass, TTL: receipts.StartedTTL(spin, j.spec.TimeLimit),
-		}
-		payload, err := protocol.Encode(&protocol.V0InitialJobRequest{
-			JobUUID: j.uuid, ExecutorClass: benchClass, DockerImage: &image, TimeoutSeconds: &timeout,
-			JobStartedReceiptPayload: started, JobStartedReceiptSignature: receipts.Sign(&started, key),
-		})
-		if err != nil {
-			return err
-		}
-		if err := c.ws.WriteMessage(websocket.TextMessage, payload); err != nil {
+		if err := c.send(initialJobRequest(key, minerHotkey, j.uuid, benchClass, j.spec, spin, now)); err != nil {
 			return err
 		}
 	}
@@ -238,15 +225,7 @@ func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJ
 		switch m := got.msg.(type) {
 		case *protocol.V0ExecutorManifestRequest: // the answer to the authentication
 		case *protocol.V0AcceptJobRequest:
-			accepted := &receipts.JobAccepted{
-				Header:       receipts.Header{JobUUID: m.JobUUID, MinerHotkey: minerHotkey, ValidatorHotkey: key.Address(), Timestamp: time.Now().UTC()},
-				TimeAccepted: time.Now().UTC(), TTL: receipts.AcceptedTTL,
-			}
-			payload, err := protocol.Encode(&protocol.V0JobAcceptedReceiptRequest{Payload: *accepted, Signature: receipts.Sign(accepted, key)})
-			if err != nil {
-				return err
-			}
-			if err := c.ws.WriteMessage(websocket.TextMessage, payload); err != nil {
+			if err := c.send(jobAcceptedReceipt(key, minerHotkey, m.JobUUID, time.Now())); err != nil {
 				return err
 			}
 		case *protocol.V0ExecutorReadyRequest:
@@ -256,6 +235,15 @@ func (c *floorConn) offer(minerHotkey string, key *hotkey.Keypair, jobs []floorJ
 		}
 	}
 	return nil
+}
+
+// send writes msg as the batch serialises it.
+func (c *floorConn) send(msg protocol.Message) error {
+	payload, err := protocol.Encode(msg)
+	if err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(websocket.TextMessage, payload)
 }
 
 // waitArrivals waits until minersim has recorded the arrival of every job request in uuids

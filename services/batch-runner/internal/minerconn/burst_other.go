@@ -14,3 +14,6 @@ import (
 func rawConn(net.Conn, *recvstamp.Conn) syscall.RawConn { return nil }
 
 func (c *Conn) tryWrite([]byte) (int, error) { return 0, errors.ErrUnsupported }
+
+// WriteRaw: no raw writes on this platform.
+func WriteRaw(syscall.RawConn, []byte) (int, error) { return 0, errors.ErrUnsupported }

@@ -29,12 +29,16 @@ func rawConn(ws net.Conn, stamp *recvstamp.Conn) syscall.RawConn {
 	return rc
 }
 
-// tryWrite makes one non-blocking write of p to the socket and returns how much of it the
-// socket buffer took; a full buffer is not an error.
-func (c *Conn) tryWrite(p []byte) (int, error) {
+// tryWrite makes one non-blocking write of p to the socket (WriteRaw).
+func (c *Conn) tryWrite(p []byte) (int, error) { return WriteRaw(c.raw, p) }
+
+// WriteRaw makes the burst's write: one non-blocking write of p to rc's socket as a raw system
+// call (rawWrite), and returns how much of it the socket buffer took; a full buffer is not an
+// error. The hot-phase benchmark's floor writes with it too.
+func WriteRaw(rc syscall.RawConn, p []byte) (int, error) {
 	var n int
 	var werr error
-	err := c.raw.Write(func(fd uintptr) bool {
+	err := rc.Write(func(fd uintptr) bool {
 		for {
 			n, werr = rawWrite(int(fd), p)
 			if !errors.Is(werr, syscall.EINTR) {
