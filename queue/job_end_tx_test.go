@@ -3,8 +3,11 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,7 +42,7 @@ func (w *endWorker) Work(ctx context.Context, job *river.Job[endArgs]) error {
 	}
 	return JobEndTx(ctx, w.tx, job, JobEnd{
 		State: rivertype.JobState(job.Args.State), Err: errors.New("exit status 1"),
-		Metadata: map[string]any{"stands_for": "build 42"},
+		Output: map[string]any{"stands_for": "build 42"},
 	})
 }
 
@@ -140,7 +143,7 @@ func TestJobEndTx(t *testing.T) {
 			require.Equal(t, string(tt.state), got)
 			require.Equal(t, tt.state, res.Job.State, "River's completer leaves the state JobEndTx set")
 			require.NotNil(t, res.Job.FinalizedAt)
-			require.JSONEq(t, `{"stands_for": "build 42"}`, string(res.Job.Metadata))
+			require.JSONEq(t, `{"output": {"stands_for": "build 42"}}`, string(res.Job.Metadata))
 			if !tt.hasErrors {
 				require.Empty(t, res.Job.Errors)
 				return
@@ -190,61 +193,88 @@ func TestJobEndTxRefusesAJobNotRunning(t *testing.T) {
 
 func TestJobEndTxRefusesAStateThatIsNotFinal(t *testing.T) {
 	t.Parallel()
-	_, err := endParams(&rivertype.JobRow{ID: 1}, JobEnd{State: rivertype.JobStateAvailable}, time.Now())
-	require.ErrorContains(t, err, `cannot end as "available"`)
+	for _, state := range []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStateCompleted} {
+		_, err := endParams(&rivertype.JobRow{ID: 1}, JobEnd{State: state}, time.Now())
+		require.ErrorContains(t, err, fmt.Sprintf("cannot end as %q", state))
+	}
 }
 
-// TestBatchJobEnd shows that the end BatchJobEnd queues is JobEndTx's: sent in a batch with a
-// statement of the worker's own, on the worker's transaction, it leaves the job as JobEndTx does;
-// queued for a job already ended otherwise, reading the batch's results is ErrJobNotRunning.
-func TestBatchJobEnd(t *testing.T) {
+// TestAdapterMatchesRiver holds the adapter to River's own behaviour: a job JobFailTx discards
+// is the row River leaves when the worker's last attempt returns the error, and a job JobCancelTx
+// cancels is the row River leaves when the worker returns river.JobCancel(err). A River release
+// that ends jobs otherwise fails it.
+func TestAdapterMatchesRiver(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	cause := errors.New("make raised ValueError")
+
 	for name, tt := range map[string]struct {
-		state   rivertype.JobState
-		endedBy bool // the job was cancelled already, by JobEndTx
+		adapter func(context.Context, pgx.Tx, *river.Job[failArgs], error) error
+		river   func(error) error
 	}{
-		"Completed":  {state: rivertype.JobStateCompleted},
-		"Discarded":  {state: rivertype.JobStateDiscarded},
-		"NotRunning": {state: rivertype.JobStateCompleted, endedBy: true},
+		"Discard": {JobFailTx[failArgs], func(err error) error { return err }},
+		"Cancel":  {JobCancelTx[failArgs], river.JobCancel},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			tx := riverTx(t)
-			var batchErr error
-			w := river.WorkFunc(func(ctx context.Context, job *river.Job[endArgs]) error {
-				end := JobEnd{State: tt.state, Err: errors.New("exit status 1"), Metadata: map[string]any{"stands_for": "build 42"}}
-				if tt.endedBy {
-					// River's statement answers the job as it is: ended otherwise, it is not ours.
-					if err := JobEndTx(ctx, tx, job, JobEnd{State: rivertype.JobStateCancelled}); err != nil {
-						return err
-					}
-				}
-				b := &pgx.Batch{}
-				b.Queue(`INSERT INTO outcome VALUES ($1)`, string(tt.state))
-				if err := BatchJobEnd(ctx, b, job, end); err != nil {
-					return err
-				}
-				batchErr = tx.SendBatch(ctx, b).Close()
-				return nil
+			work := func(end func(ctx context.Context, tx pgx.Tx, job *river.Job[failArgs]) error) *rivertype.JobRow {
+				tx := riverTx(t)
+				w := river.WorkFunc(func(ctx context.Context, job *river.Job[failArgs]) error { return end(ctx, tx, job) })
+				res, _ := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).
+					Work(ctx, t, tx, failArgs{}, &river.InsertOpts{MaxAttempts: 1})
+				require.NotNil(t, res)
+				return res.Job
+			}
+			ours := work(func(ctx context.Context, tx pgx.Tx, job *river.Job[failArgs]) error {
+				return tt.adapter(ctx, tx, job, cause)
 			})
-			res, err := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, w).Work(ctx, t, tx, endArgs{}, nil)
-			require.NoError(t, err)
-			if tt.endedBy {
-				require.ErrorIs(t, batchErr, ErrJobNotRunning)
-				return
-			}
-			require.NoError(t, batchErr)
-			var got string
-			require.NoError(t, tx.QueryRow(ctx, `SELECT state FROM outcome`).Scan(&got))
-			require.Equal(t, string(tt.state), got)
-			require.Equal(t, tt.state, res.Job.State)
-			require.NotNil(t, res.Job.FinalizedAt)
-			require.JSONEq(t, `{"stands_for": "build 42"}`, string(res.Job.Metadata))
-			if tt.state == rivertype.JobStateDiscarded {
-				require.Len(t, res.Job.Errors, 1)
-				require.Equal(t, "exit status 1", res.Job.Errors[0].Error)
-			}
+			theirs := work(func(context.Context, pgx.Tx, *river.Job[failArgs]) error { return tt.river(cause) })
+
+			require.Equal(t, theirs.State, ours.State)
+			require.Equal(t, theirs.Attempt, ours.Attempt)
+			require.Equal(t, theirs.MaxAttempts, ours.MaxAttempts)
+			require.NotNil(t, ours.FinalizedAt)
+			require.NotNil(t, theirs.FinalizedAt)
+			require.Len(t, ours.Errors, len(theirs.Errors))
+			// River names the JobCancel wrapper in the error it records; the adapter records the cause.
+			require.Equal(t, strings.TrimPrefix(theirs.Errors[0].Error, "JobCancelError: "), ours.Errors[0].Error)
+			require.Equal(t, theirs.Errors[0].Attempt, ours.Errors[0].Attempt)
 		})
 	}
+}
+
+// TestAdapterPinnedToRiver fails when River's module or its schema moves past the versions the
+// adapter was checked against: read River's changes to JobSetStateIfRunningMany, rerun
+// TestAdapterMatchesRiver, then move RiverVersion and RiverSchemaVersion.
+func TestAdapterPinnedToRiver(t *testing.T) {
+	t.Parallel()
+	// A test binary carries no module versions in its build info: go.mod is the record.
+	gomod, err := os.ReadFile("go.mod")
+	require.NoError(t, err)
+	for _, mod := range []string{"github.com/riverqueue/river", "github.com/riverqueue/river/riverdriver", "github.com/riverqueue/river/riverdriver/riverpgxv5"} {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(mod) + ` (v\S+)`).FindSubmatch(gomod)
+		require.NotNil(t, m, "go.mod requires %s", mod)
+		require.Equal(t, RiverVersion, string(m[1]), "%s moved: check the adapter in job_end_tx.go against it", mod)
+	}
+
+	migrator, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	require.NoError(t, err)
+	all := migrator.AllVersions()
+	require.Equal(t, RiverSchemaVersion, all[len(all)-1].Version, "River's schema moved: check the adapter in job_end_tx.go against it")
+
+	url, err := riverURL()
+	require.NoError(t, err)
+	pool, err := pgxpool.New(context.Background(), url)
+	require.NoError(t, err)
+	defer pool.Close()
+	existing, err := must(rivermigrate.New(riverpgxv5.New(pool), nil)).ExistingVersions(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, RiverSchemaVersion, existing[len(existing)-1].Version, "the test database's River schema")
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
