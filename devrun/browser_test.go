@@ -49,6 +49,7 @@ type browserSpec struct {
 	User        string         `json:"user"`
 	Password    string         `json:"password"`
 	Services    []serviceCheck `json:"services"`
+	Presses     []press        `json:"presses"`
 }
 
 type serviceCheck struct {
@@ -65,7 +66,9 @@ type jobCheck struct {
 }
 
 // TestRiverUIInABrowser runs make run's fleet and demos, then logs into every service's River UI
-// in headless Chromium and checks what an operator sees. Without Chromium, Node and npm it is
+// in headless Chromium and checks what an operator sees; then it presses Cancel on a running
+// build, Retry on the demo's failed build once its source file exists and Retry on an errored
+// make once its upstream row is fixed, and checks each did what it says (docs/river-ui-actions.md). Without Chromium, Node and npm it is
 // skipped, except under CI=true, where it fails.
 func TestRiverUIInABrowser(t *testing.T) {
 	t.Parallel()
@@ -96,7 +99,19 @@ func TestRiverUIInABrowser(t *testing.T) {
 		}
 		spec.Services = append(spec.Services, check)
 	}
+
+	// The buttons, pressed as an operator would once the cause of each failure is fixed; each
+	// must do what it says in the service's own terms, not only in River's.
+	var outcomes []func()
+	for _, prepare := range []func(*testing.T, *fleet, options) (press, func()){buildCancel, buildRetry, makeRetry} {
+		p, outcome := prepare(t, f, opts)
+		spec.Presses = append(spec.Presses, p)
+		outcomes = append(outcomes, outcome)
+	}
 	runBrowser(t, spec)
+	for _, outcome := range outcomes {
+		outcome()
+	}
 }
 
 // browserTools returns Chromium's path once Chromium, Node and npm are all there.

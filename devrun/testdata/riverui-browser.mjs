@@ -5,7 +5,9 @@
 //
 // spec.json: {"playwright": dir holding node_modules/playwright-core, "chromium": path,
 //   "userDataDir": fresh dir, "user", "password",
-//   "services": [{"name", "url", "queues": [..], "jobs": [{"check", "id", "texts": [..]}]}]}
+//   "services": [{"name", "url", "queues": [..], "jobs": [{"check", "id", "texts": [..]}]}],
+//   "presses": [{"check", "url", "id", "button", "state"}]}
+// Each press opens the job's page, clicks the button and waits for the job's new state.
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 
@@ -55,6 +57,13 @@ try {
       await see(page, `${svc.name} ${job.check} (job ${job.id})`, job.texts);
       console.log(`ok ${svc.name}: ${job.check}: job ${job.id} shows ${job.texts.map((t) => JSON.stringify(t)).join(' ')}`);
     }
+  }
+  for (const p of spec.presses || []) {
+    await page.goto(`${p.url}/riverui/jobs/${p.id}`);
+    const button = page.getByRole('button', { name: p.button, exact: true });
+    await button.click({ timeout });
+    await see(page, `${p.check} (job ${p.id}) after pressing ${p.button}`, ['State\n' + p.state]);
+    console.log(`ok ${p.check}: pressed ${p.button} on job ${p.id}, River UI shows it ${p.state}`);
   }
 } catch (err) {
   console.error(String(err.stack || err));

@@ -3,18 +3,25 @@
 // counts by state, and exits 0 when the group ended as expected: failed, with the diamond and
 // the chain's first job complete, one job_failed and one dependency_failed.
 //
-//	build-demo -url http://localhost:8084 -token $API_TOKEN
+// docs-build fails because its source file (-docs-source) is missing. Create the file and press
+// Retry on docs-build's discarded build_run job in River UI (or POST /v1/groups/{id}/retry): the
+// job builds, docs-publish runs and the group completes.
+//
+//	build-demo -url http://localhost:8084 -token $API_TOKEN -docs-source /tmp/demo-docs.md
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -23,10 +30,11 @@ import (
 )
 
 type job struct {
-	Name      string   `json:"name"`
-	Target    string   `json:"target"`
-	Command   []string `json:"command"`
-	DependsOn []string `json:"depends_on,omitempty"`
+	Name      string            `json:"name"`
+	Target    string            `json:"target"`
+	Command   []string          `json:"command"`
+	DependsOn []string          `json:"depends_on,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
 }
 
 type group struct {
@@ -44,19 +52,21 @@ func main() {
 	url := flag.String("url", "http://localhost:8084", "build-scheduler base URL")
 	token := flag.String("token", os.Getenv("API_TOKEN"), "bearer token (default $API_TOKEN)")
 	target := flag.String("target", "x86_64-linux", "target the demo jobs run on")
+	docs := flag.String("docs-source", filepath.Join(os.TempDir(), "drover-demo-docs.md"), "file docs-build needs; the demo fails it while the file is missing")
 	timeout := flag.Duration("timeout", 2*time.Minute, "give up after this long")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), api: apiclient.Client{Token: *token}}, *target, os.Stdout); err != nil {
+	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), api: apiclient.Client{Token: *token}}, *target, *docs, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "build-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func demoJobs(target string) []job {
+// demoJobs is the demo group: docs-build fails while the file docs does not exist.
+func demoJobs(target, docs string) []job {
 	sh := func(name, script string, deps ...string) job {
 		return job{Name: name, Target: target, Command: []string{"sh", "-c", script}, DependsOn: deps}
 	}
@@ -66,14 +76,20 @@ func demoJobs(target string) []job {
 		sh("compile-cli", "echo compiling cli; sleep 0.2", "fetch"),
 		sh("link", "echo linking; echo demo/app/1.0 > $DROVER_AS_BUILT_FILE", "compile-lib", "compile-cli"),
 		sh("docs-prepare", "echo preparing docs"),
-		{Name: "docs-build", Target: target, Command: []string{"false"}, DependsOn: []string{"docs-prepare"}},
+		{
+			Name: "docs-build", Target: target, DependsOn: []string{"docs-prepare"}, Env: map[string]string{"DOCS_SOURCE": docs},
+			Command: []string{"sh", "-c", `test -f "$DOCS_SOURCE" || { echo "docs source $DOCS_SOURCE is missing" >&2; exit 1; }; echo building docs`},
+		},
 		sh("docs-publish", "echo publishing docs", "docs-build"),
 	}
 }
 
-func run(ctx context.Context, c client, target string, out io.Writer) error {
+func run(ctx context.Context, c client, target, docs string, out io.Writer) error {
+	if err := os.Remove(docs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("docs-build must fail first: remove %s: %w", docs, err)
+	}
 	var g group
-	body := map[string]any{"name": "demo", "jobs": demoJobs(target)}
+	body := map[string]any{"name": "demo", "jobs": demoJobs(target, docs)}
 	if err := c.do(ctx, http.MethodPost, "/v1/groups", body, &g); err != nil {
 		return err
 	}
@@ -102,6 +118,7 @@ func run(ctx context.Context, c client, target string, out io.Writer) error {
 		return fmt.Errorf("expected state failed with %s", counts(expected))
 	}
 	fmt.Fprintln(out, "as expected: the diamond built, docs-build failed, docs-publish was skipped")
+	fmt.Fprintf(out, "to finish the group: touch %s, then press Retry on docs-build's failed build_run in River UI (%s/riverui/jobs?state=discarded)\n", docs, c.base)
 	fmt.Fprintf(out, "the group as a picture: curl -s -H \"Authorization: Bearer $API_TOKEN\" '%s/v1/groups/%d/graph?format=dot' | dot -Tsvg > group.svg (format=mermaid for Mermaid)\n", c.base, g.ID)
 	return nil
 }
