@@ -89,7 +89,9 @@ func TestEveryServiceRunsAsItsOwnRole(t *testing.T) {
 			}
 			requireDenied(t, execSQL(ctx, conn, "DELETE FROM "+table+" WHERE false"), u.Role(), "delete from "+table)
 			requireDenied(t, execSQL(ctx, conn, "UPDATE "+table+" SET "+firstColumn(t, admin, table)+" = "+firstColumn(t, admin, table)+" WHERE false"), u.Role(), "update "+table)
-			requireDenied(t, execSQL(ctx, conn, "DELETE FROM "+schema+".river_job WHERE false"), u.Role(), "delete from "+schema+".river_job")
+			var mayDelete bool
+			require.NoError(t, conn.QueryRow(ctx, "SELECT has_table_privilege($1, 'DELETE')", schema+".river_job").Scan(&mayDelete))
+			require.False(t, mayDelete, "%s may not delete from %s.river_job", u.Role(), schema)
 			requireDenied(t, execSQL(ctx, conn, "CREATE TABLE "+schema+".intruder (id int)"), u.Role(), "create a table in "+schema)
 			read := execSQL(ctx, conn, "SELECT count(*) FROM "+table)
 			if u.Name == "batch-runner" && table == "miner_sync.miners" {

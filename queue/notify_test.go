@@ -74,7 +74,6 @@ func testWakesTheProducer(t *testing.T, announce func(ctx context.Context, pool 
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	q := fmt.Sprintf("notify_%x", rand.Uint32())
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DELETE FROM river_job WHERE queue = $1`, q) })
 
 	w := &notifyWorker{worked: make(chan int, 20)}
 	workers := river.NewWorkers()
@@ -85,7 +84,10 @@ func testWakesTheProducer(t *testing.T, announce func(ctx context.Context, pool 
 	})
 	require.NoError(t, err)
 	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() { _ = client.Stop(context.Background()) })
+	t.Cleanup(func() {
+		_ = client.Stop(context.Background())
+		_, _ = client.JobDeleteMany(context.Background(), river.NewJobDeleteManyParams().Queues(q))
+	})
 	quiet, err := river.NewClient(riverpgxv5.New(pool), &river.Config{Schema: "public", SkipUnknownJobCheck: true, FetchCooldown: time.Second})
 	require.NoError(t, err)
 

@@ -7,7 +7,10 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/queue/queuetest"
 )
 
 // TestUniqueContractsInsertOnceWhileUnfinished checks the uniqueness each contract pins in its
@@ -52,8 +55,7 @@ func TestUniqueContractsInsertOnceWhileUnfinished(t *testing.T) {
 				require.False(t, other.UniqueSkippedAsDuplicate)
 			}
 
-			_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE id = $1`, first.Job.ID)
-			require.NoError(t, err)
+			queuetest.Finish(ctx, t, tx, "", first.Job.ID, rivertype.JobStateCompleted)
 			next, err := client.InsertTx(ctx, tx, tt.again, nil)
 			require.NoError(t, err)
 			require.False(t, next.UniqueSkippedAsDuplicate, "a finished job does not hold back the next")
