@@ -40,8 +40,12 @@ type ClientConfig struct {
 	// JobTimeout bounds one job's run time; River's default of a minute applies when zero.
 	JobTimeout time.Duration
 
-	// RescueStuckJobsAfter is how long a running job may go without finishing before the leader
-	// makes it available again (a process died holding it). It must be at least JobTimeout.
+	// RescueStuckJobsAfter is how long a running job must have run before River's rescuer (on the
+	// leader, every 30 s) looks at it; it then takes back the jobs that have also outlived their
+	// kind's own Timeout, because the process that held them died. It must be at least
+	// JobTimeout. Zero means JobTimeout (or River's default job timeout, a minute), not River's
+	// hour: a killed process's job is back within its kind's timeout plus 30 s as long as that
+	// timeout is at least this long, so a service sets it to its shortest kind's timeout.
 	RescueStuckJobsAfter time.Duration
 
 	// Logger receives River's own logs.
@@ -76,7 +80,7 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 		Workers:              cfg.Workers,
 		PeriodicJobs:         cfg.PeriodicJobs,
 		JobTimeout:           cfg.JobTimeout,
-		RescueStuckJobsAfter: cfg.RescueStuckJobsAfter,
+		RescueStuckJobsAfter: rescueAfter(cfg),
 		Logger:               cfg.Logger,
 		FetchOnlyKnownKinds:  true,
 		FetchCooldown:        cmp.Or(cfg.Fetch.Cooldown, FetchCooldown),
@@ -86,6 +90,17 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 		return nil, fmt.Errorf("river client for %s: %w", svc, err)
 	}
 	return client, nil
+}
+
+// rescueAfter is cfg's RescueStuckJobsAfter with its default.
+func rescueAfter(cfg ClientConfig) time.Duration {
+	switch {
+	case cfg.RescueStuckJobsAfter > 0:
+		return cfg.RescueStuckJobsAfter
+	case cfg.JobTimeout > 0:
+		return cfg.JobTimeout
+	}
+	return river.JobTimeoutDefault
 }
 
 // NewInserter returns an insert-only River client bound to service svc's schema. A producer uses
