@@ -206,3 +206,44 @@ func TestRiverUIButtonsOnRunBatch(t *testing.T) {
 		require.Contains(t, actions[i].Did, want.did)
 	}
 }
+
+// TestRiverUICancelOnARunningShard presses River UI's Cancel on one shard of a two-shard batch
+// during its spin-up. The shard fails saying so, in the transaction that cancels its job; the
+// other shard goes on without it and ends the batch done, scored once with its own miners only.
+func TestRiverUICancelOnARunningShard(t *testing.T) {
+	t.Parallel()
+	dbURL, pool, fleet := shardFleet(t)
+	base, logs := startLogged(t, shardConfig(dbURL, 2, 10*time.Second))
+	ui := riverUI(t, pool)
+	ctx := context.Background()
+
+	jobID := enqueueBatch(t, base)
+	require.Eventually(t, func() bool {
+		return len(fleet.ArrivalsWhere(minersim.ArrivalFilter{MessageType: "V0InitialJobRequest"})) == 8
+	}, 10*time.Second, 10*time.Millisecond, "both shards did not reach the availability stage")
+	var shardJob int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM batch_runner.river_job
+		WHERE kind = 'run_batch_shard' AND (args ->> 'shard')::int = 0`).Scan(&shardJob))
+	_, err := ui.JobCancel(ctx, shardJob)
+	require.NoError(t, err)
+
+	done := waitDone(t, base, jobID, 30*time.Second)
+	require.Equal(t, "done", done.State, "error: %v", done.Error)
+	b := getSharded(t, base, done.ID)
+	require.Equal(t, "failed", b.Shards[0].State)
+	require.Equal(t, "done", b.Shards[1].State)
+	requireCounts(t, map[string]int{"completed": 4}, b.batchView)
+	job, err := ui.JobGet(ctx, shardJob)
+	require.NoError(t, err)
+	require.Equal(t, rivertype.JobStateCancelled, job.State)
+	require.Contains(t, lastError(t, job), "shard 0 of batch")
+	require.Contains(t, lastError(t, job), "cancelled from River UI while running")
+	require.Equal(t, []string{"1/JOB_CANCELLED"}, riverJobEvents(t, base, done.ID))
+	scores := scoreJobs(t, pool)
+	require.Len(t, scores, 1, "scored once")
+	require.Len(t, scores[0].Miners, 2, "the cancelled shard's miners are not scored")
+	actions := logs.uiActions(t)
+	require.Len(t, actions, 1)
+	require.Equal(t, uiAction{Kind: "run_batch_shard", JobID: shardJob, Action: "cancel",
+		Did: fmt.Sprintf("stopped shard 0 of batch %d: failed, job cancelled", done.ID)}, actions[0])
+}
