@@ -118,7 +118,7 @@ func waitDone(t *testing.T, base string, jobID int64, within time.Duration) batc
 }
 
 // requireNamedWhileRunning waits for phase 1 to create jobID's batch and requires the run_batch
-// River row to name it in its metadata while the batch still runs.
+// River row to name it as its output while the batch still runs.
 func requireNamedWhileRunning(t *testing.T, pool *pgxpool.Pool, base string, jobID int64) {
 	t.Helper()
 	var found batchView
@@ -128,7 +128,7 @@ func requireNamedWhileRunning(t *testing.T, pool *pgxpool.Pool, base string, job
 		return ok
 	}, 10*time.Second, 20*time.Millisecond)
 	var batchID int64
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce((metadata->>'batch_id')::bigint, 0)
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT coalesce((metadata->'output'->>'batch_id')::bigint, 0)
 		FROM batch_runner.river_job WHERE id = $1`, jobID).Scan(&batchID))
 	require.Equal(t, "running", found.State, "the batch is seen before it ends")
 	require.Equal(t, found.ID, batchID, "the River row names its batch as soon as the batch exists")
@@ -221,7 +221,7 @@ func TestFailedBatchIsAFailedRiverJob(t *testing.T) {
 	var batchID int64
 	// Committed with the batch row: no waiting for River's completer.
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT state::text, coalesce(errors[1]->>'error', ''),
-		coalesce((metadata->>'batch_id')::bigint, 0) FROM batch_runner.river_job WHERE id = $1`, res.Job.ID).Scan(&state, &msg, &batchID))
+		coalesce((metadata->'output'->>'batch_id')::bigint, 0) FROM batch_runner.river_job WHERE id = $1`, res.Job.ID).Scan(&state, &msg, &batchID))
 	require.Equal(t, "discarded", state)
 	require.Equal(t, b.ID, batchID)
 	require.Contains(t, msg, fmt.Sprintf("batch %d failed on attempt 1 of 1", b.ID))

@@ -97,9 +97,10 @@ func processEnv(dbURL string, spinUp time.Duration) map[string]string {
 		"BATCH_RUNNER_SPIN_UPS": "*:" + spinUp.String(), "BATCH_RUNNER_MIN_SPIN_UP": "50ms",
 		"BATCH_RUNNER_MANIFEST_TIMEOUT": "5s", "BATCH_RUNNER_READY_GRACE": "2s",
 		"BATCH_RUNNER_JOB_EXTRA": "500ms", "BATCH_RUNNER_RECEIPT_TIMEOUT": "1s",
-		// River retries a job whose process died once it has run longer than its timeout; the
-		// leader's lease (15 s, River's) must lapse first, then the rescuer runs at once.
-		"BATCH_RUNNER_JOB_TIMEOUT": "8s", "BATCH_RUNNER_RESCUE_AFTER": "8s",
+		// River retries a job whose process died once it has run longer than its timeout, with
+		// RESCUE_AFTER at its default (the shortest job timeout); the leader's lease (15 s,
+		// River's) must lapse first, then the rescuer runs at once.
+		"BATCH_RUNNER_JOB_TIMEOUT": "8s",
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/api"
 	"drover.dev/shared/config"
+	"drover.dev/shared/probe"
 	"drover.dev/shared/service"
 )
 
@@ -31,8 +32,8 @@ type Config struct {
 	Cycle       time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
 	RunOnStart  bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`
 	PeakEvery   int64         `envconfig:"PEAK_EVERY" default:"1" desc:"every n-th batch is a peak batch for scoring"`
-	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch may run before River cancels it"`
-	RescueAfter time.Duration `envconfig:"RESCUE_AFTER" desc:"retry a batch whose process died once it has run this long (at least JOB_TIMEOUT); JOB_TIMEOUT + 1m when zero"`
+	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch (or a shard) may run before River cancels it; River takes back the batch of a process that died within this and 30 s"`
+	RescueAfter time.Duration `envconfig:"RESCUE_AFTER" desc:"River's RescueStuckJobsAfter: how long a running job goes before River's rescuer looks at it, which takes it back once its kind's own timeout has passed too; at most the shortest job timeout (JOB_TIMEOUT, and 30s of a probe), which it is when zero"`
 
 	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat,always_on.test=pow,always_on.cpu.8c.16gb=pow" desc:"job generator per executor class: pow (CPU) or hashcat (needs a GPU), e.g. *=pow,spin_up-4min.gpu-24gb=hashcat; a class without a GPU never gets hashcat: named, it stops the start; through *, the class is skipped with an event"`
 	PoWTimeLimit time.Duration `envconfig:"POW_TIME_LIMIT" default:"10s" desc:"time limit of proof-of-work jobs"`
@@ -88,8 +89,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Listener: ln,
 		// One batch at a time per process; the batches table's unique index holds it across replicas.
 		// Shards of a sharded batch have their own queue, worked by every replica.
-		Queues:               map[string]int{queue.QueueBatches: 1, queue.QueueBatchShards: cfg.ShardWorkers},
-		JobTimeout:           cfg.JobTimeout,
+		Queues: map[string]int{queue.QueueBatches: 1, queue.QueueBatchShards: cfg.ShardWorkers},
+		// Every kind has its own Timeout; River's client-wide one must not exceed RescueStuckJobsAfter.
+		JobTimeout:           rescueAfter,
 		RescueStuckJobsAfter: rescueAfter,
 		OpenAPI:              api.OpenAPI,
 	}
@@ -119,18 +121,23 @@ func (c Config) Check() []error {
 	return errs
 }
 
-// rescueAfter is how long a batch whose process died stays running in River before the rescuer
-// retries it (and the retry takes its batch row over). Never below the job timeout, or a live
-// batch would be retried under its own feet.
+// rescueAfter is River's RescueStuckJobsAfter. The rescuer (every 30 s) looks at running jobs
+// attempted longer ago than that and takes back those whose kind's own timeout has passed too, so
+// at most the shortest timeout of any kind this service works, a job of a process that died is
+// back within its own timeout and 30 s: a batch within JOB_TIMEOUT + 30 s, a probe within a
+// minute. Longer, a killed batch would stay running past its timeout, so it is refused.
 func rescueAfter(cfg Config) (time.Duration, error) {
-	after := cfg.RescueAfter
-	if after == 0 {
-		after = cfg.JobTimeout + time.Minute
+	shortest := min(cfg.JobTimeout, probe.Timeout)
+	switch {
+	case cfg.JobTimeout <= 0:
+		return 0, fmt.Errorf("BATCH_RUNNER_JOB_TIMEOUT %s: must be positive", cfg.JobTimeout)
+	case cfg.RescueAfter == 0:
+		return shortest, nil
+	case cfg.RescueAfter < 0 || cfg.RescueAfter > shortest:
+		return 0, fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s: must be positive and at most %s, the shortest job timeout (BATCH_RUNNER_JOB_TIMEOUT %s, a probe's %s), or a job of a process that died stays running past its timeout",
+			cfg.RescueAfter, shortest, cfg.JobTimeout, probe.Timeout)
 	}
-	if after < cfg.JobTimeout {
-		return 0, fmt.Errorf("BATCH_RUNNER_RESCUE_AFTER %s is below BATCH_RUNNER_JOB_TIMEOUT %s", after, cfg.JobTimeout)
-	}
-	return after, nil
+	return cfg.RescueAfter, nil
 }
 
 // checkSharding refuses settings under which shards could not meet: no slot to work one, a

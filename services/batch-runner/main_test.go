@@ -13,6 +13,8 @@ import (
 
 	"drover.dev/computehorde/synthetic"
 	"drover.dev/queue"
+	"drover.dev/services/batch-runner/internal/work"
+	"drover.dev/shared/probe"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -108,4 +110,43 @@ func TestPoWSettingsReachTheGenerator(t *testing.T) {
 	gens, _, err := generators(cfg)
 	require.NoError(t, err)
 	require.Equal(t, synthetic.PoWGenerator{Range: 1 << 10, Limit: 3 * time.Second}, gens.For("always_on.test"))
+}
+
+// TestRescueAfterIsTheShortestTimeout checks River's RescueStuckJobsAfter against the bound every
+// kind keeps: the rescuer takes back a dead process's job once both RescueStuckJobsAfter and the
+// kind's own timeout have passed, so with RescueStuckJobsAfter at most the shortest timeout a
+// batch is back within JOB_TIMEOUT + 30 s and a probe within a minute. A setting that would
+// break the bound is refused.
+func TestRescueAfterIsTheShortestTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name                string
+		jobTimeout, setting time.Duration
+		want                time.Duration
+		err                 string
+	}{
+		{"Default", 15 * time.Minute, 0, probe.Timeout, ""},
+		{"ShortBatches", 8 * time.Second, 0, 8 * time.Second, ""},
+		{"Shorter", 15 * time.Minute, 10 * time.Second, 10 * time.Second, ""},
+		{"PastAProbesTimeout", 15 * time.Minute, time.Minute, 0, "BATCH_RUNNER_RESCUE_AFTER 1m0s: must be positive and at most 30s"},
+		{"PastTheBatchTimeout", 8 * time.Second, 9 * time.Second, 0, "at most 8s"},
+		{"NoBatchTimeout", 0, 0, 0, "BATCH_RUNNER_JOB_TIMEOUT 0s: must be positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("postgres://unused")
+			cfg.JobTimeout, cfg.RescueAfter = tc.jobTimeout, tc.setting
+			got, err := rescueAfter(cfg)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tc.want, got)
+			worker := &work.RunBatchWorker{JobTimeout: cfg.JobTimeout}
+			require.LessOrEqual(t, got, worker.Timeout(nil))
+			require.LessOrEqual(t, got, (&work.RunBatchShardWorker{JobTimeout: cfg.JobTimeout}).Timeout(nil))
+			require.LessOrEqual(t, got, (&probe.Worker{}).Timeout(nil))
+		})
+	}
 }

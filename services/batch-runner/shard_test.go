@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/computehorde/minersim"
@@ -86,8 +87,8 @@ func requireScoredOnce(t *testing.T, pool *pgxpool.Pool, fleet *minersim.Fleet, 
 // TestShardedBatchOnTwoReplicas runs a batch of four miners as two shards on two service
 // instances on one database, each with one shard slot, so each instance works one shard: the
 // shards agree one send instant through Postgres, each opens its gate at it, and the last to
-// finish ends the batch and enqueues score_batch once. Delivering a shard's job again afterwards
-// changes nothing.
+// finish ends the batch and enqueues score_batch once. River UI's Retry on a shard's job
+// afterwards runs nothing.
 func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	t.Parallel()
 	dbURL, pool, fleet := shardFleet(t)
@@ -112,10 +113,11 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	require.Equal(t, 2, clients, "each replica worked one shard")
 
 	before := resultRows(t, pool)
-	redeliverShard(t, pool, b.ID)
-	require.Equal(t, before, resultRows(t, pool), "a shard job run again writes nothing")
+	retryShard(t, pool, b.ID)
+	require.Equal(t, before, resultRows(t, pool), "a shard job retried in River UI writes nothing")
 	require.Len(t, scoreJobs(t, pool), 1)
 	require.Equal(t, 1, getSharded(t, base, b.ID).Shards[0].Attempt)
+	require.Equal(t, []string{"1/RETRY_REFUSED"}, riverJobEvents(t, base, b.ID))
 }
 
 // requireOneRelease checks that every initial request of the batch went out after the agreed
@@ -163,24 +165,21 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 		offerLag, *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
 }
 
-// redeliverShard inserts shard 0's job again, as River would deliver it twice, and waits until
-// a replica has worked it.
-func redeliverShard(t *testing.T, pool *pgxpool.Pool, batchID int64) {
+// retryShard presses River UI's Retry on shard 0's completed job and waits until a replica has
+// worked it: the shard has finished, so it runs nothing and ends cancelled, naming the route that
+// runs a new batch.
+func retryShard(t *testing.T, pool *pgxpool.Pool, batchID int64) {
 	t.Helper()
 	ctx := context.Background()
-	var args queue.RunBatchShardArgs
-	require.NoError(t, pool.QueryRow(ctx, `SELECT args FROM batch_runner.river_job
-		WHERE kind = 'run_batch_shard' AND (args ->> 'shard')::int = 0`).Scan(&args))
-	require.Equal(t, batchID, args.BatchID)
-	ins, err := queue.NewInserter(pool, queue.BatchRunner)
+	var jobID int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM batch_runner.river_job
+		WHERE kind = 'run_batch_shard' AND (args ->> 'batch_id')::bigint = $1 AND (args ->> 'shard')::int = 0`, batchID).Scan(&jobID))
+	ui := riverUI(t, pool)
+	_, err := ui.JobRetry(ctx, jobID)
 	require.NoError(t, err)
-	res, err := ins.Insert(ctx, args, nil)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var state string
-		require.NoError(t, pool.QueryRow(ctx, `SELECT state FROM batch_runner.river_job WHERE id = $1`, res.Job.ID).Scan(&state))
-		return state == "completed"
-	}, 10*time.Second, 20*time.Millisecond)
+	job := waitJob(t, ui, jobID, rivertype.JobStateCancelled)
+	require.Contains(t, lastError(t, job), fmt.Sprintf("shard 0 of batch %d is done", batchID))
+	require.Contains(t, lastError(t, job), "use POST /v1/batches to run a new batch")
 }
 
 // TestShardNotReadyHoldsNobody runs a two-shard batch on one instance with one shard slot:

@@ -20,6 +20,7 @@ import (
 	"drover.dev/services/miner-sync/internal/metagraph"
 	"drover.dev/services/miner-sync/internal/work"
 	"drover.dev/shared/config"
+	"drover.dev/shared/probe"
 	"drover.dev/shared/service"
 )
 
@@ -53,6 +54,8 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
+	syncTimeout := cfg.SourceTimeout + 30*time.Second
+	rescue := rescueAfter(syncTimeout)
 	spec := service.Spec{
 		Service:  queue.MinerSync,
 		Config:   cfg.Common,
@@ -60,11 +63,14 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
 		Queues:   map[string]int{queue.QueueMetagraph: 1},
-		OpenAPI:  api.OpenAPI,
+		// Every kind has its own Timeout; River's client-wide one must not exceed RescueStuckJobsAfter.
+		JobTimeout:           rescue,
+		RescueStuckJobsAfter: rescue,
+		OpenAPI:              api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		river.AddWorker(deps.Workers, &work.SyncMetagraphWorker{
-			DB: deps.Pool, Source: source, Logger: deps.Logger, JobTimeout: cfg.SourceTimeout + 30*time.Second,
+			DB: deps.Pool, Source: source, Logger: deps.Logger, JobTimeout: syncTimeout,
 			Metrics: work.NewMetrics(deps.Server.Metrics),
 		})
 		deps.Gauges(work.Gauges...)
@@ -80,6 +86,12 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		return nil
 	})
 }
+
+// rescueAfter is River's RescueStuckJobsAfter: the shortest timeout of any kind the service works
+// (a sync's, a probe's). River's rescuer (every 30 s) takes back a running job once both it and
+// the kind's own timeout have passed, so a job of a process that died is back within its own
+// timeout and 30 s.
+func rescueAfter(syncTimeout time.Duration) time.Duration { return min(syncTimeout, probe.Timeout) }
 
 // Check lists every problem of the configuration that can be seen without the network; the
 // service refuses to start with any (service.Main), and `miner-sync check-config` prints them.

@@ -23,6 +23,7 @@ import (
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/work"
 	"drover.dev/shared/config"
+	"drover.dev/shared/probe"
 	"drover.dev/shared/service"
 )
 
@@ -90,6 +91,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if setWeights {
 		queues[queue.QueueWeights] = 1
 	}
+	rescue := rescueAfter(cfg, signer)
 	spec := service.Spec{
 		Service:  queue.Scorer,
 		Config:   cfg.Common,
@@ -97,7 +99,10 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
 		Queues:   queues,
-		OpenAPI:  api.OpenAPI,
+		// Every kind has its own Timeout; River's client-wide one must not exceed RescueStuckJobsAfter.
+		JobTimeout:           rescue,
+		RescueStuckJobsAfter: rescue,
+		OpenAPI:              api.OpenAPI,
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
 		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
@@ -113,6 +118,20 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		api.Routes(deps.Server.API, deps.Pool)
 		return nil
 	})
+}
+
+// rescueAfter is River's RescueStuckJobsAfter: the shortest timeout of any kind the service
+// works. River's rescuer (every 30 s) takes back a running job once both it and the kind's own
+// timeout have passed, so a job of a process that died is back within its own timeout and 30 s.
+func rescueAfter(cfg Config, signer *direct.Client) time.Duration {
+	shortest := min(probe.Timeout, work.ScoreTimeout)
+	switch {
+	case cfg.PylonAddress != "":
+		shortest = min(shortest, (&work.SetWeightsWorker{Pylon: &pylon.Client{Timeout: cfg.PylonTimeout}}).Timeout(nil))
+	case signer != nil:
+		shortest = min(shortest, (&work.SetWeightsWorker{Direct: signer}).Timeout(nil))
+	}
+	return shortest
 }
 
 // Check lists every problem of the configuration that can be seen without the network; the

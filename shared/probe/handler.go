@@ -2,6 +2,7 @@ package probe
 
 import (
 	_ "embed"
+	"log/slog"
 	"net/http"
 
 	"github.com/jackc/pgx/v5"
@@ -19,10 +20,11 @@ import (
 //go:embed openapi.json
 var OpenAPI []byte
 
-// Register adds the probe workers and the /v1/probes routes of service self.
-func Register(workers *river.Workers, api *echo.Group, pool *pgxpool.Pool, ins queue.Inserters, self queue.Service) {
-	river.AddWorker(workers, &Worker{Pool: pool, Inserters: ins, Self: self})
-	river.AddWorker(workers, &AckWorker{Pool: pool})
+// Register adds the probe workers and the /v1/probes routes of service self; the workers log to
+// logger.
+func Register(workers *river.Workers, api *echo.Group, pool *pgxpool.Pool, ins queue.Inserters, self queue.Service, logger *slog.Logger) {
+	river.AddWorker(workers, &Worker{Pool: pool, Inserters: ins, Self: self, Logger: logger})
+	river.AddWorker(workers, &AckWorker{Pool: pool, Logger: logger})
 	api.POST("/probes", handleCreate(pool, ins, self))
 	api.GET("/probes/:id", handleGet(pool, self))
 }

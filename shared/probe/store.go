@@ -92,22 +92,24 @@ func millis(d time.Duration) *float64 {
 	return &ms
 }
 
-// recordArrival stores a probe's arrival, once: a redelivered probe keeps its first arrival time.
-func recordArrival(ctx context.Context, tx pgx.Tx, args queue.ProbeArgs) (time.Time, error) {
-	at, err := queries.ProbeArrivalRecord(ctx, tx, dbsqlc.ProbeArrivalRecordParams{
+// recordArrival stores a probe's arrival, once, and returns its arrival time and whether this
+// call stored it: a probe delivered again keeps its first arrival time.
+func recordArrival(ctx context.Context, tx pgx.Tx, args queue.ProbeArgs) (time.Time, bool, error) {
+	row, err := queries.ProbeArrivalRecord(ctx, tx, dbsqlc.ProbeArrivalRecordParams{
 		Origin: string(args.Origin), ProbeID: args.ProbeID, SentAt: args.SentAt,
 	})
 	if err != nil {
-		return at, fmt.Errorf("record arrival of probe %s/%d: %w", args.Origin, args.ProbeID, err)
+		return row.ArrivedAt, false, fmt.Errorf("record arrival of probe %s/%d: %w", args.Origin, args.ProbeID, err)
 	}
-	return at, nil
+	return row.ArrivedAt, row.First, nil
 }
 
-// recordAck completes a probe row; a repeated acknowledgement changes nothing.
-func recordAck(ctx context.Context, tx pgx.Tx, args queue.ProbeAckArgs) error {
-	err := queries.ProbeAck(ctx, tx, dbsqlc.ProbeAckParams{ID: args.ProbeID, ArrivedAt: new(args.ArrivedAt)})
+// recordAck completes a probe row and reports whether it did: a repeated acknowledgement, or one
+// of a probe not sent from here, changes nothing.
+func recordAck(ctx context.Context, tx pgx.Tx, args queue.ProbeAckArgs) (bool, error) {
+	n, err := queries.ProbeAck(ctx, tx, dbsqlc.ProbeAckParams{ID: args.ProbeID, ArrivedAt: new(args.ArrivedAt)})
 	if err != nil {
-		return fmt.Errorf("record ack of probe %d: %w", args.ProbeID, err)
+		return false, fmt.Errorf("record ack of probe %d: %w", args.ProbeID, err)
 	}
-	return nil
+	return n == 1, nil
 }

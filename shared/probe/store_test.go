@@ -64,10 +64,12 @@ func TestRecordArrivalKeepsTheFirst(t *testing.T) {
 	tx := testdb.Tx(t, "scorer")
 
 	args := queue.ProbeArgs{ProbeID: 9, Origin: queue.BuildScheduler}
-	first, err := recordArrival(ctx, tx, args)
+	first, stored, err := recordArrival(ctx, tx, args)
 	require.NoError(t, err)
-	again, err := recordArrival(ctx, tx, args)
+	require.True(t, stored)
+	again, stored, err := recordArrival(ctx, tx, args)
 	require.NoError(t, err)
+	require.False(t, stored)
 	require.Equal(t, first, again)
 }
 
@@ -84,13 +86,17 @@ func TestAckCompletesProbeOnce(t *testing.T) {
 	require.Nil(t, got.RoundTripMS)
 
 	ack := queue.ProbeAckArgs{ProbeID: p.ID, Target: queue.Scorer, ArrivedAt: p.SentAt.Add(3_000_000)}
-	require.NoError(t, recordAck(ctx, tx, ack))
+	acked, err := recordAck(ctx, tx, ack)
+	require.NoError(t, err)
+	require.True(t, acked)
 	first, err := Get(ctx, tx, queue.MinerSync, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, StateAcked, first.State)
 	require.InDelta(t, 3.0, *first.LatencyMS, 0.001)
 
-	require.NoError(t, recordAck(ctx, tx, ack))
+	acked, err = recordAck(ctx, tx, ack)
+	require.NoError(t, err)
+	require.False(t, acked)
 	second, err := Get(ctx, tx, queue.MinerSync, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, first.AckedAt, second.AckedAt, "a repeated ack changes nothing")

@@ -188,7 +188,7 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 	d.Pool, d.Inserters = pool, inserters
 	d.failures = metrics.NewQueryFailures()
 	d.Server.Metrics.MustRegister(d.failures)
-	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service)
+	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service, d.Logger)
 	return nil
 }
 

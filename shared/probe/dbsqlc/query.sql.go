@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const probeAck = `-- name: ProbeAck :exec
+const probeAck = `-- name: ProbeAck :execrows
 UPDATE probes SET arrived_at = $1, acked_at = clock_timestamp()
 WHERE id = $2 AND acked_at IS NULL
 `
@@ -20,10 +20,13 @@ type ProbeAckParams struct {
 	ID        int64
 }
 
-// ProbeAck completes a probe row; a repeated acknowledgement changes nothing.
-func (q *Queries) ProbeAck(ctx context.Context, db DBTX, arg ProbeAckParams) error {
-	_, err := db.Exec(ctx, probeAck, arg.ArrivedAt, arg.ID)
-	return err
+// ProbeAck completes a probe row; a repeated acknowledgement changes nothing (no row).
+func (q *Queries) ProbeAck(ctx context.Context, db DBTX, arg ProbeAckParams) (int64, error) {
+	result, err := db.Exec(ctx, probeAck, arg.ArrivedAt, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const probeArrivalRecord = `-- name: ProbeArrivalRecord :one
@@ -32,9 +35,9 @@ WITH ins AS (
     ON CONFLICT (origin, probe_id) DO NOTHING
     RETURNING arrived_at
 )
-SELECT arrived_at FROM ins
+SELECT arrived_at, true AS first FROM ins
 UNION ALL
-SELECT arrived_at FROM probe_arrivals WHERE origin = $1 AND probe_id = $2
+SELECT arrived_at, false AS first FROM probe_arrivals WHERE origin = $1 AND probe_id = $2
 LIMIT 1
 `
 
@@ -44,13 +47,18 @@ type ProbeArrivalRecordParams struct {
 	SentAt  time.Time
 }
 
-// ProbeArrivalRecord stores the arrival of a probe once and returns its arrival time: a redelivered
-// probe keeps its first.
-func (q *Queries) ProbeArrivalRecord(ctx context.Context, db DBTX, arg ProbeArrivalRecordParams) (time.Time, error) {
+type ProbeArrivalRecordRow struct {
+	ArrivedAt time.Time
+	First     bool
+}
+
+// ProbeArrivalRecord stores the arrival of a probe once and returns its arrival time, and whether
+// this call stored it: a probe delivered again keeps its first.
+func (q *Queries) ProbeArrivalRecord(ctx context.Context, db DBTX, arg ProbeArrivalRecordParams) (ProbeArrivalRecordRow, error) {
 	row := db.QueryRow(ctx, probeArrivalRecord, arg.Origin, arg.ProbeID, arg.SentAt)
-	var arrived_at time.Time
-	err := row.Scan(&arrived_at)
-	return arrived_at, err
+	var i ProbeArrivalRecordRow
+	err := row.Scan(&i.ArrivedAt, &i.First)
+	return i, err
 }
 
 const probeGet = `-- name: ProbeGet :one

@@ -19,29 +19,49 @@ import (
 type Started struct {
 	ID      int64
 	Attempt int
+	// Retried is true when the attempt BatchStart took over had ended its River job for good:
+	// the job is delivered again only because someone pressed Retry in River UI.
+	Retried bool
 }
 
 // BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
-// the job, and merges {"batch_id": id} into that River job's metadata in the same statement. A running batch of another job older than staleAfter belonged to a process that died
+// the job. A running batch of another job older than staleAfter belonged to a process that died
 // and whose job River gave up on; it is marked failed so batches can go on (a sharded batch only
-// once no River job of an unfinished shard is left). Another batch still
-// running gives ErrConflict; this job's batch already done gives ErrAlreadyDone, and so does a
-// sharded batch of this job: its coordinator's work ended when the shards were created, and the
-// shards, not a retried coordinator, run it.
+// once no River job of an unfinished shard is left). Another batch still running gives
+// ErrConflict. This job's batch already done gives ErrAlreadyDone, and so does a sharded batch of
+// this job: its coordinator's work ended when the shards were created, and the shards, not a
+// retried coordinator, run it. With ErrAlreadyDone the batch's id and attempt are returned.
 func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
 	if err := queries.BatchFailAbandoned(ctx, db, dbsqlc.BatchFailAbandonedParams{
 		RiverJobID: riverJobID, StaleAfter: staleAfter.String(),
 	}); err != nil {
 		return Started{}, fmt.Errorf("fail stale batches: %w", err)
 	}
-	row, err := queries.BatchStart(ctx, db, dbsqlc.BatchStartParams{RiverJobID: riverJobID, Reason: reason})
+	row, err := queries.BatchStart(ctx, db, dbsqlc.BatchStartParams{
+		RiverJobID: riverJobID, Reason: reason, EndedType: string(sysevent.TypeRiverJob),
+		EndedSubtypes: []string{string(sysevent.JobDiscarded), string(sysevent.JobCancelled)},
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Started{}, ErrAlreadyDone
+		return batchEnded(ctx, db, riverJobID)
 	}
 	if err != nil {
 		return Started{}, fmt.Errorf("start batch of job %d: %w", riverJobID, mapErr(err))
 	}
-	return Started{ID: row.ID, Attempt: int(row.Attempt)}, nil
+	return Started{ID: row.ID, Attempt: int(row.Attempt), Retried: row.Retried}, nil
+}
+
+// batchEnded is ErrAlreadyDone for the batch of a job BatchStart may not start again, saying
+// what became of it.
+func batchEnded(ctx context.Context, db postgres.DBTX, riverJobID int64) (Started, error) {
+	b, err := queries.BatchOfJobGet(ctx, db, riverJobID)
+	if err != nil {
+		return Started{}, fmt.Errorf("batch of job %d: %w", riverJobID, mapErr(err))
+	}
+	s := Started{ID: b.ID, Attempt: int(b.Attempt)}
+	if b.Shards > 0 {
+		return s, fmt.Errorf("batch %d of job %d was handed to its %d shards and is %s: %w", b.ID, riverJobID, b.Shards, b.State, ErrAlreadyDone)
+	}
+	return s, fmt.Errorf("batch %d of job %d is %s: %w", b.ID, riverJobID, b.State, ErrAlreadyDone)
 }
 
 // BatchPlanned records what phase 1 decided.

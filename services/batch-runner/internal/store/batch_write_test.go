@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -51,8 +53,11 @@ func TestBatchLifecycle(t *testing.T) {
 		require.Equal(t, 2, again.Attempt)
 		require.ErrorIs(t, BatchFinish(ctx, bundle.tx, first, result()), ErrConflict, "a stale attempt cannot finish")
 		require.NoError(t, BatchFinish(ctx, bundle.tx, again, result()))
-		_, err = BatchStart(ctx, bundle.tx, 101, "api", time.Hour)
-		require.ErrorIs(t, err, ErrAlreadyDone, "a redelivered job after commit does nothing")
+		require.False(t, again.Retried, "River's own retry")
+		ended, err := BatchStart(ctx, bundle.tx, 101, "api", time.Hour)
+		require.ErrorIs(t, err, ErrAlreadyDone, "a job delivered after its batch committed runs nothing")
+		require.ErrorContains(t, err, fmt.Sprintf("batch %d of job 101 is done", again.ID))
+		require.Equal(t, Started{ID: again.ID, Attempt: 2}, ended, "the batch it ran")
 		b, err := BatchGet(ctx, bundle.tx, again.ID)
 		require.NoError(t, err)
 		require.Equal(t, BatchDone, b.State)
@@ -83,5 +88,41 @@ func TestBatchLifecycle(t *testing.T) {
 		jobs, err := JobList(ctx, bundle.tx, s.ID)
 		require.NoError(t, err)
 		require.Empty(t, jobs, "a failed batch writes no half results")
+	})
+	t.Run("RetryOfABatchEndedForGoodIsTold", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		s, err := BatchStart(ctx, bundle.tx, 401, "api", time.Hour)
+		require.NoError(t, err)
+		// An attempt that failed and left the job to River's retry: not an ended job.
+		require.NoError(t, BatchFail(ctx, bundle.tx, s, errors.New("miners unreachable"), result()))
+		s, err = BatchStart(ctx, bundle.tx, 401, "api", time.Hour)
+		require.NoError(t, err)
+		require.False(t, s.Retried)
+		// The last attempt fails and ends the job: only River UI's Retry brings it back.
+		require.NoError(t, BatchFail(ctx, bundle.tx, s, errors.New("miners unreachable"), nil))
+		require.NoError(t, EventsWrite(ctx, bundle.tx, s, []sysevent.Event{
+			sysevent.One(sysevent.TypeRiverJob, sysevent.JobDiscarded, "ended", nil)}))
+		s, err = BatchStart(ctx, bundle.tx, 401, "api", time.Hour)
+		require.NoError(t, err)
+		require.Equal(t, 3, s.Attempt)
+		require.True(t, s.Retried)
+		// A retry refused or run again is no end of the job.
+		require.NoError(t, EventsWrite(ctx, bundle.tx, s, []sysevent.Event{
+			sysevent.One(sysevent.TypeRiverJob, sysevent.JobRetried, "again", nil)}))
+		require.NoError(t, BatchFail(ctx, bundle.tx, s, errors.New("miners unreachable"), nil))
+		s, err = BatchStart(ctx, bundle.tx, 401, "api", time.Hour)
+		require.NoError(t, err)
+		require.False(t, s.Retried)
+	})
+
+	t.Run("ShardedBatchIsNotStartedAgain", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		b := shardedBatch(t, bundle.tx, 501)
+		again, err := BatchStart(ctx, bundle.tx, 501, "api", time.Hour)
+		require.ErrorIs(t, err, ErrAlreadyDone)
+		require.ErrorContains(t, err, fmt.Sprintf("batch %d of job 501 was handed to its 2 shards and is running", b.ID))
+		require.Equal(t, b.ID, again.ID)
 	})
 }

@@ -1,6 +1,6 @@
 -- The statements of batch-runner, compiled by sqlc into dbsqlc (make generate). Tables: batches,
 -- batch_shards, batch_jobs, batch_events in batch_runner; miner_sync.miners read-only; the
--- river_job table of this schema, read and, for BatchStart, its metadata.
+-- river_job table of this schema, read only (River's own calls write it).
 
 -- name: MinerList :many
 -- MinerList reads the miners table of miner-sync: every neuron, the tested miners and the validators alike.
@@ -63,20 +63,22 @@ WHERE b.state = 'running' AND b.river_job_id <> @river_job_id
 
 -- name: BatchStart :one
 -- BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
--- whose batch is neither done nor sharded (no row then), and merges the batch id into that River
--- job's metadata in the same statement, so River UI names the batch of a running job.
-WITH b AS (
-    INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
-    ON CONFLICT (river_job_id) DO UPDATE
-       SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-           started_at = clock_timestamp(), finished_at = NULL
-     WHERE batches.state <> 'done' AND batches.shards = 0
-    RETURNING id, attempt
-), named AS (
-    UPDATE river_job SET metadata = river_job.metadata || jsonb_build_object('batch_id', b.id)
-    FROM b WHERE river_job.id = @river_job_id
-)
-SELECT b.id, b.attempt FROM b;
+-- whose batch is neither done nor sharded (no row then). retried is true when the attempt taken
+-- over had ended the River job for good (one of its events has a subtype of ended_subtypes): only
+-- a Retry pressed in River UI delivers such a job again.
+INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
+ON CONFLICT (river_job_id) DO UPDATE
+   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+       started_at = clock_timestamp(), finished_at = NULL
+ WHERE batches.state <> 'done' AND batches.shards = 0
+RETURNING id, attempt, EXISTS (
+    SELECT 1 FROM batch_events e
+    WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
+      AND e.type = @ended_type::text AND e.subtype = ANY(@ended_subtypes::text[]))::bool AS retried;
+
+-- name: BatchOfJobGet :one
+-- BatchOfJobGet returns the batch of a run_batch job.
+SELECT id, attempt, state, shards FROM batches WHERE river_job_id = @river_job_id;
 
 -- name: BatchSetPlan :exec
 UPDATE batches SET miners = @miners, previous_jobs = @previous_jobs, pregenerated = @pregenerated
@@ -113,6 +115,12 @@ FROM batches b
 WHERE s.batch_id = @batch_id AND s.shard = @shard AND s.state IN ('pending', 'running')
   AND b.id = s.batch_id AND b.state = 'running'
 RETURNING s.attempt;
+
+-- name: BatchShardGet :one
+-- BatchShardGet returns a shard's state and attempt with its batch's state.
+SELECT s.state, s.attempt, b.state AS batch_state
+FROM batch_shards s JOIN batches b ON b.id = s.batch_id
+WHERE s.batch_id = @batch_id AND s.shard = @shard;
 
 -- name: ClockGet :one
 SELECT clock_timestamp()::timestamptz AS now;

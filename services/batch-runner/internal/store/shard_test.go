@@ -12,9 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/testdb"
@@ -87,8 +89,12 @@ func TestShardedBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, end.Ended, "a batch ends once")
 
-		_, err = ShardStart(ctx, tx, b.ID, 1, 12)
-		require.ErrorIs(t, err, ErrAlreadyDone, "a redelivered shard job does nothing")
+		ended, err := ShardStart(ctx, tx, b.ID, 1, 12)
+		require.ErrorIs(t, err, ErrAlreadyDone, "a shard job delivered after its shard finished runs nothing")
+		require.ErrorContains(t, err, fmt.Sprintf("shard 1 of batch %d is done (the batch is done)", b.ID))
+		require.Equal(t, ShardStarted{BatchID: b.ID, Shard: 1, Attempt: 1}, ended)
+		_, err = ShardStart(ctx, tx, b.ID, 7, 12)
+		require.ErrorIs(t, err, ErrNotFound, "no such shard")
 		_, err = BatchStart(ctx, tx, 301, "api", time.Hour)
 		require.ErrorIs(t, err, ErrAlreadyDone)
 		got, err := BatchGet(ctx, tx, b.ID)
@@ -196,8 +202,9 @@ func TestShardedBatch(t *testing.T) {
 		require.NoError(t, sp.Rollback(ctx))
 
 		// River gave up on both shard jobs: the batch is abandoned.
-		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = ANY($1)`, jobIDs)
-		require.NoError(t, err)
+		for _, id := range jobIDs {
+			queuetest.Finish(ctx, t, tx, queue.BatchRunner.Schema(), id, rivertype.JobStateDiscarded)
+		}
 		_, err = BatchStart(ctx, tx, 702, "api", time.Minute)
 		require.NoError(t, err)
 		got, err := BatchGet(ctx, tx, old.ID)

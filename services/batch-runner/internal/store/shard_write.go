@@ -11,6 +11,7 @@ import (
 
 	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/store/dbsqlc"
+	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/postgres"
 )
 
@@ -40,18 +41,30 @@ func ShardsCreate(ctx context.Context, tx pgx.Tx, s Started, sizes []int, riverJ
 
 // ShardStart begins an attempt at a shard: the first delivery of its job, or River's retry of an
 // attempt whose process died. A shard already finished (done or failed), or whose batch is no
-// longer running, gives ErrAlreadyDone: a redelivered job does nothing.
+// longer running, gives ErrAlreadyDone with the shard's last attempt: its job was delivered again
+// after it had ended, which only River UI's Retry does. A shard that does not exist gives
+// ErrNotFound.
 func ShardStart(ctx context.Context, db postgres.DBTX, batchID int64, shard int, riverJobID int64) (ShardStarted, error) {
 	attempt, err := queries.BatchShardStart(ctx, db, dbsqlc.BatchShardStartParams{
 		BatchID: batchID, Shard: int32(shard), RiverJobID: new(riverJobID),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return ShardStarted{}, ErrAlreadyDone
+		return shardEnded(ctx, db, batchID, shard)
 	}
 	if err != nil {
 		return ShardStarted{}, fmt.Errorf("start shard %d of batch %d: %w", shard, batchID, err)
 	}
 	return ShardStarted{BatchID: batchID, Shard: shard, Attempt: int(attempt)}, nil
+}
+
+// shardEnded is ErrAlreadyDone for a shard ShardStart may not start, saying what became of it.
+func shardEnded(ctx context.Context, db postgres.DBTX, batchID int64, shard int) (ShardStarted, error) {
+	row, err := queries.BatchShardGet(ctx, db, dbsqlc.BatchShardGetParams{BatchID: batchID, Shard: int32(shard)})
+	if err != nil {
+		return ShardStarted{}, fmt.Errorf("shard %d of batch %d: %w", shard, batchID, mapErr(err))
+	}
+	s := ShardStarted{BatchID: batchID, Shard: shard, Attempt: int(row.Attempt)}
+	return s, fmt.Errorf("shard %d of batch %d is %s (the batch is %s): %w", shard, batchID, row.State, row.BatchState, ErrAlreadyDone)
 }
 
 // ShardReady records that the shard's executors are ready and its frames built at readyAt (its
@@ -115,6 +128,11 @@ func ShardFinish(ctx context.Context, tx pgx.Tx, s ShardStarted, res *batch.Resu
 		return fmt.Errorf("finish shard %d of batch %d attempt %d: %w", s.Shard, s.BatchID, s.Attempt, ErrConflict)
 	}
 	return writeResults(ctx, tx, s.BatchID, s.Attempt, &s.Shard, res)
+}
+
+// ShardEventsWrite bulk-writes system events of one attempt at a shard.
+func ShardEventsWrite(ctx context.Context, tx pgx.Tx, s ShardStarted, events []sysevent.Event) error {
+	return eventsWrite(ctx, tx, s.BatchID, s.Attempt, &s.Shard, events)
 }
 
 // ShardFail marks a shard's attempt failed, for good, with its stage timings and events.

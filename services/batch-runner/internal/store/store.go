@@ -22,9 +22,10 @@ var ErrNotFound = errors.New("not found")
 // by another attempt.
 var ErrConflict = errors.New("conflict")
 
-// ErrAlreadyDone is returned by BatchStart for a run_batch job whose batch was written already:
-// River delivered the job again after its results committed.
-var ErrAlreadyDone = errors.New("batch already done")
+// ErrAlreadyDone is returned by BatchStart for a run_batch job whose batch was written already
+// (or handed to its shards), and by ShardStart for a shard that has ended: the job was delivered
+// again after its outcome committed with its end, which only River UI's Retry does.
+var ErrAlreadyDone = errors.New("already ended")
 
 // mapErr turns driver errors into the store's.
 func mapErr(err error) error {

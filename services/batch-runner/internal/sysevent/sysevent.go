@@ -29,6 +29,11 @@ const (
 	// TypeProtocol records frames that change nothing: duplicates, unknown job_uuids, late
 	// answers and malformed frames.
 	TypeProtocol Type = "MINER_PROTOCOL_EVENT"
+	// TypeRiverJob records what befell the River job of a batch or a shard besides its work: it
+	// ended for good with the batch failed, or an operator pressed a River UI button on it. A
+	// run_batch job delivered again after an attempt whose TypeRiverJob event ended it
+	// (JobDiscarded, JobCancelled) can only have been retried by hand.
+	TypeRiverJob Type = "RIVER_JOB"
 )
 
 // The event subtypes, used with the types above.
@@ -63,6 +68,16 @@ const (
 	// NoSuitableGenerator: an executor class has no job it can run (a GPU job, and no GPU), so
 	// its executors are not tested.
 	NoSuitableGenerator Subtype = "NO_SUITABLE_GENERATOR"
+
+	// Subtypes of TypeRiverJob. JobDiscarded: the job ended failed for good with its batch.
+	// JobCancelled: River UI's Cancel stopped the running job, and its batch or shard failed with
+	// it. JobRetried: River UI's Retry ran a failed batch again. RetryRefused: River UI's Retry
+	// delivered a job whose batch or shard had already ended; nothing ran and the job ended
+	// cancelled.
+	JobDiscarded Subtype = "JOB_DISCARDED"
+	JobCancelled Subtype = "JOB_CANCELLED"
+	JobRetried   Subtype = "JOB_RETRIED"
+	RetryRefused Subtype = "RETRY_REFUSED"
 )
 
 // Event is one system event. Data is a JSON object with the ids involved.
@@ -131,6 +146,14 @@ func (r *Recorder) Add(typ Type, subtype Subtype, description string, data any) 
 		return
 	}
 	r.events = append(r.events, Event{Type: typ, Subtype: subtype, Description: description, At: r.now(), Data: raw})
+}
+
+// One returns a single event of the kind at now, for a caller that writes it at once rather
+// than through a Recorder.
+func One(typ Type, subtype Subtype, description string, data any) Event {
+	r := New(map[Kind]int{})
+	r.Add(typ, subtype, description, data)
+	return r.Drain()[0]
 }
 
 // Addf records an event with a formatted description and no data.

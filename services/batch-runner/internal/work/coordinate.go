@@ -19,7 +19,7 @@ import (
 // batch has no more miners than one shard takes: the batch then runs in this process as before.
 // Otherwise the batch row, its shard rows, the shards' run_batch_shard jobs and this job's
 // completion commit in one transaction, so a batch is either wholly handed to its shards or not
-// at all, and a retried coordinator never hands it out twice.
+// at all, and a coordinator retried in River UI never hands it out twice (refuseRetry).
 func (w *RunBatchWorker) coordinate(ctx context.Context, job *river.Job[queue.RunBatchArgs]) (bool, error) {
 	miners, _, err := store.MinerList(ctx, w.Pool)
 	if err != nil {
@@ -38,20 +38,20 @@ func (w *RunBatchWorker) coordinate(ctx context.Context, job *river.Job[queue.Ru
 	})
 	switch {
 	case errors.Is(err, store.ErrAlreadyDone):
-		w.Logger.Info("batch of this job already handed to its shards; nothing to do", "job_id", job.ID)
-		return true, nil
+		return true, w.refuseRetry(ctx, job, started, err)
 	case errors.Is(err, store.ErrConflict):
 		return true, river.JobSnooze(w.BusySnooze)
 	case err != nil:
-		return true, err
+		return true, w.stopped(ctx, job, err)
 	}
+	w.noteRetried(ctx, job, started)
 	w.Logger.Info("batch handed to shards", "batch_id", started.ID, "miners", len(miners), "shards", len(shards))
 	return true, nil
 }
 
 // createShards writes the batch row, its shards and their jobs in tx.
 func (w *RunBatchWorker) createShards(ctx context.Context, tx pgx.Tx, job *river.Job[queue.RunBatchArgs], miners int, shards [][]batch.Miner) (store.Started, error) {
-	started, err := store.BatchStart(ctx, tx, job.ID, job.Args.Reason, w.JobTimeout)
+	started, err := w.start(ctx, tx, job)
 	if err != nil {
 		return started, err
 	}

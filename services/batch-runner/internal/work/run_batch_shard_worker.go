@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/batch"
@@ -25,8 +26,9 @@ import (
 // completion in one transaction.
 //
 // Running it twice is harmless: a shard is finished once (its row moves from running to done or
-// failed for the current attempt only), a redelivered job finds it finished and returns, and
-// River's retry of an attempt whose process died takes the shard over with attempt+1.
+// failed for the current attempt only, in the transaction that ends this job), River's retry of
+// an attempt whose process died takes the shard over with attempt+1, and a job delivered after
+// its shard finished, which only River UI's Retry does, runs nothing and ends cancelled.
 type RunBatchShardWorker struct {
 	river.WorkerDefaults[queue.RunBatchShardArgs]
 
@@ -48,14 +50,30 @@ func (w *RunBatchShardWorker) Timeout(*river.Job[queue.RunBatchShardArgs]) time.
 	return w.JobTimeout
 }
 
+// ShardRetryDelay is how soon River runs a shard again after an attempt that errored or whose
+// process died (the rescuer uses NextRetry too): the shard's batch waits for it, so River's
+// backoff of attempt⁴ seconds would only keep the other shards' results from scorer longer.
+const ShardRetryDelay = time.Second
+
+// NextRetry implements river.Worker.
+func (w *RunBatchShardWorker) NextRetry(*river.Job[queue.RunBatchShardArgs]) time.Time {
+	return time.Now().Add(ShardRetryDelay)
+}
+
 // Work implements river.Worker. A shard that fails is finished for good (its events kept): its
 // batch's send instant is gone, so a retry could only send out of step with the others.
 func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) error {
 	shard, plan, err := w.prepare(ctx, job)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDone):
-		w.Logger.Info("shard already finished; nothing to do", "batch_id", job.Args.BatchID, "shard", job.Args.Shard)
-		return nil
+		return w.refuseRetry(ctx, job, shard, err)
+	case errors.Is(err, store.ErrNotFound):
+		return river.JobCancel(err)
+	case err != nil && cancelledRemotely(ctx) && shard.Attempt > 0:
+		return w.failed(ctx, job, shard, err, nil)
+	case err != nil && cancelledRemotely(ctx):
+		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, "stopped before the shard started; job cancelled", "error", err)
+		return err
 	case err != nil:
 		return err
 	}
@@ -67,17 +85,44 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		ended, err = w.finish(ctx, job, shard, res)
 	}
 	if err != nil {
-		err = fmt.Errorf("shard %d of batch %d: %w", shard.Shard, shard.BatchID, err)
-		w.Logger.Warn("shard failed", "batch_id", shard.BatchID, "shard", shard.Shard, "error", err)
-		if ended, ok := w.fail(ctx, job, shard, err, res); ok {
-			w.Metrics.ended(ended)
-			return nil // the River job ended discarded with the shard
-		}
-		return river.JobCancel(err)
+		return w.failed(ctx, job, shard, err, res)
 	}
 	w.Metrics.ended(ended)
 	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
+	return nil
+}
+
+// failed finishes a shard whose attempt failed (fail) and tells River what is left to do.
+func (w *RunBatchShardWorker) failed(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) error {
+	cause = fmt.Errorf("shard %d of batch %d: %w", s.Shard, s.BatchID, cause)
+	w.Logger.Warn("shard failed", "batch_id", s.BatchID, "shard", s.Shard, "error", cause)
+	if ended, ok := w.fail(ctx, job, s, cause, res); ok {
+		w.Metrics.ended(ended)
+		return nil // the River job ended with the shard, discarded or cancelled
+	}
+	return river.JobCancel(cause)
+}
+
+// refuseRetry ends a job delivered again after its shard finished, which only River UI's Retry
+// does: a shard cannot run once its batch's send instant is gone. The job ends cancelled with an
+// error naming the route that runs a new batch, and an event on the batch says so, in one
+// transaction.
+func (w *RunBatchShardWorker) refuseRetry(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, ended error) error {
+	cause := fmt.Errorf("%w; a shard cannot run again once its batch's send instant is gone: use POST /v1/batches to run a new batch", ended)
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		event := sysevent.One(sysevent.TypeRiverJob, sysevent.RetryRefused,
+			fmt.Sprintf("River UI's Retry on run_batch_shard job %d refused: %v", job.ID, ended),
+			map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt})
+		if err := store.ShardEventsWrite(ctx, tx, s, []sysevent.Event{event}); err != nil {
+			return err
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCancelled, Err: cause, Output: batchOutput(s.BatchID)})
+	})
+	if err != nil {
+		return fmt.Errorf("refuse retry of run_batch_shard job %d: %w", job.ID, err)
+	}
+	logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.BatchID, "shard", s.Shard)
 	return nil
 }
 
@@ -163,10 +208,15 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 }
 
 // fail finishes a shard as failed with its events, ends the batch if it was the last, and ends
-// the River job discarded with the cause, in one transaction on a detached context. It reports
-// whether that committed, with how the batch ended (see endBatch); if it did not, the caller
-// cancels the job through River.
+// the River job with the cause, in one transaction on a detached context: cancelled, with an
+// event, when River UI's Cancel stopped it, else discarded. It reports whether that committed,
+// with how the batch ended (see endBatch); if it did not, the caller cancels the job through
+// River.
 func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (store.BatchState, bool) {
+	cancelled := cancelledRemotely(ctx)
+	if cancelled {
+		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
+	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var ended store.BatchState
@@ -178,10 +228,23 @@ func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.Run
 		if ended, err = w.endBatch(ctx, tx, s.BatchID); err != nil {
 			return err
 		}
-		return queue.JobFailTx(ctx, tx, job, cause)
+		if !cancelled {
+			return queue.JobFailTx(ctx, tx, job, cause)
+		}
+		event := sysevent.One(sysevent.TypeRiverJob, sysevent.JobCancelled,
+			fmt.Sprintf("River UI's Cancel stopped run_batch_shard job %d; the shard failed", job.ID),
+			map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt})
+		if err := store.ShardEventsWrite(ctx, tx, s, []sysevent.Event{event}); err != nil {
+			return err
+		}
+		return queue.JobCancelTx(ctx, tx, job, cause)
 	})
 	if err != nil {
 		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
+	}
+	if cancelled {
+		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),
+			"batch_id", s.BatchID, "shard", s.Shard, "recorded", err == nil)
 	}
 	return ended, err == nil
 }

@@ -25,7 +25,10 @@ import (
 //
 // Running it twice is harmless: the batch row is keyed by the River job id, a retried job takes
 // over its own row, and results are written only by the transaction that flips the row from
-// running to done, so a batch is never scored twice.
+// running to done, so a batch is never scored twice. The job ends in the transaction that records
+// its batch's outcome, so a job delivered again after its batch ended was retried in River UI:
+// a done (or sharded) batch is not run again and the job ends cancelled saying so, a batch that
+// failed for good is run again (docs/river-ui-actions.md).
 type RunBatchWorker struct {
 	river.WorkerDefaults[queue.RunBatchArgs]
 
@@ -51,7 +54,9 @@ type RunBatchWorker struct {
 	ShardMiners int
 }
 
-// Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone).
+// Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone). River's
+// rescuer takes back the job of a process that died within JobTimeout and its 30 s cadence, as
+// long as the client's RescueStuckJobsAfter is at most JobTimeout.
 func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration { return w.JobTimeout }
 
 // Work implements river.Worker.
@@ -66,12 +71,13 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 	defer w.Progress.Done(plan.Progress)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDone):
-		w.Logger.Info("batch of this job already written; nothing to do", "job_id", job.ID)
-		return nil
+		return w.refuseRetry(ctx, job, started, err)
 	case errors.Is(err, store.ErrConflict):
 		return river.JobSnooze(w.BusySnooze)
+	case err != nil && started.ID == 0:
+		return w.stopped(ctx, job, err)
 	case err != nil:
-		return err
+		return w.failed(ctx, job, started, err, nil)
 	}
 	res, err := runPhase2(ctx, w.Batch, plan)
 	plan.Progress.SetPhase(batch.PhaseWrite)
@@ -81,17 +87,32 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 		err = w.finish(ctx, job, started, res)
 	}
 	if err != nil {
-		w.Metrics.ended(store.BatchFailed)
-		w.Logger.Warn("batch failed", "batch_id", started.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", err)
-		if w.fail(ctx, job, started, err, res) {
-			return nil // the River job ended discarded with the batch
-		}
-		return fmt.Errorf("batch %d: %w", started.ID, err)
+		return w.failed(ctx, job, started, err, res)
 	}
 	w.Metrics.ended(store.BatchDone)
 	w.Logger.Info("batch done", "batch_id", started.ID, "attempt", job.Attempt, "jobs", len(res.Jobs),
 		"send_spread", res.SendSpread, "duration", time.Since(begun))
 	return nil
+}
+
+// failed records a failed attempt at batch s and tells River what is left to do: nothing when
+// fail ended the job with the batch, else retry it.
+func (w *RunBatchWorker) failed(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, res *batch.Result) error {
+	w.Metrics.ended(store.BatchFailed)
+	w.Logger.Warn("batch failed", "batch_id", s.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", cause)
+	if w.fail(ctx, job, s, cause, res) {
+		return nil // the River job ended with the batch, discarded or cancelled
+	}
+	return fmt.Errorf("batch %d: %w", s.ID, cause)
+}
+
+// stopped returns err of a job stopped before it wrote anything of a batch; River UI's Cancel
+// stopping it so is logged, and River ends the job cancelled.
+func (w *RunBatchWorker) stopped(ctx context.Context, job *river.Job[queue.RunBatchArgs], err error) error {
+	if cancelledRemotely(ctx) {
+		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, "stopped before a batch was written; job cancelled", "error", err)
+	}
+	return err
 }
 
 // runPhase2 runs batch.Run and turns a panic that escaped it into an error, so the events
@@ -108,10 +129,19 @@ func runPhase2(ctx context.Context, cfg batch.Config, plan batch.Plan) (res *bat
 
 // prepare is phase 1.
 func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchArgs]) (store.Started, batch.Plan, error) {
-	started, err := store.BatchStart(ctx, w.Pool, job.ID, job.Args.Reason, w.JobTimeout)
-	if err != nil {
-		return store.Started{}, batch.Plan{}, err
+	var started store.Started
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		var err error
+		started, err = w.start(ctx, tx, job)
+		return err
+	})
+	if err != nil && !errors.Is(err, store.ErrAlreadyDone) {
+		started = store.Started{} // rolled back: no batch row of this attempt
 	}
+	if err != nil {
+		return started, batch.Plan{}, err
+	}
+	w.noteRetried(ctx, job, started)
 	plan := batch.Plan{
 		BatchID: started.ID, Events: sysevent.New(nil),
 		Progress: w.Progress.Start(started.ID, job.ID, started.Attempt),
@@ -135,6 +165,58 @@ func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBa
 	return started, plan, nil
 }
 
+// start creates the batch of job in tx, or takes it over (store.BatchStart), and names it as the
+// job's output, so River UI shows which batch a running run_batch job runs. When River UI's Retry
+// brought back a job whose batch failed for good, an event on the batch says that it runs again.
+func (w *RunBatchWorker) start(ctx context.Context, tx pgx.Tx, job *river.Job[queue.RunBatchArgs]) (store.Started, error) {
+	started, err := store.BatchStart(ctx, tx, job.ID, job.Args.Reason, w.JobTimeout)
+	if err != nil {
+		return started, err
+	}
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return started, fmt.Errorf("name batch %d on run_batch job %d: %w", started.ID, job.ID, err)
+	}
+	if _, err := client.JobUpdateTx(ctx, tx, job.ID, &river.JobUpdateParams{Output: batchOutput(started.ID)}); err != nil {
+		return started, fmt.Errorf("name batch %d on run_batch job %d: %w", started.ID, job.ID, err)
+	}
+	if !started.Retried {
+		return started, nil
+	}
+	return started, store.EventsWrite(ctx, tx, started, []sysevent.Event{sysevent.One(sysevent.TypeRiverJob, sysevent.JobRetried,
+		fmt.Sprintf("River UI's Retry runs the failed batch again: attempt %d, run_batch job %d", started.Attempt, job.ID),
+		map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt})})
+}
+
+// noteRetried logs a batch that runs again because River UI's Retry brought its job back.
+func (w *RunBatchWorker) noteRetried(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started) {
+	if s.Retried {
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("runs failed batch %d again (attempt %d)", s.ID, s.Attempt), "batch_id", s.ID)
+	}
+}
+
+// refuseRetry ends a job delivered again after its batch ended for good (done, or handed to its
+// shards), which only River UI's Retry does: running that batch again under the same job cannot
+// mean anything. The job ends cancelled with an error naming the route that runs a new batch, and
+// an event on the batch says so, in one transaction.
+func (w *RunBatchWorker) refuseRetry(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, ended error) error {
+	cause := fmt.Errorf("%w; a retry cannot run it again: use POST /v1/batches to run a new batch", ended)
+	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		event := sysevent.One(sysevent.TypeRiverJob, sysevent.RetryRefused,
+			fmt.Sprintf("River UI's Retry on run_batch job %d refused: %v", job.ID, ended),
+			map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt})
+		if err := store.EventsWrite(ctx, tx, s, []sysevent.Event{event}); err != nil {
+			return err
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCancelled, Err: cause, Output: batchOutput(s.ID)})
+	})
+	if err != nil {
+		return fmt.Errorf("refuse retry of run_batch job %d: %w", job.ID, err)
+	}
+	logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.ID)
+	return nil
+}
+
 // finish is phase 3: results, the scorer's job and this job's completion commit together.
 func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, res *batch.Result) error {
 	return pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
@@ -152,43 +234,85 @@ func (w *RunBatchWorker) finish(ctx context.Context, job *river.Job[queue.RunBat
 	})
 }
 
-// completeJob completes job in tx, atomic with what the worker wrote there, and names the batch
-// it ran in the job's metadata for River UI readers.
+// completeJob completes job in tx, atomic with what the worker wrote there, with the batch it ran
+// as its output for River UI readers.
 func completeJob[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T], batchID int64) error {
-	return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: batchMeta(batchID)})
+	return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCompleted, Output: batchOutput(batchID)})
 }
 
-// batchMeta is the River job metadata naming the batch a job ran.
-func batchMeta(batchID int64) map[string]any { return map[string]any{"batch_id": batchID} }
+// batchOutput is the output of a run_batch or run_batch_shard job: the batch it ran, where
+// River UI shows a job's output (the metadata's "output" key).
+func batchOutput(batchID int64) map[string]any { return map[string]any{"batch_id": batchID} }
 
-// detached is a context for recording a failure: it outlives ctx's cancellation (shutdown),
-// since losing the events of a batch that broke is what the design forbids, but not by long.
+// detached is a context for recording a failure: it outlives ctx's cancellation (shutdown, River
+// UI's Cancel), since losing the events of a batch that broke is what the design forbids, but not
+// by long.
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
-// fail records a failed attempt with its events, on a detached context. On the job's last
-// attempt it also ends the River job discarded with the cause, in the same transaction, so River
-// UI shows the run_batch job failed exactly when the batch has failed for good; an earlier
-// attempt is left to River, which records the error and retries. An attempt stopped by shutdown
-// is never the last. fail reports whether it ended the River job.
+// batchEnd is how fail ends the River job along with a failed attempt at its batch: not at all
+// (state ""), or with state, the job's error and an event on the batch.
+type batchEnd struct {
+	state    rivertype.JobState
+	batchErr error // what the batch row says
+	jobErr   error
+	event    sysevent.Event
+}
+
+// endOf decides batchEnd: cancelled when River UI's Cancel stopped the attempt, discarded when
+// the attempt was the job's last, else left to River. An attempt stopped by shutdown is never
+// the last.
+func endOf(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error) batchEnd {
+	data := map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt}
+	switch {
+	case cancelledRemotely(ctx):
+		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
+		return batchEnd{
+			state: rivertype.JobStateCancelled, batchErr: cause, jobErr: fmt.Errorf("batch %d %w", s.ID, cause),
+			event: sysevent.One(sysevent.TypeRiverJob, sysevent.JobCancelled,
+				fmt.Sprintf("River UI's Cancel stopped run_batch job %d; the batch failed", job.ID), data),
+		}
+	case job.Attempt >= job.MaxAttempts && !errors.Is(ctx.Err(), context.Canceled):
+		return batchEnd{
+			state: rivertype.JobStateDiscarded, batchErr: cause,
+			jobErr: fmt.Errorf("batch %d failed on attempt %d of %d: %w", s.ID, job.Attempt, job.MaxAttempts, cause),
+			event: sysevent.One(sysevent.TypeRiverJob, sysevent.JobDiscarded,
+				fmt.Sprintf("run_batch job %d failed on its last attempt (%d of %d)", job.ID, job.Attempt, job.MaxAttempts), data),
+		}
+	}
+	return batchEnd{batchErr: cause}
+}
+
+// fail records a failed attempt with its events, on a detached context. When the attempt was
+// cancelled in River UI, or was the job's last, it also ends the River job (endOf), in the same
+// transaction, so River UI shows the run_batch job ended exactly when the batch has failed for
+// good; an earlier attempt is left to River, which records the error and retries. fail reports
+// whether it ended the River job.
 func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, res *batch.Result) bool {
-	final := job.Attempt >= job.MaxAttempts && !errors.Is(ctx.Err(), context.Canceled)
+	end := endOf(ctx, job, s, cause)
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		if err := store.BatchFail(ctx, tx, s, cause, res); err != nil || !final {
+		if err := store.BatchFail(ctx, tx, s, end.batchErr, res); err != nil || end.state == "" {
 			return err
 		}
-		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{
-			State: rivertype.JobStateDiscarded, Metadata: batchMeta(s.ID),
-			Err: fmt.Errorf("batch %d failed on attempt %d of %d: %w", s.ID, job.Attempt, job.MaxAttempts, cause),
-		})
+		if err := store.EventsWrite(ctx, tx, s, []sysevent.Event{end.event}); err != nil {
+			return err
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: end.state, Output: batchOutput(s.ID), Err: end.jobErr})
 	})
 	if err != nil {
 		w.Logger.Error("record failed batch", "batch_id", s.ID, "cause", cause, "error", err)
 	}
-	return final && err == nil
+	if end.state == rivertype.JobStateCancelled {
+		did := fmt.Sprintf("stopped batch %d: failed, job cancelled", s.ID)
+		if err != nil {
+			did = fmt.Sprintf("stopped batch %d; recording it failed (%v), River cancels the job", s.ID, err)
+		}
+		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did, "batch_id", s.ID)
+	}
+	return end.state != "" && err == nil
 }
 
 // enqueueScore enqueues score_batch on tx for a batch whose jobs tx has written. The totals per

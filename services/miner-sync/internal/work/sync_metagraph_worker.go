@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -21,10 +22,15 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
+// ReasonRiverUI is the reason a sync event gives for a sync that River UI's Retry ran again.
+const ReasonRiverUI = "river_ui"
+
 // SyncMetagraphWorker works sync_metagraph: it fetches the metagraph, checks every entry and
 // applies the good ones, recording how it went in a sync event. When the source fails, or gives
 // nothing usable, no miner changes: the last good list stays, so batches go on while the chain
-// is unreachable, and the event says why.
+// is unreachable, and the event says why. River UI's Retry on a finished sync syncs again (its
+// event's reason is river_ui); its Cancel on a running sync stops it with nothing applied and a
+// failed event, in the transaction that cancels the job.
 type SyncMetagraphWorker struct {
 	river.WorkerDefaults[queue.SyncMetagraphArgs]
 	DB      Beginner
@@ -46,7 +52,12 @@ func (w *SyncMetagraphWorker) Timeout(*river.Job[queue.SyncMetagraphArgs]) time.
 // periodic sync tries again); a database error is, and River retries it.
 func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs]) error {
 	start := time.Now()
-	miners, event := w.fetch(ctx, job.Args.Reason)
+	reason := job.Args.Reason
+	retried := retriedInUI(job.JobRow)
+	if retried {
+		reason = ReasonRiverUI
+	}
+	miners, event := w.fetch(ctx, reason)
 	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		if event.Outcome != store.OutcomeFailed {
 			var err error
@@ -60,7 +71,10 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
-	if err != nil {
+	switch {
+	case err != nil && cancelledRemotely(ctx):
+		return w.cancelled(ctx, job, event, err)
+	case err != nil:
 		return err
 	}
 	w.Metrics.synced(event.Outcome)
@@ -71,6 +85,35 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 	w.Logger.InfoContext(ctx, "metagraph synced", "outcome", event.Outcome, "reason", event.Reason, "source", event.Source,
 		"block", block, "entries", event.Entries, "upserted", event.Upserted, "deactivated", event.Deactivated,
 		"skipped", event.Skipped, "duration", time.Since(start))
+	if retried {
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "synced again: "+string(event.Outcome), "block", block)
+	}
+	return nil
+}
+
+// cancelled records a sync that River UI's Cancel stopped as a failed sync event, nothing
+// applied, and ends the job cancelled, in one transaction on a context that outlives the job's.
+func (w *SyncMetagraphWorker) cancelled(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs], event store.SyncEvent, stopped error) error {
+	cause := fmt.Errorf("%s; the last good miners stay: %w", cancelledInUI, stopped)
+	msg := cause.Error()
+	event.Outcome, event.Error, event.Upserted, event.Deactivated = store.OutcomeFailed, &msg, 0, 0
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		if _, err := store.SyncEventInsert(ctx, tx, event); err != nil {
+			return err
+		}
+		return queue.JobCancelTx(ctx, tx, job, cause)
+	})
+	did := "stopped the sync: nothing applied, failed sync event, job cancelled"
+	if err != nil {
+		did = fmt.Sprintf("stopped the sync: nothing applied; recording it failed (%v), River cancels the job", err)
+	}
+	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did)
+	if err != nil {
+		return stopped
+	}
+	w.Metrics.synced(event.Outcome)
 	return nil
 }
 

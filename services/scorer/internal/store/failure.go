@@ -12,13 +12,31 @@ import (
 	"drover.dev/shared/problem"
 )
 
-// FailureRecord records that River job jobID, carrying batch batchID, can never be scored.
-func FailureRecord(ctx context.Context, tx pgx.Tx, jobID, batchID int64, cause error) error {
-	err := queries.FailureInsert(ctx, tx, dbsqlc.FailureInsertParams{RiverJobID: jobID, BatchID: batchID, Error: cause.Error()})
+// FailureRecord records that River job jobID, carrying batch batchID, was not scored: its inputs
+// can never be, or River UI's Cancel stopped it. It reports false when the job had recorded a
+// failure before (it was retried in River UI), which is kept.
+func FailureRecord(ctx context.Context, tx pgx.Tx, jobID, batchID int64, cause error) (bool, error) {
+	n, err := queries.FailureInsert(ctx, tx, dbsqlc.FailureInsertParams{RiverJobID: jobID, BatchID: batchID, Error: cause.Error()})
 	if err != nil {
-		return fmt.Errorf("record scoring failure of batch %d (job %d): %w", batchID, jobID, err)
+		return false, fmt.Errorf("record scoring failure of batch %d (job %d): %w", batchID, jobID, err)
 	}
-	return nil
+	return n == 1, nil
+}
+
+// ScoringOutcome is what a score_batch job finds recorded before it scores.
+type ScoringOutcome struct {
+	// Scored: the batch is scored already. Failed: this job recorded a failure.
+	Scored, Failed bool
+}
+
+// ScoringOutcomeOf returns what is recorded of the scoring of batch batchID by job jobID. Either
+// means the job is being worked again after it ended, since each commits with the job's end.
+func ScoringOutcomeOf(ctx context.Context, db postgres.DBTX, jobID, batchID int64) (ScoringOutcome, error) {
+	row, err := queries.ScoringOutcomeGet(ctx, db, dbsqlc.ScoringOutcomeGetParams{BatchID: batchID, RiverJobID: jobID})
+	if err != nil {
+		return ScoringOutcome{}, fmt.Errorf("scoring outcome of batch %d (job %d): %w", batchID, jobID, err)
+	}
+	return ScoringOutcome{Scored: row.Scored, Failed: row.Failed}, nil
 }
 
 // failureOf returns why the latest attempt to score batch id failed, as a conflict for the API,

@@ -77,10 +77,17 @@ SELECT hotkey, weight, weight_u16 FROM miner_scores
 WHERE batch_id = @batch_id AND weight > 0
 ORDER BY hotkey;
 
--- name: FailureInsert :exec
--- FailureInsert records that a score_batch job can never be scored; a redelivery adds nothing.
+-- name: FailureInsert :execrows
+-- FailureInsert records that a score_batch job was not scored; a redelivery adds nothing (no
+-- row).
 INSERT INTO scoring_failures (river_job_id, batch_id, error) VALUES (@river_job_id, @batch_id, @error)
 ON CONFLICT (river_job_id) DO NOTHING;
+
+-- name: ScoringOutcomeGet :one
+-- ScoringOutcomeGet says whether a batch is scored, and whether a score_batch job recorded a
+-- failure.
+SELECT EXISTS (SELECT FROM batches WHERE id = @batch_id AND scored_at IS NOT NULL)::bool AS scored,
+       EXISTS (SELECT FROM scoring_failures WHERE river_job_id = @river_job_id)::bool AS failed;
 
 -- name: FailureLatestGet :one
 -- FailureLatestGet returns why the latest attempt to score a batch failed.

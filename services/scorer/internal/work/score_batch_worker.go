@@ -26,9 +26,14 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
+// ScoreTimeout bounds one score_batch job: one transaction over at most MaxResults entries.
+const ScoreTimeout = time.Minute
+
 // ScoreBatchWorker works score_batch: it stores the batch's inputs, scores it against the two
 // last peak batches and writes the scores, all in the transaction that completes the job. Running
-// it twice writes the same rows.
+// it twice writes the same rows with the same parameters. So a job whose batch is scored (or
+// whose failure is recorded) is worked again only because River UI's Retry brought it back: it
+// scores the batch again with the scorer's current parameters, which is what a Retry can mean.
 type ScoreBatchWorker struct {
 	river.WorkerDefaults[queue.ScoreBatchArgs]
 	DB     Beginner
@@ -40,8 +45,14 @@ type ScoreBatchWorker struct {
 	Metrics    *Metrics // nil counts nothing
 }
 
+// Timeout implements river.Worker.
+func (w *ScoreBatchWorker) Timeout(*river.Job[queue.ScoreBatchArgs]) time.Duration {
+	return ScoreTimeout
+}
+
 // Work scores the batch. Inputs that can never be scored are recorded as a scoring failure in
-// the transaction that cancels the job with the same error (retrying cannot fix them); database
+// the transaction that ends the job discarded with the same error (retrying cannot fix them), and
+// a scoring that River UI's Cancel stopped is recorded and cancelled the same way; database
 // errors are returned so River retries.
 func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreBatchArgs]) error {
 	start := time.Now()
@@ -49,29 +60,45 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 	if err != nil {
 		return w.fail(ctx, job, err)
 	}
+	var before store.ScoringOutcome
 	err = pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		var err error
+		if before, err = store.ScoringOutcomeOf(ctx, tx, job.ID, b.ID); err != nil {
+			return err
+		}
 		if err := w.score(ctx, tx, b); err != nil {
 			return err
 		}
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
-	if errors.Is(err, store.ErrInputsDiffer) {
+	switch {
+	case errors.Is(err, store.ErrInputsDiffer):
 		return w.fail(ctx, job, err)
-	}
-	if err != nil {
+	case err != nil && cancelledRemotely(ctx):
+		return w.cancelled(ctx, job, err)
+	case err != nil:
 		return err
 	}
 	w.Metrics.scored("scored")
 	w.Logger.InfoContext(ctx, "batch scored", "batch_id", b.ID, "peak", b.Peak, "results", len(b.Results), "duration", time.Since(start))
+	switch {
+	case before.Scored:
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("scored batch %d again with the current parameters", b.ID), "batch_id", b.ID)
+	case before.Failed:
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("scored batch %d", b.ID), "batch_id", b.ID)
+	}
 	return nil
 }
 
 // fail records that job's batch cannot be scored and ends the job discarded with cause, together,
-// so River UI shows the scoring as failed with the same error the API's 409 gives.
+// so River UI shows the scoring as failed with the same error the API's 409 gives. A job that had
+// recorded its failure before was retried in River UI, and fails the same way again.
 func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], cause error) error {
+	var first bool
 	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
-		if err := store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
+		var err error
+		if first, err = store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
 			return err
 		}
 		return queue.JobFailTx(ctx, tx, job, cause)
@@ -81,6 +108,33 @@ func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreB
 	}
 	w.Metrics.scored("failed")
 	w.Logger.WarnContext(ctx, "scoring failed", "batch_id", job.Args.BatchID, "job_id", job.ID, "error", cause)
+	if !first {
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "failed again: "+cause.Error(), "batch_id", job.Args.BatchID)
+	}
+	return nil
+}
+
+// cancelled records that River UI's Cancel stopped the scoring of job's batch before it
+// committed, and ends the job cancelled, in one transaction on a context that outlives the job's:
+// the batch stays unscored, GET /v1/batches/{id}/scores says why, and Retry on the job scores it.
+func (w *ScoreBatchWorker) cancelled(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], stopped error) error {
+	cause := fmt.Errorf("%s (Retry the job to score batch %d): %w", cancelledInUI, job.Args.BatchID, stopped)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		if _, err := store.FailureRecord(ctx, tx, job.ID, job.Args.BatchID, cause); err != nil {
+			return err
+		}
+		return queue.JobCancelTx(ctx, tx, job, cause)
+	})
+	did := fmt.Sprintf("stopped scoring batch %d: nothing scored, job cancelled", job.Args.BatchID)
+	if err != nil {
+		did = fmt.Sprintf("stopped scoring batch %d: nothing scored; recording it failed (%v), River cancels the job", job.Args.BatchID, err)
+	}
+	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did, "batch_id", job.Args.BatchID)
+	if err != nil {
+		return stopped
+	}
 	return nil
 }
 

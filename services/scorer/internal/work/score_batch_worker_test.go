@@ -192,4 +192,58 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.Equal(t, int64(12), latest.BatchID)
 		require.Equal(t, 65535, latest.TotalU16)
 	})
+	t.Run("RetryScoresAgainWithTheCurrentParameters", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		a := args(20, true,
+			queue.MinerClassResult{Hotkey: "A", ExecutorClass: llm, Executors: 2, Completed: 1, Excused: 1},
+			queue.MinerClassResult{Hotkey: "B", ExecutorClass: llm, Executors: 2, Completed: 2})
+		res, err := bundle.work(t, a)
+		require.NoError(t, err)
+		first, err := store.BatchScoresGet(ctx, bundle.tx, 20)
+		require.NoError(t, err)
+		require.InDelta(t, 0.5, first.Miners[0].Weight, 1e-12, "an excused job scores as a completed one")
+
+		// The operator lowers the score of excused jobs and presses Retry on the scoring.
+		params := scoring.DefaultParams()
+		params.ExcusedScore = 0
+		logs := &logBuffer{}
+		rescorer := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
+			&ScoreBatchWorker{DB: bundle.tx, Params: params, Logger: logs.logger()})
+		again, err := rescorer.WorkJob(ctx, t, bundle.tx, retried(t, bundle.tx, res.Job.ID))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, again.EventKind)
+		second, err := store.BatchScoresGet(ctx, bundle.tx, 20)
+		require.NoError(t, err)
+		require.InDelta(t, 1.0/3, second.Miners[0].Weight, 1e-12, "scored again with the current parameters")
+		require.Equal(t, first.ScoredAt, second.ScoredAt, "first scored when it was")
+		require.Equal(t, []uiAction{{Kind: "score_batch", JobID: res.Job.ID, Action: "retry",
+			Did: "scored batch 20 again with the current parameters"}}, logs.uiActions(t))
+	})
+
+	t.Run("RetryOfInputsThatCannotBeScoredFailsAgain", func(t *testing.T) {
+		t.Parallel()
+		bundle := setup(t)
+		logs := &logBuffer{}
+		w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
+			&ScoreBatchWorker{DB: bundle.tx, Params: scoring.DefaultParams(), Logger: logs.logger()})
+		res, err := w.Work(ctx, t, bundle.tx, args(21, true, queue.MinerClassResult{ExecutorClass: llm, Executors: 1}), nil)
+		require.NoError(t, err)
+		require.Equal(t, rivertype.JobStateDiscarded, res.Job.State)
+		require.Empty(t, logs.uiActions(t))
+
+		again, err := w.WorkJob(ctx, t, bundle.tx, retried(t, bundle.tx, res.Job.ID))
+		require.NoError(t, err)
+		require.Equal(t, rivertype.JobStateDiscarded, again.Job.State)
+		require.Len(t, again.Job.Errors, 2)
+		actions := logs.uiActions(t)
+		require.Len(t, actions, 1)
+		require.Equal(t, "retry", actions[0].Action)
+		require.Contains(t, actions[0].Did, "failed again: score_batch 21")
+	})
+
+	t.Run("HasItsOwnTimeout", func(t *testing.T) {
+		t.Parallel()
+		require.Equal(t, ScoreTimeout, (&ScoreBatchWorker{}).Timeout(nil))
+	})
 }

@@ -27,7 +27,10 @@ const SignerBusySnooze = 30 * time.Second
 // to a subtensor node itself, recording the attempt. One signer at a time: the
 // attempt runs under an advisory lock held by its transaction, which also records the attempt
 // and completes the job. A failed attempt is recorded and the job completes; the next periodic
-// job tries again (retrying at once would only hit the same outage).
+// job tries again (retrying at once would only hit the same outage). River UI's Retry on a
+// finished job makes a new attempt, as the periodic job would; with no weights to send yet it
+// ends cancelled instead of completing with nothing done. Its Cancel on a running job records
+// the attempt failed.
 type SetWeightsWorker struct {
 	river.WorkerDefaults[queue.SetWeightsArgs]
 	DB    Beginner
@@ -52,9 +55,14 @@ func (w *SetWeightsWorker) Timeout(*river.Job[queue.SetWeightsArgs]) time.Durati
 	return 2*w.Pylon.Timeout + 10*time.Second
 }
 
+// errNoWeights ends a set_weights job retried in River UI when there is nothing to send.
+var errNoWeights = errors.New("no weights to send: no scored batch gives any miner a weight yet (GET /v1/weights says so); the weights are sent after the scoring that gives some, nothing to retry")
+
 // Work makes one attempt, unless another signer is at work (snoozed) or there are no weights yet.
 func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWeightsArgs]) error {
-	return pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+	retried := retriedInUI(job.JobRow)
+	var sub *store.Submission
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		locked, err := store.SignerTryLock(ctx, tx)
 		if err != nil {
 			return err
@@ -63,20 +71,68 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 			w.Logger.InfoContext(ctx, "another weight signer is at work; waiting", "job_id", job.ID)
 			return river.JobSnooze(SignerBusySnooze)
 		}
-		sub, err := w.attempt(ctx, tx, job.Args.Reason)
-		if err != nil {
+		if sub, err = w.attempt(ctx, tx, job.Args.Reason); err != nil {
 			return err
+		}
+		if sub == nil && retried {
+			return queue.JobCancelTx(ctx, tx, job, errNoWeights)
 		}
 		if sub != nil {
 			if _, err := store.SubmissionInsert(ctx, tx, *sub); err != nil {
 				return err
 			}
-			w.log(ctx, *sub)
-			w.Metrics.submitted(sub.Outcome)
 		}
 		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
+	switch {
+	case err != nil && cancelledRemotely(ctx):
+		return w.cancelled(ctx, job, err)
+	case err != nil:
+		return err
+	}
+	if sub != nil {
+		w.log(ctx, *sub)
+		w.Metrics.submitted(sub.Outcome)
+	}
+	if retried {
+		did := "nothing sent, job cancelled: " + errNoWeights.Error()
+		if sub != nil {
+			did = "made a new attempt: " + sub.Outcome
+		}
+		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, did)
+	}
+	return nil
+}
+
+// cancelled records the attempt that River UI's Cancel stopped as failed, and ends the job
+// cancelled, in one transaction on a context that outlives the job's. Whether Pylon or the node
+// had the weights by then is not known: the next attempt's confirmation (the validator's
+// last_update) tells.
+func (w *SetWeightsWorker) cancelled(ctx context.Context, job *river.Job[queue.SetWeightsArgs], stopped error) error {
+	cause := fmt.Errorf("%s; whether the weights reached the chain is unknown: %w", cancelledInUI, stopped)
+	sub := store.Submission{Reason: job.Args.Reason, Outcome: store.SubmissionFailed, Via: store.ViaPylon}
+	if w.Pylon == nil {
+		sub.Via = store.ViaSubtensor
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
+		if _, err := store.SubmissionInsert(ctx, tx, *sub.Because(cause)); err != nil {
+			return err
+		}
+		return queue.JobCancelTx(ctx, tx, job, cause)
+	})
+	did := "stopped the attempt: recorded failed, job cancelled"
+	if err != nil {
+		did = fmt.Sprintf("stopped the attempt; recording it failed (%v), River cancels the job", err)
+	}
+	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did)
+	if err != nil {
+		return stopped
+	}
+	w.Metrics.submitted(sub.Outcome)
+	return nil
 }
 
 // attempt builds the submission to record; nil when there are no weights to send yet. Only a

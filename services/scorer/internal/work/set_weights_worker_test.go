@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
@@ -242,6 +243,59 @@ func TestSetWeightsWorker(t *testing.T) {
 		require.Equal(t, store.SubmissionSkipped, sub.Outcome)
 		require.Contains(t, *sub.Error, "none of the 3 weighted hotkeys is registered at block 1000")
 		require.Empty(t, b.stub.puts)
+	})
+}
+
+// TestSetWeightsRetriedInRiverUI presses River UI's Retry on a finished set_weights job: it
+// makes a new attempt, as the periodic job would, and with no weights to send it ends cancelled
+// instead of completed having done nothing.
+func TestSetWeightsRetriedInRiverUI(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("MakesANewAttempt", func(t *testing.T) {
+		t.Parallel()
+		b := setupWeights(t)
+		logs := &logBuffer{}
+		b.weights.Logger = logs.logger()
+		b.score(t)
+		res, err := b.setter.Work(ctx, t, b.tx, queue.SetWeightsArgs{Reason: "periodic"}, nil)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind)
+		b.stub.set(func(p *pylonStub) { p.block = 1100 })
+
+		again, err := b.setter.WorkJob(ctx, t, b.tx, retried(t, b.tx, res.Job.ID))
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, again.EventKind)
+		subs, err := store.SubmissionList(ctx, b.tx, 0, 10)
+		require.NoError(t, err)
+		require.Len(t, subs, 2)
+		require.Equal(t, store.SubmissionSent, subs[0].Outcome)
+		require.Equal(t, int64(1100), *subs[0].Block)
+		require.Len(t, b.stub.puts, 2, "the weights went to Pylon again")
+		require.Equal(t, []uiAction{{Kind: "set_weights", JobID: res.Job.ID, Action: "retry", Did: "made a new attempt: sent"}}, logs.uiActions(t))
+	})
+
+	t.Run("NothingToSendEndsCancelled", func(t *testing.T) {
+		t.Parallel()
+		b := setupWeights(t)
+		logs := &logBuffer{}
+		b.weights.Logger = logs.logger()
+		res, err := b.setter.Work(ctx, t, b.tx, queue.SetWeightsArgs{Reason: "periodic"}, nil)
+		require.NoError(t, err)
+		require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the periodic job has nothing to do yet")
+
+		again, err := b.setter.WorkJob(ctx, t, b.tx, retried(t, b.tx, res.Job.ID))
+		require.NoError(t, err)
+		require.Equal(t, rivertype.JobStateCancelled, again.Job.State)
+		require.Equal(t, errNoWeights.Error(), again.Job.Errors[0].Error)
+		subs, err := store.SubmissionList(ctx, b.tx, 0, 10)
+		require.NoError(t, err)
+		require.Empty(t, subs)
+		actions := logs.uiActions(t)
+		require.Len(t, actions, 1)
+		require.Equal(t, "retry", actions[0].Action)
+		require.Contains(t, actions[0].Did, "nothing sent, job cancelled")
 	})
 }
 

@@ -123,9 +123,8 @@ type MinerSyncMiner struct {
 }
 
 type RiverJob struct {
-	ID       int64
-	State    string
-	Metadata []byte
+	ID    int64
+	State string
 }
 
 type SyncEvent struct {

@@ -428,6 +428,30 @@ func (q *Queries) BatchLock(ctx context.Context, db DBTX, id int64) (string, err
 	return state, err
 }
 
+const batchOfJobGet = `-- name: BatchOfJobGet :one
+SELECT id, attempt, state, shards FROM batches WHERE river_job_id = $1
+`
+
+type BatchOfJobGetRow struct {
+	ID      int64
+	Attempt int32
+	State   string
+	Shards  int32
+}
+
+// BatchOfJobGet returns the batch of a run_batch job.
+func (q *Queries) BatchOfJobGet(ctx context.Context, db DBTX, riverJobID int64) (BatchOfJobGetRow, error) {
+	row := db.QueryRow(ctx, batchOfJobGet, riverJobID)
+	var i BatchOfJobGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.Attempt,
+		&i.State,
+		&i.Shards,
+	)
+	return i, err
+}
+
 const batchOfferFix = `-- name: BatchOfferFix :execrows
 UPDATE batches
 SET offer_at = clock_timestamp() + make_interval(secs => $1::float8),
@@ -699,6 +723,31 @@ func (q *Queries) BatchShardFinish(ctx context.Context, db DBTX, arg BatchShardF
 	return result.RowsAffected(), nil
 }
 
+const batchShardGet = `-- name: BatchShardGet :one
+SELECT s.state, s.attempt, b.state AS batch_state
+FROM batch_shards s JOIN batches b ON b.id = s.batch_id
+WHERE s.batch_id = $1 AND s.shard = $2
+`
+
+type BatchShardGetParams struct {
+	BatchID int64
+	Shard   int32
+}
+
+type BatchShardGetRow struct {
+	State      string
+	Attempt    int32
+	BatchState string
+}
+
+// BatchShardGet returns a shard's state and attempt with its batch's state.
+func (q *Queries) BatchShardGet(ctx context.Context, db DBTX, arg BatchShardGetParams) (BatchShardGetRow, error) {
+	row := db.QueryRow(ctx, batchShardGet, arg.BatchID, arg.Shard)
+	var i BatchShardGetRow
+	err := row.Scan(&i.State, &i.Attempt, &i.BatchState)
+	return i, err
+}
+
 const batchShardList = `-- name: BatchShardList :many
 SELECT s.shard, s.state, s.attempt, s.river_job_id, s.miners, s.error, s.offer_ready_at, s.max_spin_us,
        s.ready_at, s.clock_skew_us,
@@ -870,37 +919,43 @@ func (q *Queries) BatchShardStart(ctx context.Context, db DBTX, arg BatchShardSt
 }
 
 const batchStart = `-- name: BatchStart :one
-WITH b AS (
-    INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
-    ON CONFLICT (river_job_id) DO UPDATE
-       SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-           started_at = clock_timestamp(), finished_at = NULL
-     WHERE batches.state <> 'done' AND batches.shards = 0
-    RETURNING id, attempt
-), named AS (
-    UPDATE river_job SET metadata = river_job.metadata || jsonb_build_object('batch_id', b.id)
-    FROM b WHERE river_job.id = $1
-)
-SELECT b.id, b.attempt FROM b
+INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
+ON CONFLICT (river_job_id) DO UPDATE
+   SET attempt = batches.attempt + 1, state = 'running', error = NULL,
+       started_at = clock_timestamp(), finished_at = NULL
+ WHERE batches.state <> 'done' AND batches.shards = 0
+RETURNING id, attempt, EXISTS (
+    SELECT 1 FROM batch_events e
+    WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
+      AND e.type = $3::text AND e.subtype = ANY($4::text[]))::bool AS retried
 `
 
 type BatchStartParams struct {
-	RiverJobID int64
-	Reason     string
+	RiverJobID    int64
+	Reason        string
+	EndedType     string
+	EndedSubtypes []string
 }
 
 type BatchStartRow struct {
 	ID      int64
 	Attempt int32
+	Retried bool
 }
 
 // BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
-// whose batch is neither done nor sharded (no row then), and merges the batch id into that River
-// job's metadata in the same statement, so River UI names the batch of a running job.
+// whose batch is neither done nor sharded (no row then). retried is true when the attempt taken
+// over had ended the River job for good (one of its events has a subtype of ended_subtypes): only
+// a Retry pressed in River UI delivers such a job again.
 func (q *Queries) BatchStart(ctx context.Context, db DBTX, arg BatchStartParams) (BatchStartRow, error) {
-	row := db.QueryRow(ctx, batchStart, arg.RiverJobID, arg.Reason)
+	row := db.QueryRow(ctx, batchStart,
+		arg.RiverJobID,
+		arg.Reason,
+		arg.EndedType,
+		arg.EndedSubtypes,
+	)
 	var i BatchStartRow
-	err := row.Scan(&i.ID, &i.Attempt)
+	err := row.Scan(&i.ID, &i.Attempt, &i.Retried)
 	return i, err
 }
 
@@ -934,7 +989,7 @@ type MinerListRow struct {
 
 // The statements of batch-runner, compiled by sqlc into dbsqlc (make generate). Tables: batches,
 // batch_shards, batch_jobs, batch_events in batch_runner; miner_sync.miners read-only; the
-// river_job table of this schema, read and, for BatchStart, its metadata.
+// river_job table of this schema, read only (River's own calls write it).
 // MinerList reads the miners table of miner-sync: every neuron, the tested miners and the validators alike.
 func (q *Queries) MinerList(ctx context.Context, db DBTX) ([]MinerListRow, error) {
 	rows, err := db.Query(ctx, minerList)

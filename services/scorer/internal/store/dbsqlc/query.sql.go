@@ -305,7 +305,7 @@ func (q *Queries) ClassScoreList(ctx context.Context, db DBTX, batchID int64) ([
 	return items, nil
 }
 
-const failureInsert = `-- name: FailureInsert :exec
+const failureInsert = `-- name: FailureInsert :execrows
 INSERT INTO scoring_failures (river_job_id, batch_id, error) VALUES ($1, $2, $3)
 ON CONFLICT (river_job_id) DO NOTHING
 `
@@ -316,10 +316,14 @@ type FailureInsertParams struct {
 	Error      string
 }
 
-// FailureInsert records that a score_batch job can never be scored; a redelivery adds nothing.
-func (q *Queries) FailureInsert(ctx context.Context, db DBTX, arg FailureInsertParams) error {
-	_, err := db.Exec(ctx, failureInsert, arg.RiverJobID, arg.BatchID, arg.Error)
-	return err
+// FailureInsert records that a score_batch job was not scored; a redelivery adds nothing (no
+// row).
+func (q *Queries) FailureInsert(ctx context.Context, db DBTX, arg FailureInsertParams) (int64, error) {
+	result, err := db.Exec(ctx, failureInsert, arg.RiverJobID, arg.BatchID, arg.Error)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const failureLatestGet = `-- name: FailureLatestGet :one
@@ -449,6 +453,30 @@ func (q *Queries) MinerWeightList(ctx context.Context, db DBTX, batchID int64) (
 		return nil, err
 	}
 	return items, nil
+}
+
+const scoringOutcomeGet = `-- name: ScoringOutcomeGet :one
+SELECT EXISTS (SELECT FROM batches WHERE id = $1 AND scored_at IS NOT NULL)::bool AS scored,
+       EXISTS (SELECT FROM scoring_failures WHERE river_job_id = $2)::bool AS failed
+`
+
+type ScoringOutcomeGetParams struct {
+	BatchID    int64
+	RiverJobID int64
+}
+
+type ScoringOutcomeGetRow struct {
+	Scored bool
+	Failed bool
+}
+
+// ScoringOutcomeGet says whether a batch is scored, and whether a score_batch job recorded a
+// failure.
+func (q *Queries) ScoringOutcomeGet(ctx context.Context, db DBTX, arg ScoringOutcomeGetParams) (ScoringOutcomeGetRow, error) {
+	row := db.QueryRow(ctx, scoringOutcomeGet, arg.BatchID, arg.RiverJobID)
+	var i ScoringOutcomeGetRow
+	err := row.Scan(&i.Scored, &i.Failed)
+	return i, err
 }
 
 const signerTryLock = `-- name: SignerTryLock :one

@@ -1,0 +1,102 @@
+package work
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+	"github.com/stretchr/testify/require"
+)
+
+// logBuffer holds a JSON log.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// logger returns a logger writing to b.
+func (b *logBuffer) logger() *slog.Logger { return slog.New(slog.NewJSONHandler(b, nil)) }
+
+// uiAction is one river_ui_action log line.
+type uiAction struct {
+	Kind   string `json:"kind"`
+	JobID  int64  `json:"job_id"`
+	Action string `json:"action"`
+	Did    string `json:"did"`
+}
+
+// uiActions returns the river_ui_action lines logged so far, in order.
+func (b *logBuffer) uiActions(t *testing.T) []uiAction {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []uiAction
+	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
+	for dec.More() {
+		var line struct {
+			Msg string `json:"msg"`
+			uiAction
+		}
+		require.NoError(t, dec.Decode(&line))
+		if line.Msg == "river_ui_action" {
+			out = append(out, line.uiAction)
+		}
+	}
+	return out
+}
+
+// retried presses River UI's Retry on finished job id in tx and returns the job as it now is.
+func retried(t *testing.T, tx pgx.Tx, id int64) *rivertype.JobRow {
+	t.Helper()
+	client, err := river.NewClient(riverpgxv5.New(nil), &river.Config{})
+	require.NoError(t, err)
+	job, err := client.JobRetryTx(context.Background(), tx, id)
+	require.NoError(t, err)
+	require.Equal(t, rivertype.JobStateAvailable, job.State)
+	return job
+}
+
+func TestRetriedInUI(t *testing.T) {
+	t.Parallel()
+	failed := func(msgs ...string) []rivertype.AttemptError {
+		out := make([]rivertype.AttemptError, len(msgs))
+		for i, m := range msgs {
+			out[i] = rivertype.AttemptError{Attempt: i + 1, At: time.Now(), Error: m}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		attempt int
+		errors  []rivertype.AttemptError
+		want    bool
+	}{
+		{"FirstAttempt", 1, nil, false},
+		{"RiversRetryOfAnError", 2, failed("boom"), false},
+		{"RescuedFromADeadProcess", 3, failed("boom", "Stuck job rescued by JobRescuer"), false},
+		{"RetryOfACompletedJob", 2, nil, true},
+		{"RetryOfAJobCompletedAfterAnError", 3, failed("boom"), true},
+		{"RetryOfAJobCancelledWhileRunning", 2, failed(cancelledInUI + ": context canceled"), true},
+		{"RetryOfAJobRiverCancelled", 2, failed(river.ErrJobCancelledRemotely.Error()), true},
+		{"RetryOfAJobThatFailedForGood", 3, failed("boom", "boom"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			require.Equal(t, tc.want, retriedInUI(&rivertype.JobRow{Attempt: tc.attempt, Errors: tc.errors}))
+		})
+	}
+}
