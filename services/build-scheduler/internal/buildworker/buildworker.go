@@ -10,6 +10,9 @@
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
 // report cancelled) and of having lost the job (the lease expired and the reaper gave the job to
 // another attempt: kill the process and report nothing, because that report would be ignored).
+// River UI's Cancel on the token cancels the build's context instead: the process is killed and
+// the build reported cancelled the same way. River UI's Retry on a token that carried a failed or
+// cancelled build runs that build again (see take).
 //
 // A build's command is a process group of its own that never outlives the worker: see runGroup
 // for how it dies with the worker, and reapGroups for the process that kills it when the worker
@@ -118,7 +121,10 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 			out = outcome{result: queue.BuildCancelled, exitCode: -1, err: "cancelled in River UI", logIncomplete: out.logIncomplete}
 		}
 	case ctx.Err() != nil:
-		// Shutting down: the lease runs out and the reaper hands the job to another worker.
+		// Shutting down: the lease runs out and the reaper hands the job to another worker. River
+		// makes the token available again; the output of an earlier end, if River UI's Retry
+		// brought it here, must not make its next delivery a Retry again.
+		_ = river.RecordOutput(ctx, nil)
 		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
 	case out.unreported:
 		w.Logger.Warn("build killed, its lease ran out unrenewed; the reaper hands the job out again", "job_id", claim.JobID, "attempt", claim.Attempt)

@@ -39,8 +39,9 @@ func built(c jobgraph.Claim, out outcome) *builtOutput {
 // take finds the build the token stands for. A token is a dispatch token: it claims the best ready
 // job of its target. A token that River UI's Retry delivered again after it had carried a build
 // (it ended with that build, so only Retry delivers it again) stands for that build instead: a
-// failed or cancelled one runs again (rerun); a succeeded one is not rebuilt, and the token
-// ends cancelled saying so. take ends the token itself whenever it returns no claim and no error.
+// failed or cancelled job runs again (rerun); a complete one is not rebuilt, nor one retried
+// since, and the token ends cancelled saying so. take ends the token itself whenever it returns
+// no claim and no error.
 func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (jobgraph.Claim, bool, error) {
 	retried := uiaction.Retried(job.JobRow)
 	var prev tokenOutput
@@ -76,11 +77,6 @@ func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (
 // ready job of the target: prev itself, unless an older group's job comes first (prev then keeps
 // its place among the ready jobs, and the token of that job, when it comes, claims it).
 func (w *Worker) rerun(ctx context.Context, job *river.Job[queue.BuildRunArgs], prev builtOutput) (jobgraph.Claim, bool, error) {
-	if prev.Outcome == queue.BuildSucceeded {
-		return jobgraph.Claim{}, false, w.refuse(ctx, job, prev, fmt.Errorf(
-			"build %s (job %d, group %d) already succeeded on attempt %d: a token does not rebuild a complete job; submit a new group with POST /v1/groups to build it again",
-			prev.Name, prev.JobID, prev.GroupID, prev.Attempt))
-	}
 	reason := fmt.Sprintf("River UI retry of build_run token %d, which ran job %d on attempt %d (%s)", job.ID, prev.JobID, prev.Attempt, prev.Outcome)
 	var r jobgraph.Rerun
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) (err error) {
@@ -88,6 +84,10 @@ func (w *Worker) rerun(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 		return err
 	})
 	switch {
+	case errors.Is(err, problem.ErrConflict) && r.State == jobgraph.Complete:
+		return jobgraph.Claim{}, false, w.refuse(ctx, job, prev, fmt.Errorf(
+			"build %s (job %d, group %d) already succeeded: a token does not rebuild a complete job; submit a new group with POST /v1/groups to build it again",
+			prev.Name, prev.JobID, prev.GroupID))
 	case errors.Is(err, problem.ErrConflict):
 		return jobgraph.Claim{}, false, w.refuse(ctx, job, prev, fmt.Errorf(
 			"build %s (job %d, group %d) is %s already (retried with POST /v1/groups/%d/retry since this token ran it): nothing for this token to run again; follow it with GET /v1/groups/%d",

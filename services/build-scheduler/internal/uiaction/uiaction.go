@@ -57,13 +57,15 @@ const insertSkew = time.Second
 // as far as the job row shows it:
 //
 //   - It recorded an output. The workers of this service record one only in the transaction that
-//     ends the job (and clear it when that transaction fails), so a job that has one had ended,
-//     and only JobRetry makes an ended job available again.
-//   - Or it never ran before and never failed, yet became available well after River inserted
-//     it: a job cancelled before it ran, then retried. JobRetry sets scheduled_at to the moment of
-//     the press, while River inserts a job that is not scheduled for later with scheduled_at at
-//     its created_at (a periodic job's at its planned time, no later), and this service schedules
-//     none for later.
+//     ends the job (and clear it when that transaction fails, or when they stop for a shutdown),
+//     so a job that has one had ended, and only JobRetry makes an ended job available again.
+//   - Or it was never fetched before and never failed, yet became available well after River
+//     inserted it: a job cancelled before it ran, then retried. JobRetry sets scheduled_at to the
+//     moment of the press, while River inserts a job that is not scheduled for later with
+//     scheduled_at at its created_at (a periodic job's at its planned time, no later), and this
+//     service schedules none for later. A job a client's shutdown interrupted also comes back
+//     with a later scheduled_at and its attempt given back, but River's fetch recorded the
+//     interrupted client in attempted_by.
 //
 // A job that errored and was then retried by hand looks like any retried error, and is not
 // recognised.
@@ -71,5 +73,6 @@ func Retried(job *rivertype.JobRow) bool {
 	if Output(job) != nil {
 		return true
 	}
-	return job.Attempt <= 1 && len(job.Errors) == 0 && job.ScheduledAt.After(job.CreatedAt.Add(insertSkew))
+	return job.Attempt <= 1 && len(job.AttemptedBy) <= 1 && len(job.Errors) == 0 &&
+		job.ScheduledAt.After(job.CreatedAt.Add(insertSkew))
 }

@@ -22,7 +22,8 @@ func TestRetried(t *testing.T) {
 		"EndedWithOutput":             {rivertype.JobRow{Attempt: 2, CreatedAt: created, ScheduledAt: created.Add(time.Hour), Metadata: []byte(`{"output": {"applied": true}}`)}, true},
 		"OutputCleared":               {rivertype.JobRow{Attempt: 2, CreatedAt: created, ScheduledAt: created.Add(time.Second), Metadata: []byte(`{"output": null}`), Errors: []rivertype.AttemptError{{Error: "boom"}}}, false},
 		"RescuedOrErrored":            {rivertype.JobRow{Attempt: 2, CreatedAt: created, ScheduledAt: created.Add(time.Minute), Metadata: []byte(`{}`), Errors: []rivertype.AttemptError{{Error: "Stuck job rescued by JobRescuer"}}}, false},
-		"CancelledWaitingThenRetried": {rivertype.JobRow{Attempt: 1, CreatedAt: created, ScheduledAt: created.Add(time.Minute), Metadata: []byte(`{}`)}, true},
+		"CancelledWaitingThenRetried": {rivertype.JobRow{Attempt: 1, AttemptedBy: []string{"w1"}, CreatedAt: created, ScheduledAt: created.Add(time.Minute), Metadata: []byte(`{}`)}, true},
+		"InterruptedByAShutdown":      {rivertype.JobRow{Attempt: 1, AttemptedBy: []string{"w1", "w2"}, CreatedAt: created, ScheduledAt: created.Add(time.Minute), Metadata: []byte(`{}`)}, false},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
