@@ -39,8 +39,8 @@ func built(c jobgraph.Claim, out outcome) *builtOutput {
 // take finds the build the token stands for. A token is a dispatch token: it claims the best ready
 // job of its target. A token that River UI's Retry delivered again after it had carried a build
 // (it ended with that build, so only Retry delivers it again) stands for that build instead: a
-// failed or cancelled job runs again (rerun); a complete one is not rebuilt, nor one retried
-// since, and the token ends cancelled saying so. take ends the token itself whenever it returns
+// failed or cancelled job runs again (rerun); a complete one is not rebuilt, nor one retried or
+// handed out again since, and the token ends cancelled saying so. take ends the token itself whenever it returns
 // no claim and no error.
 func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (jobgraph.Claim, bool, error) {
 	retried := uiaction.Retried(job.JobRow)
@@ -56,7 +56,11 @@ func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (
 	claim, ok, err := jobgraph.ClaimNext(ctx, w.Pool, job.Args.Target, w.ID, w.Lease)
 	switch {
 	case err != nil && uiaction.CancelledRemotely(ctx):
-		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, "stopped the token before it claimed a job; nothing was built")
+		const did = "stopped the token before it claimed a job; nothing was built"
+		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, did)
+		if err := jobgraph.RecordAction(context.WithoutCancel(ctx), w.Pool, nil, nil, "River UI cancel of build_run token %d: %s", job.ID, did); err != nil {
+			w.Logger.Warn("record River UI action", "job_id", job.ID, "error", err)
+		}
 		return claim, false, river.JobCancel(fmt.Errorf("cancelled in River UI before it claimed a job: %w", err))
 	case err != nil:
 		return claim, false, err
@@ -90,8 +94,8 @@ func (w *Worker) rerun(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 			prev.Name, prev.JobID, prev.GroupID))
 	case errors.Is(err, problem.ErrConflict):
 		return jobgraph.Claim{}, false, w.refuse(ctx, job, prev, fmt.Errorf(
-			"build %s (job %d, group %d) is %s already (retried with POST /v1/groups/%d/retry since this token ran it): nothing for this token to run again; follow it with GET /v1/groups/%d",
-			prev.Name, prev.JobID, prev.GroupID, r.State, prev.GroupID, prev.GroupID))
+			"build %s (job %d, group %d) is %s, neither failed nor cancelled (it was retried or handed out again since this token ran it): nothing for this token to run again; follow it with GET /v1/groups/%d",
+			prev.Name, prev.JobID, prev.GroupID, r.State, prev.GroupID))
 	case errors.Is(err, problem.ErrNotFound):
 		return jobgraph.Claim{}, false, w.refuse(ctx, job, prev, fmt.Errorf("build %s (job %d, group %d) no longer exists; submit it again with POST /v1/groups",
 			prev.Name, prev.JobID, prev.GroupID))
