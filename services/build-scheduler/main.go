@@ -91,6 +91,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Listener: ln,
 		Queues:   map[string]int{queue.QueueBuildScheduler: cfg.ReportWorkers},
 		OpenAPI:  api.OpenAPI,
+		// As every client of the schema: see buildworker.RescueAfter.
+		JobTimeout:           buildworker.RescueAfter(cfg.MaxJobTimeout, 0),
+		RescueStuckJobsAfter: buildworker.RescueAfter(cfg.MaxJobTimeout, 0),
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
 		logs, err := logstore.Open(cfg.Config, d.Pool)
@@ -99,11 +102,11 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		}
 		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
 		// The scheduler works no build queue; it registers the build worker only so that its
-		// River leader knows the kind (see package work).
-		build := &buildworker.Worker{Pool: d.Pool, Graph: graph, Logs: logs, Lease: time.Minute, Logger: d.Logger}
+		// River leader knows the kind and its Timeout (see package work).
+		build := &buildworker.Worker{Pool: d.Pool, Graph: graph, Logs: logs, Lease: time.Minute, Logger: d.Logger, MaxJobTimeout: cfg.MaxJobTimeout}
 		m := work.NewMetrics(d.Server.Metrics, d.Logger)
 		d.Gauges(work.Gauges...)
-		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter, Metrics: m}
+		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter, Metrics: m, Logger: d.Logger}
 		d.PeriodicJobs = append(d.PeriodicJobs, settings.Register(d.Workers, d.Pool, graph, build)...)
 		if _, err := d.NewClient(); err != nil {
 			return err

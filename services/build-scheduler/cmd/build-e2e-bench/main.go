@@ -288,7 +288,7 @@ func runGroup(ctx context.Context, api client, pool *pgxpool.Pool, name string, 
 			FROM (SELECT j.id, j.started_at, max(d.finished_at) AS ready_at
 				FROM job_graph j JOIN job_graph d ON d.id = ANY (j.dependencies)
 				WHERE j.group_id = $1 GROUP BY j.id, j.started_at) r
-			JOIN river_job t ON t.kind = 'build_run' AND (t.metadata -> 'build' ->> 'job_id')::bigint = r.id) x`, g.ID).Scan(&f50, &f99, &c50, &c99)
+			JOIN river_job t ON t.kind = 'build_run' AND (t.metadata -> 'output' -> 'build' ->> 'job_id')::bigint = r.id) x`, g.ID).Scan(&f50, &f99, &c50, &c99)
 	if err != nil {
 		return r, fmt.Errorf("read dispatch latency parts of %s: %w", name, err)
 	}

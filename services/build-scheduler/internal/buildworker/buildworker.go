@@ -10,6 +10,9 @@
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
 // report cancelled) and of having lost the job (the lease expired and the reaper gave the job to
 // another attempt: kill the process and report nothing, because that report would be ignored).
+// River UI's Cancel on the token cancels the build's context instead: the process is killed and
+// the build reported cancelled the same way. River UI's Retry on a token that carried a failed or
+// cancelled build runs that build again (see take).
 //
 // A build's command is a process group of its own that never outlives the worker: see runGroup
 // for how it dies with the worker, and reapGroups for the process that kills it when the worker
@@ -17,6 +20,7 @@
 package buildworker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,8 +32,10 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
+	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/services/build-scheduler/internal/uiaction"
 )
 
 // Worker works build_run tokens.
@@ -46,110 +52,184 @@ type Worker struct {
 	// the slot; nil announces them in the slot with queue.NotifyInserted.
 	Announcer *queue.Announcer
 
+	// MaxJobTimeout is the longest a build may run here: a job asking for more is cut at it. It
+	// must be at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT (the longest a job may ask
+	// for), or such jobs fail as timed out. Zero is dag.DefaultLimits' (24 h).
+	MaxJobTimeout time.Duration
+	// TokenSlack is how long a token may take beyond its build: the claim, storing the last log
+	// chunks, the report. Zero is DefaultTokenSlack.
+	TokenSlack time.Duration
+
 	groups groupReaper // kills the builds' process groups when this process dies
 }
 
-// Timeout disables River's job timeout: each job carries its own, enforced by run.
-func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration { return -1 }
+// DefaultTokenSlack is Worker.TokenSlack's default: far more than a claim (claimPatience at
+// most), the last log chunks (5 s each at most) and a report take.
+const DefaultTokenSlack = time.Minute
 
-// Work claims a job for the token's target and runs it; a token that finds nothing to claim
-// completes at once (River completes it when Work returns nil).
+// reportTimeout bounds a build's report, which runs whatever happens to the token's context: the
+// build ran, and its outcome is recorded unless the database cannot take it.
+const reportTimeout = 30 * time.Second
+
+// Timeout is River's timeout of a token: MaxJobTimeout + TokenSlack, the longest a live worker
+// holds one. River's rescuer takes back a token running longer than that (a worker killed
+// holding it) within its next pass, 30 s, so River UI shows no dead worker's token running past
+// it. It cannot be shorter: River cancels a running token's work at its timeout, so a token's
+// Timeout is also the longest build it may carry, and the token cannot know which build its
+// claim will find before River starts it. A killed worker's build is not waiting for this: its
+// lease runs out unrenewed and the scheduler's reaper hands it to another attempt within the
+// lease; the rescued token then comes back as a token like any other, claiming the best ready
+// job of its target or, finding none, ending cancelled.
+func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration {
+	return w.maxJobTimeout() + cmp.Or(w.TokenSlack, DefaultTokenSlack)
+}
+
+// NextRetry retries a token that errored, or that River's rescuer took back, after as many
+// seconds as its attempt instead of River's attempt^4: a token is cheap, and a ready job may be
+// waiting for it.
+func (w *Worker) NextRetry(job *river.Job[queue.BuildRunArgs]) time.Time {
+	return time.Now().Add(time.Duration(job.Attempt) * time.Second)
+}
+
+func (w *Worker) maxJobTimeout() time.Duration {
+	return cmp.Or(w.MaxJobTimeout, dag.DefaultLimits.MaxTimeout)
+}
+
+// Work takes the build the token stands for (see take) and runs it. A token that finds nothing
+// to build ends cancelled, saying so: River shows a token completed only when its build
+// succeeded.
 func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) error {
-	claim, ok, err := jobgraph.ClaimNext(ctx, w.Pool, job.Args.Target, w.ID, w.Lease)
+	claim, ok, err := w.take(ctx, job)
 	if err != nil || !ok {
 		return err
 	}
+	return w.build(ctx, job, claim)
+}
+
+// build runs a claimed job and reports it. Cancel in River UI (JobCancel on the token) kills the
+// build and records it cancelled, unless it had succeeded already; the worker's shutdown leaves
+// it to the lease, whose end hands the job to another worker.
+func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], claim jobgraph.Claim) error {
 	w.Metrics.claimed(job.Args.Target, job.CreatedAt)
+	claim.Timeout = min(claim.Timeout, w.maxJobTimeout())
 	start := time.Now()
 	out := w.attempt(ctx, claim)
-	if ctx.Err() != nil {
-		// Shutting down: the lease runs out and the reaper hands the job to another worker.
-		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
-	}
 	took := time.Since(start)
-	if out.unreported {
+	switch {
+	case uiaction.CancelledRemotely(ctx):
+		if out.result != queue.BuildSucceeded { // the kill, or an end the kill came too late for
+			out = outcome{result: queue.BuildCancelled, exitCode: -1, err: "cancelled in River UI", logIncomplete: out.logIncomplete}
+		}
+	case ctx.Err() != nil:
+		// Shutting down: the lease runs out and the reaper hands the job to another worker. River
+		// makes the token available again; the output of an earlier end, if River UI's Retry
+		// brought it here, must not make its next delivery a Retry again.
+		_ = river.RecordOutput(ctx, nil)
+		return fmt.Errorf("run job %d: %w", claim.JobID, ctx.Err())
+	case out.unreported:
 		w.Logger.Warn("build killed, its lease ran out unrenewed; the reaper hands the job out again", "job_id", claim.JobID, "attempt", claim.Attempt)
-		return nil
+		_ = river.RecordOutput(ctx, tokenOutput{Target: job.Args.Target, Build: built(claim, out)})
+		return river.JobCancel(fmt.Errorf("build %s (job %d) killed on attempt %d: its lease ran out without a heartbeat getting through; the scheduler's reaper hands the job to another attempt",
+			claim.Name, claim.JobID, claim.Attempt))
 	}
-	if err := w.report(ctx, job, claim, out); err != nil {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	res, err := w.report(rctx, job, claim, out, uiaction.CancelledRemotely(ctx))
+	if err != nil {
 		return err
 	}
 	w.Metrics.built(job.Args.Target, out.result, took)
+	if uiaction.CancelledRemotely(ctx) {
+		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, cancelDid(claim, out, res), "group_id", claim.GroupID, "build_job_id", claim.JobID)
+	}
 	w.Logger.Info("build ran", "job_id", claim.JobID, "group_id", claim.GroupID, "name", claim.Name, "target", job.Args.Target,
 		"attempt", claim.Attempt, "outcome", out.result, "exit_code", out.exitCode, "duration", took)
 	return nil
 }
 
 // report applies the outcome to the job graph and ends the token in one transaction: the job's
-// transition with all its consequences (dependents ready and their tokens enqueued, group state,
+// transition with all its consequences (dependents ready and their tokens inserted, group state,
 // events), and the token completed when the build succeeded, discarded with the error when it
 // failed, cancelled when it was cancelled. River's state of each build_run job and the
 // service's state of the build so commit together, and the slot takes its next token only once
 // the consequences are committed: a finished job's dependents are ready before the slot claims
-// again, so the oldest group keeps the slot while it has work. The token's metadata names the
-// job it claimed, which may not be the one its args name. A report from an attempt that lost
-// its lease matches no job and changes nothing; the token then completes.
+// again, so the oldest group keeps the slot while it has work. The token's output names the job
+// it claimed, which may not be the one its args name. A report from an attempt that lost its
+// lease matches no job and changes nothing; the token then ends cancelled, saying so.
 //
-// Round trips: the transaction's BEGIN, the report's statement and, for a build that
-// succeeded, the token's end travel together; then River's insert of the released jobs' tokens
-// (when there are any) and the COMMIT, together too (the worker's Graph is Announced). A failed
-// or cancelled build's token end waits for the report's result, one round trip more.
-func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome) error {
+// Round trips: the transaction's BEGIN and the report's statement travel together; then the
+// released jobs' tokens (when there are any), the token's end and the COMMIT.
+//
+// pressed says River UI's Cancel reached the token: the report's transaction records what it did.
+func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome, pressed bool) (jobgraph.Result, error) {
 	args := queue.BuildReportArgs{
 		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
 		AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
 	}
-	end := tokenEnd(c, out)
-	var send func(*pgx.Batch) error
-	if end.State == rivertype.JobStateCompleted {
-		// A succeeded build's token completes whether or not the report applies (below), so its
-		// end need not wait for the report's result: it travels with the report's statement.
-		send = func(b *pgx.Batch) error { return queue.BatchJobEnd(ctx, b, job, end) }
-	}
-	res, err := w.Graph.ReportWith(ctx, w.Pool, args, send, func(tx pgx.Tx, res jobgraph.Result) error {
+	res, err := w.Graph.Report(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
 		if !res.Applied {
 			w.Logger.Warn("attempt lost its lease; its report changed nothing", "job_id", c.JobID, "attempt", c.Attempt)
 		}
-		if send != nil {
-			return nil
+		if pressed {
+			if err := jobgraph.RecordAction(ctx, tx, &c.GroupID, &c.JobID, "River UI cancel of build_run token %d: %s", job.ID, cancelDid(c, out, res)); err != nil {
+				return err
+			}
 		}
-		if !res.Applied {
-			end = queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: end.Metadata}
-		}
-		return queue.JobEndTx(ctx, tx, job, end)
+		return queue.JobEndTx(ctx, tx, job, tokenEnd(job.Args.Target, c, out, res.Applied))
 	})
 	if err != nil {
-		return fmt.Errorf("report job %d attempt %d: %w", c.JobID, c.Attempt, err)
+		// The token's output went into River's record of this attempt with JobEndTx; it must not
+		// outlive the rolled-back end, or the next attempt would take itself for a Retry.
+		_ = river.RecordOutput(ctx, nil)
+		return res, fmt.Errorf("report job %d attempt %d: %w", c.JobID, c.Attempt, err)
 	}
 	w.Metrics.reported(args, res)
-	// The tokens of the jobs the report made ready are announced now that they are committed
-	// (queue.NotifyInserted says why not inside the report's transaction). A lost announcement
-	// costs only the producers' next poll.
-	queues := make([]string, len(res.Targets))
-	for i, t := range res.Targets {
+	w.announceTokens(ctx, c, res.Targets)
+	return res, nil
+}
+
+// announceTokens tells the workers of targets that tokens were inserted for them, now that they are
+// committed (queue.NotifyInserted says why not inside the report's transaction). A lost
+// announcement costs only the producers' next poll.
+func (w *Worker) announceTokens(ctx context.Context, c jobgraph.Claim, targets []string) {
+	queues := make([]string, len(targets))
+	for i, t := range targets {
 		queues[i] = queue.BuildQueue(t)
 	}
 	if w.Announcer != nil {
 		w.Announcer.Announce(queues...)
-		return nil
+		return
 	}
 	if err := queue.NotifyInserted(ctx, w.Pool, queue.BuildScheduler, queues...); err != nil {
 		w.Logger.Warn("announce dispatch tokens", "job_id", c.JobID, "error", err)
 	}
-	return nil
 }
 
-// tokenEnd is how a token ends for the attempt it carried.
-func tokenEnd(c jobgraph.Claim, out outcome) queue.JobEnd {
-	end := queue.JobEnd{State: rivertype.JobStateCompleted, Metadata: map[string]any{"build": map[string]any{
-		"job_id": c.JobID, "group_id": c.GroupID, "name": c.Name, "attempt": c.Attempt, "outcome": out.result,
-	}}}
-	switch out.result {
-	case queue.BuildFailed:
+// cancelDid says what River UI's Cancel of a running token did.
+func cancelDid(c jobgraph.Claim, out outcome, res jobgraph.Result) string {
+	switch {
+	case out.result != queue.BuildCancelled:
+		return fmt.Sprintf("came after build %s (job %d) had ended %s on attempt %d; that outcome stands", c.Name, c.JobID, out.result, c.Attempt)
+	case !res.Applied:
+		return fmt.Sprintf("killed build %s (job %d) on attempt %d, whose lease had run out already: the job is the reaper's to hand out again", c.Name, c.JobID, c.Attempt)
+	}
+	return fmt.Sprintf("killed build %s (job %d) on attempt %d; the job and its dependents that had not run are cancelled; group %d is %s",
+		c.Name, c.JobID, c.Attempt, c.GroupID, res.GroupState)
+}
+
+// tokenEnd is how a token ends for the attempt it carried, given whether its report applied.
+func tokenEnd(target string, c jobgraph.Claim, out outcome, applied bool) queue.JobEnd {
+	end := queue.JobEnd{State: rivertype.JobStateCompleted, Output: tokenOutput{Target: target, Build: built(c, out)}}
+	switch {
+	case !applied:
+		end.State = rivertype.JobStateCancelled
+		end.Err = fmt.Errorf("attempt %d of build %s (job %d, group %d) had lost its lease: the job went to another attempt, and this attempt's outcome (%s) changed nothing",
+			c.Attempt, c.Name, c.JobID, c.GroupID, out.result)
+	case out.result == queue.BuildFailed:
 		end.State = rivertype.JobStateDiscarded
 		end.Err = fmt.Errorf("build %s (job %d, group %d) failed on attempt %d: exit %d: %s",
 			c.Name, c.JobID, c.GroupID, c.Attempt, out.exitCode, out.err)
-	case queue.BuildCancelled:
+	case out.result == queue.BuildCancelled:
 		end.State = rivertype.JobStateCancelled
 		end.Err = fmt.Errorf("build %s (job %d, group %d) cancelled on attempt %d", c.Name, c.JobID, c.GroupID, c.Attempt)
 	}

@@ -41,11 +41,12 @@ const lanes, rounds = 5, 10
 func TestOldestGroupFirst(t *testing.T) {
 	t.Parallel()
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
-	tokens, err := queue.NewInserter(pool, queue.BuildScheduler)
+	// As the build-worker reports: a quiet inserter inserts the released jobs' tokens on the
+	// report's transaction, and the worker announces them once it has committed (no Announcer:
+	// in the slot).
+	tokens, err := queue.NewQuietInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	// As the build-worker reports: the released jobs' tokens go with the report's COMMIT, and
-	// the worker announces them once it returns (no Announcer: in the slot).
-	graph := &jobgraph.Graph{Tokens: tokens, Announced: true}
+	graph := &jobgraph.Graph{Tokens: tokens}
 	startWorker(t, pool, graph)
 
 	for lane := range lanes {

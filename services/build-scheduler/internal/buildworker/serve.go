@@ -37,7 +37,11 @@ type Config struct {
 	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for tokens when no notification came (River's FetchPollInterval)"`
 	// Only what a crash of Postgres may lose without harm commits asynchronously: see
 	// SynchronousCommitValues and the package documentation.
-	SynchronousCommit string `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report and its lease heartbeats commit with synchronous_commit on whatever this says"`
+	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report and its lease heartbeats commit with synchronous_commit on whatever this says"`
+	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT. A minute more is River's timeout of a build_run token, after which River takes back the token of a worker that died holding it"`
+	// TokenSlack is Worker.TokenSlack; tests shorten it, with MaxJobTimeout, to see River rescue
+	// a dead worker's token.
+	TokenSlack time.Duration `ignored:"true"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
@@ -63,6 +67,9 @@ func (c Config) Check() []error {
 	}
 	if c.Lease < 300*time.Millisecond {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_LEASE: %s, want 300ms or more", c.Lease))
+	}
+	if c.MaxJobTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_MAX_JOB_TIMEOUT: %s, want 1s or more", c.MaxJobTimeout))
 	}
 	if !slices.Contains(SynchronousCommitValues, c.SynchronousCommit) {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_SYNCHRONOUS_COMMIT: %q, want one of %s", c.SynchronousCommit, strings.Join(SynchronousCommitValues, ", ")))
@@ -97,6 +104,8 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
 		Fetch: queue.Fetch{Cooldown: cfg.FetchCooldown, PollInterval: cfg.FetchPollInterval},
 	}
+	spec.JobTimeout = RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack)
+	spec.RescueStuckJobsAfter = spec.JobTimeout
 	if cfg.SynchronousCommit != "" {
 		spec.DBParams = map[string]string{"synchronous_commit": cfg.SynchronousCommit}
 	}
@@ -115,7 +124,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		if err != nil {
 			return err
 		}
-		graph := &jobgraph.Graph{Tokens: tokens, Announced: true}
+		graph := &jobgraph.Graph{Tokens: tokens}
 		// Announced by one goroutine, coalesced, so a slot never waits for a notification and
 		// the worker's reports send one for many.
 		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)
@@ -123,6 +132,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		build := &Worker{
 			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
+			MaxJobTimeout: cfg.MaxJobTimeout, TokenSlack: cfg.TokenSlack,
 		}
 		// The watchdog (expired leases, redispatch, recount) and the report worker of earlier
 		// releases make jobs ready seldom and announce nothing themselves: their tokens go through
@@ -136,6 +146,18 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		d.Go(func(ctx context.Context) error { return announce(ctx, d, id, cfg) })
 		return nil
 	})
+}
+
+// RescueAfter is the JobTimeout and RescueStuckJobsAfter of every River client on the
+// build_scheduler schema, given the build-worker's (or the scheduler's) longest build and token
+// slack: the shortest Timeout of the schema's kinds, so River's rescuer takes each kind's job
+// back from a dead process once the job's own Timeout has passed, within its next pass (30 s),
+// whichever client leads. River rescues no job before RescueStuckJobsAfter, whatever its kind's
+// Timeout, and requires it to be at least JobTimeout, the timeout of kinds without one of their
+// own (the probe's).
+func RescueAfter(maxJobTimeout, tokenSlack time.Duration) time.Duration {
+	w := Worker{MaxJobTimeout: maxJobTimeout, TokenSlack: tokenSlack}
+	return min(jobgraph.StepTimeout, w.Timeout(nil))
 }
 
 // announce records every third of a lease that this worker polls its targets, so the

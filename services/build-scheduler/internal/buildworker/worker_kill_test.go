@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
@@ -33,15 +34,23 @@ const killedWorkerEnv = "BUILDWORKER_TEST_KILLED_WORKER"
 // a shell with grandchildren in its process group, none of which gets the parent-death signal.
 const spawner = `sleep 30 & a=$!; sleep 30 & echo $$ $a $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`
 
+// killConfig is the configuration of TestKilledWorkerLeavesNoBuild's workers: River's timeout of
+// a token (MaxJobTimeout + TokenSlack) is 5 s, so River's rescuer takes back the killed worker's
+// token after 5 s, at its next pass.
+func killConfig(dbURL string) Config {
+	return Config{Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"killed"}, Slots: 1, Lease: 3 * time.Second,
+		SynchronousCommit: "off", MaxJobTimeout: 4 * time.Second, TokenSlack: time.Second}
+}
+
+// onlyBuilds registers the build_run worker alone.
+func onlyBuilds(workers *river.Workers, _ *pgxpool.Pool, _ *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
+	river.AddWorker(workers, build)
+	return nil
+}
+
 // runKilledWorker is the worker process TestKilledWorkerLeavesNoBuild kills: the real Run.
 func runKilledWorker(dbURL string) int {
-	cfg := Config{Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"killed"}, Slots: 1, Lease: 3 * time.Second,
-		SynchronousCommit: "off"}
-	kinds := func(workers *river.Workers, _ *pgxpool.Pool, _ *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
-		river.AddWorker(workers, build)
-		return nil
-	}
-	if err := Run(context.Background(), cfg, kinds, nil, io.Discard); err != nil {
+	if err := Run(context.Background(), killConfig(dbURL), onlyBuilds, nil, io.Discard); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -49,7 +58,12 @@ func runKilledWorker(dbURL string) int {
 }
 
 // TestKilledWorkerLeavesNoBuild SIGKILLs a build-worker process while its build runs a shell
-// that started grandchildren, and requires that none of them outlives the worker.
+// that started grandchildren, and requires that none of them outlives the worker, and that River
+// shows the token it held running no longer than the token's timeout and River's rescuer's pass
+// (30 s) after, plus the time another worker takes to become River's leader when the dead one
+// was (River's leader TTL, 15 s, and its election interval, 5 s). The rescued token, worked
+// again by the other worker, claims nothing (the dead attempt's job is the scheduler's reaper's
+// to hand out again, not the token's) and ends cancelled saying so.
 func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
@@ -82,6 +96,44 @@ func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 		return true
 	}, 5*time.Second, 5*time.Millisecond, "a process of the killed worker's build survived: %v", pids)
 	t.Logf("all %d processes of the build gone %s after the worker's SIGKILL", len(pids), time.Since(killed))
+
+	pool := schemaPool(t, dbURL)
+	client, err := queue.NewInserter(pool, queue.BuildScheduler)
+	require.NoError(t, err)
+	var id int64
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT id FROM river_job WHERE kind = 'build_run' AND state = 'running'`).Scan(&id),
+		"River shows the dead worker's token running")
+	startLiveWorker(t, killConfig(dbURL))
+	const bound = 5*time.Second + 30*time.Second + 20*time.Second
+	var token *rivertype.JobRow
+	require.Eventually(t, func() bool {
+		token, err = client.JobGet(t.Context(), id)
+		require.NoError(t, err)
+		return token.State != rivertype.JobStateRunning || token.Attempt > 1
+	}, bound+10*time.Second, 100*time.Millisecond, "River still shows the dead worker's token running")
+	require.Equal(t, "Stuck job rescued by JobRescuer", token.Errors[0].Error)
+	require.Eventually(t, func() bool {
+		token, err = client.JobGet(t.Context(), id)
+		require.NoError(t, err)
+		return token.FinalizedAt != nil
+	}, 20*time.Second, 50*time.Millisecond, "the rescued token was never worked again")
+	require.Equal(t, rivertype.JobStateCancelled, token.State)
+	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "nothing to build on target killed")
+	var state string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT state::text FROM job_graph`).Scan(&state))
+	require.Equal(t, string(jobgraph.Running), state, "the rescued token left the dead attempt's job to the reaper")
+}
+
+// startLiveWorker runs a worker with cfg in this process until the test ends.
+func startLiveWorker(t *testing.T, cfg Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() { stopped <- Run(ctx, cfg, onlyBuilds, nil, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-stopped)
+	})
 }
 
 // TestBuildLeavesNothingBehind runs a command that exits leaving a background process in its
@@ -90,17 +142,15 @@ func TestBuildLeavesNothingBehind(t *testing.T) {
 	t.Parallel()
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	c := jobgraph.Claim{JobID: 1, Attempt: 1, Name: "leaver", Timeout: time.Minute,
-		Command: []string{"sh", "-c", `sleep 30 & echo $! > "$1"`, "sh", pidFile}}
+	// The background process sleeps for days, and the build's timeout is as long: a run that
+	// waited for it would not return before the test binary's own timeout.
+	c := jobgraph.Claim{JobID: 1, Attempt: 1, Name: "leaver", Timeout: 100 * time.Hour,
+		Command: []string{"sh", "-c", `sleep 360000 & echo $! > "$1"`, "sh", pidFile}}
 	logs := newLogWriter(context.Background(), logstore.Postgres{DB: pool}, c.JobID, c.Attempt)
 	var groups groupReaper
-	start := time.Now()
 	out := run(context.Background(), t.TempDir(), c, logs, &groups)
 	logs.Close()
 	require.Equal(t, queue.BuildSucceeded, out.result, out.err)
-	// The background process sleeps 30 s; a build that waited for it is far past this bound,
-	// which only a loaded machine's slow sh start-up comes near.
-	require.Less(t, time.Since(start), 10*time.Second, "the build waited for its background process")
 	pids := readPids(t, pidFile)
 	require.Len(t, pids, 1)
 	require.Eventually(t, func() bool { return !alive(pids[0]) }, 5*time.Second, 5*time.Millisecond)

@@ -17,7 +17,6 @@ var errOneStatement = errors.New("a transaction begun with its statement runs th
 // commit or roll back.
 type beginWith struct {
 	conn *pgx.Conn
-	send func(*pgx.Batch) error // queues more statements after the first; nil queues none
 	br   pgx.BatchResults
 }
 
@@ -29,11 +28,6 @@ func (b *beginWith) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	batch := &pgx.Batch{}
 	batch.BeginTx(pgx.TxOptions{})
 	batch.Queue(sql, args...)
-	if b.send != nil {
-		if err := b.send(batch); err != nil {
-			return errRow{err}
-		}
-	}
 	b.br = b.conn.SendBatch(ctx, batch)
 	if _, err := b.br.Exec(); err != nil {
 		return errRow{err}

@@ -20,6 +20,9 @@ const (
 	EventDrift        EventKind = "counter_drift"
 	EventSettled      EventKind = "group_settled"
 	EventCanceled     EventKind = "group_canceled"
+	// EventRiverUIAction records what a press of River UI's Retry or Cancel on a job of the
+	// build_scheduler schema did, once its worker acted on it.
+	EventRiverUIAction EventKind = "river_ui_action"
 )
 
 // addEvent records a system event on db, in the transaction of the decision it explains.
@@ -30,6 +33,13 @@ func addEvent(ctx context.Context, db postgres.DBTX, groupID, jobID *int64, kind
 		return fmt.Errorf("record %s event: %w", kind, err)
 	}
 	return nil
+}
+
+// RecordAction records, on db, what a River UI button pressed on one of the service's River jobs
+// did, for the group and job it concerns (nil: system-wide, no job). Transitions that a button
+// causes record it themselves (RerunTx, a cancelled build's report).
+func RecordAction(ctx context.Context, db postgres.DBTX, groupID, jobID *int64, format string, args ...any) error {
+	return addEvent(ctx, db, groupID, jobID, EventRiverUIAction, format, args...)
 }
 
 // Events returns the latest events of a group, newest first; groupID 0 means system-wide events.

@@ -35,6 +35,13 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
 )
 
+// StepTimeout is River's timeout of the scheduler's own job kinds, build_report and
+// build_watchdog: each is one transaction on the job graph, taking far less. Every River client
+// on the build_scheduler schema rescues stuck jobs after it (buildworker.RescueAfter), so River's
+// rescuer takes such a job back from a process that died working it within StepTimeout and its
+// 30 s pass.
+const StepTimeout = time.Minute
+
 // queries runs the statements of query.sql, compiled by sqlc; each takes the pool or
 // transaction to run on.
 var queries = dbsqlc.New()
@@ -82,15 +89,12 @@ func GroupStates() []GroupState {
 // and the job went back to ready, or the job was cancelled and settled without it.
 var ErrLeaseLost = errors.New("lease lost")
 
-// Graph performs transitions. Tokens inserts dispatch tokens into the build queues; it is an
-// insert-only client on the build_scheduler schema.
+// Graph performs transitions. Tokens inserts dispatch tokens into the build queues with
+// InsertManyTx on the transition's transaction; it is an insert-only client on the
+// build_scheduler schema. A quiet one (queue.NewQuietInserter) leaves the notification of the
+// targets' workers to its caller, after the commit (Result.Targets names the queues).
 type Graph struct {
 	Tokens *queue.Client
-	// Announced says the caller announces the tokens of a Report once it has committed (the
-	// build-worker's queue.Announcer): the tokens' insert then travels with the report's COMMIT
-	// (queue.BatchInsertMany, which notifies nothing), one round trip less. Without it the insert
-	// is InsertManyTx on the report's transaction, with the notification Tokens sends in it.
-	Announced bool
 }
 
 // Group is a group as clients see it.

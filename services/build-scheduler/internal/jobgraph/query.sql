@@ -38,23 +38,30 @@ UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, f
 WHERE id = @id AND state IN ('failed', 'canceled') RETURNING state::text;
 
 -- name: GroupSettle :one
+-- GroupSettle closes a group whose stripes are all at zero: canceled when it was cancelled or,
+-- with no job failed, when a job of it was cancelled alone (River UI's Cancel on a running
+-- build); failed when a job failed; complete otherwise.
 UPDATE groups g SET remaining = 0, failed = c.failed, updated_at = clock_timestamp(),
-    state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
+    state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
+        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
     finished_at = clock_timestamp()
-FROM (SELECT count(*) AS failed FROM job_graph
-    WHERE group_id = @id AND state IN ('job_failed', 'dependency_failed')) c
+FROM (SELECT count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
+        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
+    FROM job_graph WHERE group_id = @id) c
 WHERE g.id = @id AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = @id AND remaining > 0)
 RETURNING g.state::text;
 
 -- name: GroupResettle :one
 WITH c AS (
     SELECT count(*) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) AS remaining,
-        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed
+        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
+        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
     FROM job_graph WHERE group_id = @id
 )
 UPDATE groups g SET remaining = c.remaining, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN c.remaining > 0 THEN g.state
-        WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
+        WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
+        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
     finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
 FROM c WHERE g.id = @id AND g.state IN ('queued', 'dispatching')
 RETURNING g.state::text;
@@ -266,6 +273,23 @@ UPDATE job_graph j SET state = 'dependency_failed', error = 'dependency ' || @jo
 FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
 RETURNING j.id;
 
+-- name: JobCancelDependents :many
+-- JobCancelDependents is JobFailDependents for a job that was cancelled alone (River UI's Cancel
+-- on its running token): its dependents that have not run can never run, and are cancelled.
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(dependents) FROM job_graph WHERE id = @job_id::bigint
+    UNION
+    SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
+), unstarted AS MATERIALIZED (
+    SELECT j.id FROM down JOIN job_graph j ON j.id = down.id
+    WHERE j.group_id IS NOT DISTINCT FROM @group_id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+    ORDER BY j.id FOR UPDATE OF j
+)
+UPDATE job_graph j SET state = 'cancel_complete', error = 'dependency ' || @job_id::bigint || ' cancelled',
+    finished_at = clock_timestamp(), updated_at = clock_timestamp()
+FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+RETURNING j.id;
+
 -- name: JobCancelByGroup :execrows
 WITH open AS MATERIALIZED (
     SELECT o.id FROM job_graph o WHERE o.group_id = @group_id AND o.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
@@ -289,6 +313,43 @@ UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NUL
     as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
     updated_at = clock_timestamp()
 FROM finished f WHERE j.id = f.id AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete');
+
+-- name: JobGetForRerun :one
+-- JobGetForRerun locks a job that River UI's Retry asks to run again, and reads what the rerun
+-- needs.
+SELECT group_id, name, target, state::text AS state FROM job_graph WHERE id = @id FOR UPDATE;
+
+-- name: JobResetForRerun :many
+-- JobResetForRerun resets a failed or cancelled job and its transitive dependents that failed or
+-- were cancelled (with it, or with its group) as JobResetForRetry resets a group's, locking them
+-- in id order. The caller has locked the job itself first, and checked its state.
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(dependents) FROM job_graph WHERE id = @job_id::bigint
+    UNION
+    SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
+), reset AS MATERIALIZED (
+    SELECT j.id FROM job_graph j
+    WHERE j.group_id = @group_id AND (j.id = @job_id::bigint OR j.id IN (SELECT id FROM down))
+        AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
+    ORDER BY j.id FOR UPDATE OF j
+)
+UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
+    as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
+    updated_at = clock_timestamp()
+FROM reset r WHERE j.id = r.id
+RETURNING j.id;
+
+-- name: GroupReopen :execrows
+-- GroupReopen opens a settled group again for a job River UI's Retry runs again; GroupResettle
+-- then recounts it.
+UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
+    updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+WHERE id = @id AND state IN ('failed', 'canceled');
+
+-- name: TransactionDurable :exec
+-- TransactionDurable makes the rest of the transaction commit with synchronous_commit on, after a
+-- statement that set it off (JobClaim) in a transaction whose commit must be durable.
+SELECT set_config('synchronous_commit', 'on', true);
 
 -- name: JobListExpiredLeases :many
 SELECT id, attempt, lease_token FROM job_graph
@@ -320,6 +381,15 @@ UPDATE job_graph j SET state = 'dependency_failed', finished_at = clock_timestam
     error = 'a dependency failed (found by recount)'
 WHERE j.group_id = @group_id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
     AND EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state IN ('job_failed', 'dependency_failed'))
+RETURNING j.id;
+
+-- name: JobCancelByRecount :many
+-- JobCancelByRecount cancels the unstarted jobs of a group that wait on a cancelled job: they
+-- can never run (a rerun job's dependent that also waits on another cancelled job).
+UPDATE job_graph j SET state = 'cancel_complete', finished_at = clock_timestamp(), updated_at = clock_timestamp(),
+    error = 'a dependency was cancelled (found by recount)'
+WHERE j.group_id = @group_id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+    AND EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state = 'cancel_complete')
 RETURNING j.id;
 
 -- name: JobRecountWaiting :many

@@ -40,10 +40,25 @@ func (g *Graph) RecountTx(ctx context.Context, tx pgx.Tx) (Recount, error) {
 }
 
 // recountGroup recomputes one group from its dependency arrays: waiting jobs with a failed
-// dependency become dependency_failed, counters are set to the number of unfinished
-// dependencies, jobs at zero become ready and are dispatched, and the group's own counters are
-// recomputed and settled.
+// dependency become dependency_failed, those with a cancelled one cancel_complete, counters are
+// set to the number of unfinished dependencies, jobs at zero become ready and are dispatched, and
+// the group's own counters are recomputed and settled.
 func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Recount, error) {
+	out, err := g.recountJobs(ctx, tx, groupID, 0)
+	if err != nil {
+		return out, err
+	}
+	settled, err := resettleGroup(ctx, tx, groupID)
+	if settled {
+		out.GroupsSettled = append(out.GroupsSettled, groupID)
+	}
+	return out, err
+}
+
+// recountJobs is recountGroup's work on the group's jobs, the group's own counters left to the
+// caller. held is a job that needs no dispatch token if it becomes ready, because the caller
+// holds one for it (0: none).
+func (g *Graph) recountJobs(ctx context.Context, tx pgx.Tx, groupID, held int64) (Recount, error) {
 	var out Recount
 	// The group's unfinished jobs are locked first, in id order (the package's lock order), so
 	// no transition moves them while they are recounted.
@@ -55,6 +70,9 @@ func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Rec
 	if err != nil {
 		return out, fmt.Errorf("fail dependents in group %d: %w", groupID, err)
 	}
+	if _, err = queries.JobCancelByRecount(ctx, tx, groupID); err != nil {
+		return out, fmt.Errorf("cancel dependents in group %d: %w", groupID, err)
+	}
 	out.CountersFixed, err = queries.JobRecountWaiting(ctx, tx, groupID)
 	if err != nil {
 		return out, fmt.Errorf("recount group %d: %w", groupID, err)
@@ -63,21 +81,14 @@ func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Rec
 	if err != nil {
 		return out, fmt.Errorf("ready jobs of group %d: %w", groupID, err)
 	}
-	ready := make([]readyJob, len(rows))
-	for i, r := range rows {
-		ready[i] = readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target}
+	var ready []readyJob
+	for _, r := range rows {
+		out.MadeReady = append(out.MadeReady, r.ID)
+		if r.ID != held {
+			ready = append(ready, readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target})
+		}
 	}
-	for _, r := range ready {
-		out.MadeReady = append(out.MadeReady, r.id)
-	}
-	if err := g.dispatch(ctx, tx, ready); err != nil {
-		return out, err
-	}
-	settled, err := resettleGroup(ctx, tx, groupID)
-	if settled {
-		out.GroupsSettled = append(out.GroupsSettled, groupID)
-	}
-	return out, err
+	return out, g.dispatch(ctx, tx, ready)
 }
 
 // resettleGroup recomputes a group's stripe counters, remaining and failed from its jobs' states

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 )
 
 func TestRedispatch(t *testing.T) {
@@ -26,9 +27,8 @@ func TestRedispatch(t *testing.T) {
 		require.Equal(t, 1, b.tokens(t, "redispatch-lost"))
 		// A worker takes the token and dies before its claim commits: River shows the token
 		// running, the job is still ready.
-		_, err := b.tx.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-			WHERE kind = 'build_run' AND queue = $1`, queue.BuildQueue("redispatch-lost"))
-		require.NoError(t, err)
+		fetched := queuetest.FetchAsDeadProcess(ctx, t, b.tx, queue.BuildScheduler.Schema(), queue.BuildQueue("redispatch-lost"), "dead-worker", 10)
+		require.Len(t, fetched, 1)
 
 		n, err := b.graph.RedispatchTx(ctx, b.tx, time.Minute)
 		require.NoError(t, err)

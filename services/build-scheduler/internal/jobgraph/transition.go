@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"drover.dev/queue"
@@ -67,44 +66,25 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 	if err != nil || !rep.Applied {
 		return rep.Result, err
 	}
-	return g.afterReport(ctx, tx, nil, r, rep)
+	return g.afterReport(ctx, tx, r, rep)
 }
 
 // Report applies a worker's report as ReportTx does, in a transaction of its own on pool that
 // begins in the same round trip as JobReport (see beginWith), and runs also in it, given the
 // result, before it commits: the end of the River job that carried the build or the report, so
-// River's job state and the job graph's commit together. also may be nil.
+// River's job state and the job graph's commit together. also may be nil; an error it returns
+// rolls the report back.
 func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
-	return g.ReportWith(ctx, pool, r, nil, also)
-}
-
-// ReportWith is Report with send, which queues more statements of the report's transaction on
-// the batch that begins it, after JobReport's: statements that do not depend on the report's
-// result (the end of a River job whose end is known already, queue.BatchJobEnd) travel in that
-// round trip instead of one each. An error of theirs, from the callbacks they queued with, rolls
-// the report back as an error of also does. send may be nil.
-//
-// For a Graph whose tokens are Announced, the insert of the released jobs' tokens travels with
-// the COMMIT (commitWith): a report that releases jobs is then as many round trips as one that
-// does not.
-func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, send func(*pgx.Batch) error, also func(pgx.Tx, Result) error) (Result, error) {
-	// A connection of its own, not the pool's transaction: commitWith may end the transaction
-	// with a COMMIT of its own, after which the connection goes back to the pool as it is.
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
 	defer conn.Release()
-	db := &beginWith{conn: conn.Conn(), send: send}
+	db := &beginWith{conn: conn.Conn()}
 	rep, err := report(ctx, db, r)
 	tx, closeErr := db.close()
-	ended := false
 	if tx != nil {
-		defer func() {
-			if !ended {
-				_ = tx.Rollback(ctx)
-			}
-		}()
+		defer func() { _ = tx.Rollback(ctx) }() // a no-op once committed
 	}
 	if err == nil && closeErr != nil {
 		err = fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, closeErr)
@@ -113,9 +93,8 @@ func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.Buil
 		return rep.Result, err
 	}
 	res := rep.Result
-	last := &pgx.Batch{}
 	if rep.Applied {
-		if res, err = g.afterReport(ctx, tx, last, r, rep); err != nil {
+		if res, err = g.afterReport(ctx, tx, r, rep); err != nil {
 			return res, err
 		}
 	}
@@ -124,33 +103,17 @@ func (g *Graph) ReportWith(ctx context.Context, pool *pgxpool.Pool, r queue.Buil
 			return res, err
 		}
 	}
-	if err := commitWith(ctx, tx, last); err != nil {
+	if err := tx.Commit(ctx); err != nil {
 		return res, fmt.Errorf("commit report of job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
-	ended = true
 	return res, nil
 }
 
-// commitWith commits tx, sending the statements queued on last in the COMMIT's round trip. They
-// run before the COMMIT, on the transaction: an error of theirs skips the COMMIT, and the caller
-// rolls tx back. Once the COMMIT has run, tx must not be used again (pgx does not know it ended):
-// its connection, in no transaction, goes back to the pool as it is.
-func commitWith(ctx context.Context, tx pgx.Tx, last *pgx.Batch) error {
-	if last.Len() == 0 {
-		return tx.Commit(ctx)
-	}
-	last.Queue("COMMIT").Exec(func(tag pgconn.CommandTag) error {
-		if tag.String() != "COMMIT" { // ROLLBACK: the transaction had failed
-			return pgx.ErrTxCommitRollback
-		}
-		return nil
-	})
-	return tx.SendBatch(ctx, last).Close()
-}
-
-// afterReport does what an applied report's statement leaves to do.
-// The tokens of the jobs it releases are inserted as dispatchWith says, given last.
-func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, last *pgx.Batch, r queue.BuildReportArgs, rep reported) (Result, error) {
+// afterReport does what an applied report's statement leaves to do: a failed job's dependents
+// failed with it, a cancelled job's dependents cancelled with it (they can never run), a
+// completed job's released dependents dispatched, and the group settled when this was its last
+// job.
+func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs, rep reported) (Result, error) {
 	res := rep.Result
 	var finished []int64
 	switch res.State {
@@ -164,8 +127,15 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, last *pgx.Batch, r q
 		if err := addEvent(ctx, tx, &res.GroupID, &r.JobID, EventJobFailed, "%s", msg); err != nil {
 			return res, err
 		}
+	case CancelComplete:
+		// JobReport counted the job itself off its stripe.
+		cancelled, err := cancelDependents(ctx, tx, r.JobID, res.GroupID)
+		if err != nil {
+			return res, err
+		}
+		finished = cancelled
 	case Complete:
-		if err := g.dispatchWith(ctx, tx, last, rep.ready); err != nil {
+		if err := g.dispatch(ctx, tx, rep.ready); err != nil {
 			return res, err
 		}
 		for _, j := range rep.ready {
@@ -208,4 +178,15 @@ func failDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) ([]int
 		return nil, fmt.Errorf("fail dependents of job %d: %w", jobID, err)
 	}
 	return failed, nil
+}
+
+// cancelDependents marks every transitive dependent of jobID that has not run yet
+// cancel_complete, as a cancelled job's dependents can never run, and returns the ids it marked.
+// Under a group's cancel they are cancelled already and it marks none.
+func cancelDependents(ctx context.Context, tx pgx.Tx, jobID, groupID int64) ([]int64, error) {
+	cancelled, err := queries.JobCancelDependents(ctx, tx, dbsqlc.JobCancelDependentsParams{JobID: jobID, GroupID: groupID})
+	if err != nil {
+		return nil, fmt.Errorf("cancel dependents of job %d: %w", jobID, err)
+	}
+	return cancelled, nil
 }

@@ -27,6 +27,7 @@ type watch struct {
 
 // WatchReport is what one watchdog pass did.
 type WatchReport struct {
+	Watched  int // open groups the pass looked at
 	Canceled []int64
 	Settled  []int64
 	Drift    map[int64][]string
@@ -46,6 +47,7 @@ func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration
 	if err != nil {
 		return rep, err
 	}
+	rep.Watched = len(watches)
 	for _, w := range watches {
 		reason := w.verdict(stallAfter)
 		switch {

@@ -14,7 +14,8 @@ import (
 // Reaper takes jobs back from workers that stopped heartbeating, and replaces dispatch tokens
 // lost with a worker that died before claiming (see jobgraph.Graph.RedispatchTx). It runs as a loop in every
 // scheduler replica rather than as a River periodic job, so a lost worker is noticed within the
-// lease plus Interval instead of waiting for River's leader and its one-hour rescue; the guarded
+// lease plus Interval instead of waiting for River's leader to rescue the token, which it does
+// only after the longest build's timeout (buildworker.Worker.Timeout); the guarded
 // transitions make replicas reaping at once harmless.
 type Reaper struct {
 	Pool     *pgxpool.Pool

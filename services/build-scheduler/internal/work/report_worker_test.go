@@ -1,77 +1,200 @@
 package work
 
 import (
+	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/shared/testdb"
 )
 
-// A report that comes through the queue is applied once with its consequences, however often
-// River delivers it, and one from a dead attempt changes nothing; each delivery completes.
-func TestReportWorkerAppliesAQueuedReportOnce(t *testing.T) {
-	t.Parallel()
+type testBundle struct {
+	pool    *pgxpool.Pool
+	client  *queue.Client
+	graph   *jobgraph.Graph
+	logs    *logLines
+	logger  *slog.Logger
+	groupID int64
+	claim   jobgraph.Claim // the claimed job "a" of the group a → b
+}
+
+// setup submits the chain a → b on a fresh database and claims a. Its context carries the River
+// client, as a worker's does.
+func setup(t *testing.T) (*testBundle, context.Context) {
+	t.Helper()
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
-	tokens, err := queue.NewInserter(pool, queue.BuildScheduler)
+	client, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	ctx := rivertest.WorkContext(context.Background(), tokens) // JobCompleteTx finds its client there
-	w := &ReportWorker{Pool: pool, Graph: &jobgraph.Graph{Tokens: tokens}}
+	ctx := rivertest.WorkContext(context.Background(), client)
+	logs := &logLines{}
+	b := &testBundle{pool: pool, client: client, graph: &jobgraph.Graph{Tokens: client}, logs: logs,
+		logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	plan, err := dag.Validate(dag.Submission{Name: "g", Jobs: []dag.JobSpec{
 		{Name: "a", Target: "linux", Command: []string{"true"}},
 		{Name: "b", Target: "linux", Command: []string{"true"}, DependsOn: []string{"a"}},
 	}}, dag.DefaultLimits)
 	require.NoError(t, err)
-	var g int64
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) { g, err = w.Graph.SubmitTx(ctx, tx, plan, 2); return err }))
-	c, ok, err := jobgraph.ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) { b.groupID, err = b.graph.SubmitTx(ctx, tx, plan, 2); return err }))
+	var ok bool
+	b.claim, ok, err = jobgraph.ClaimNext(ctx, pool, "linux", "w1", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
-	args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
-
-	job := deliver(t, pool, tokens, args)
-	require.NoError(t, w.Work(ctx, job))
-	want := map[jobgraph.JobState]int{jobgraph.Complete: 1, jobgraph.Ready: 1}
-	require.Equal(t, want, counts(t, pool, g))
-	require.Equal(t, 2, buildTokens(t, pool), "b's token committed with the report")
-
-	require.NoError(t, w.Work(ctx, redeliver(t, pool, tokens, job.ID, args)), "a repeated delivery completes")
-	late := args
-	late.LeaseToken++
-	require.NoError(t, w.Work(ctx, deliver(t, pool, tokens, late)), "a dead attempt's report completes")
-	require.Equal(t, want, counts(t, pool, g), "neither changed the group")
-	require.Equal(t, 2, buildTokens(t, pool), "neither released another token")
-	var open int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'build_report' AND state <> 'completed'`).Scan(&open))
-	require.Zero(t, open, "every delivery completed")
+	return b, ctx
 }
 
-// deliver queues a report and hands it out as River would: running, attempt 1.
-func deliver(t *testing.T, pool *pgxpool.Pool, ins *queue.Client, args queue.BuildReportArgs) *river.Job[queue.BuildReportArgs] {
+// fetch takes the next available job of the scheduler's queue as River's producer does: running,
+// its attempt counted.
+func fetch[T river.JobArgs](ctx context.Context, t *testing.T, b *testBundle) *river.Job[T] {
 	t.Helper()
-	res, err := ins.Insert(context.Background(), args, nil)
-	require.NoError(t, err)
-	return redeliver(t, pool, ins, res.Job.ID, args)
+	rows := queuetest.FetchAsDeadProcess(ctx, t, b.pool, queue.BuildScheduler.Schema(), queue.QueueBuildScheduler, "test", 1)
+	require.Len(t, rows, 1)
+	job := &river.Job[T]{JobRow: rows[0]}
+	require.NoError(t, json.Unmarshal(rows[0].EncodedArgs, &job.Args))
+	return job
 }
 
-// redeliver hands out job id (again) as River does after a lost completion.
-func redeliver(t *testing.T, pool *pgxpool.Pool, ins *queue.Client, id int64, args queue.BuildReportArgs) *river.Job[queue.BuildReportArgs] {
+// work starts a River client working the scheduler's queue with the given workers until the
+// test ends, as the scheduler does.
+func (b *testBundle) work(t *testing.T, add func(*river.Workers)) {
 	t.Helper()
-	ctx := context.Background()
-	_, err := pool.Exec(ctx, `UPDATE river_job SET state = 'running', attempt = attempt + 1, attempted_at = now(), finalized_at = NULL WHERE id = $1`, id)
+	workers := river.NewWorkers()
+	add(workers)
+	client, err := river.NewClient(riverpgxv5.New(b.pool), &river.Config{
+		Schema: queue.BuildScheduler.Schema(), Queues: map[string]river.QueueConfig{queue.QueueBuildScheduler: {MaxWorkers: 1}},
+		Workers: workers, Logger: slog.New(slog.DiscardHandler), FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond, TestOnly: true,
+	})
 	require.NoError(t, err)
-	row, err := ins.JobGet(ctx, id)
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		cancel()
+		<-client.Stopped()
+	})
+}
+
+// waitFinished waits for job id to finish and returns it.
+func (b *testBundle) waitFinished(ctx context.Context, t *testing.T, id int64) *rivertype.JobRow {
+	t.Helper()
+	var row *rivertype.JobRow
+	require.Eventually(t, func() bool {
+		row = b.job(ctx, t, id)
+		return row.FinalizedAt != nil
+	}, 20*time.Second, 10*time.Millisecond, "job %d never finished", id)
+	return row
+}
+
+func (b *testBundle) job(ctx context.Context, t *testing.T, id int64) *rivertype.JobRow {
+	t.Helper()
+	row, err := b.client.JobGet(ctx, id)
 	require.NoError(t, err)
-	return &river.Job[queue.BuildReportArgs]{JobRow: row, Args: args}
+	return row
+}
+
+func (b *testBundle) events(ctx context.Context, t *testing.T, groupID int64) []jobgraph.Event {
+	t.Helper()
+	events, err := jobgraph.Events(ctx, b.pool, groupID, 100)
+	require.NoError(t, err)
+	return events
+}
+
+// A report that comes through the queue is applied once with its consequences. Retry in River UI
+// delivers it again, and then it changes nothing and ends cancelled, saying what to do instead;
+// the press is logged and recorded. A dead attempt's report changes nothing either.
+func TestReportWorker(t *testing.T) {
+	t.Parallel()
+
+	t.Run("AppliedOnceRetryChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		b.work(t, func(workers *river.Workers) {
+			river.AddWorker(workers, &ReportWorker{Pool: b.pool, Graph: b.graph, Logger: b.logger})
+		})
+		args := queue.BuildReportArgs{JobID: b.claim.JobID, Attempt: b.claim.Attempt, LeaseToken: b.claim.LeaseToken, Outcome: queue.BuildSucceeded}
+		res, err := b.client.Insert(ctx, args, nil)
+		require.NoError(t, err)
+		row := b.waitFinished(ctx, t, res.Job.ID)
+		want := map[jobgraph.JobState]int{jobgraph.Complete: 1, jobgraph.Ready: 1}
+		require.Equal(t, want, counts(t, b.pool, b.groupID))
+		require.Equal(t, 2, buildTokens(t, b.pool), "b's token committed with the report")
+		require.Equal(t, rivertype.JobStateCompleted, row.State)
+		require.JSONEq(t, `{"applied": true, "job_state": "complete", "group_state": "dispatching"}`, string(row.Output()))
+		require.Empty(t, b.logs.actions(t), "a first delivery is no button press")
+		eventsBefore := b.events(ctx, t, b.groupID)
+
+		_, err = b.client.JobRetry(ctx, row.ID) // River UI's Retry
+		require.NoError(t, err)
+		row = b.waitFinished(ctx, t, row.ID)
+		require.Equal(t, want, counts(t, b.pool, b.groupID), "the retried report changed nothing")
+		require.Equal(t, 2, buildTokens(t, b.pool), "and released no token")
+		require.Equal(t, rivertype.JobStateCancelled, row.State, "a retry that did nothing is not completed")
+		require.Contains(t, row.Errors[len(row.Errors)-1].Error, "changed nothing")
+		require.Contains(t, row.Errors[len(row.Errors)-1].Error, "POST /v1/groups/")
+
+		events := b.events(ctx, t, b.groupID)
+		require.Len(t, events, len(eventsBefore)+1)
+		require.Equal(t, jobgraph.EventRiverUIAction, events[0].Kind)
+		require.Contains(t, events[0].Message, "River UI retry of build_report")
+		actions := b.logs.actions(t)
+		require.Len(t, actions, 1)
+		require.Equal(t, "build_report", actions[0]["kind"])
+		require.Equal(t, "retry", actions[0]["action"])
+		require.InDelta(t, float64(row.ID), actions[0]["job_id"], 0)
+		require.Contains(t, actions[0]["did"], "changed nothing")
+	})
+
+	t.Run("DeadAttemptChangesNothing", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		b.work(t, func(workers *river.Workers) {
+			river.AddWorker(workers, &ReportWorker{Pool: b.pool, Graph: b.graph, Logger: b.logger})
+		})
+		late := queue.BuildReportArgs{JobID: b.claim.JobID, Attempt: b.claim.Attempt, LeaseToken: b.claim.LeaseToken + 1, Outcome: queue.BuildSucceeded}
+		res, err := b.client.Insert(ctx, late, nil)
+		require.NoError(t, err)
+		require.Equal(t, rivertype.JobStateCancelled, b.waitFinished(ctx, t, res.Job.ID).State)
+		require.Equal(t, map[jobgraph.JobState]int{jobgraph.Running: 1, jobgraph.Waiting: 1}, counts(t, b.pool, b.groupID))
+		require.Empty(t, b.logs.actions(t))
+	})
+
+	t.Run("CancelWhileRunningAppliesNothing", func(t *testing.T) {
+		t.Parallel()
+		b, ctx := setup(t)
+		w := &ReportWorker{Pool: b.pool, Graph: b.graph, Logger: b.logger}
+		args := queue.BuildReportArgs{JobID: b.claim.JobID, Attempt: b.claim.Attempt, LeaseToken: b.claim.LeaseToken, Outcome: queue.BuildSucceeded}
+		_, err := b.client.Insert(ctx, args, nil)
+		require.NoError(t, err)
+		job := fetch[queue.BuildReportArgs](ctx, t, b)
+		cctx, cancel := context.WithCancelCause(ctx)
+		cancel(river.ErrJobCancelledRemotely) // River UI's Cancel, as River's producer delivers it
+		require.NoError(t, w.Work(cctx, job))
+		require.Equal(t, map[jobgraph.JobState]int{jobgraph.Running: 1, jobgraph.Waiting: 1}, counts(t, b.pool, b.groupID))
+		row := b.job(ctx, t, job.ID)
+		require.Equal(t, rivertype.JobStateCancelled, row.State)
+		require.Contains(t, row.Errors[0].Error, "was not applied")
+		events := b.events(ctx, t, b.groupID)
+		require.Equal(t, jobgraph.EventRiverUIAction, events[0].Kind)
+		require.Contains(t, events[0].Message, "River UI cancel of build_report")
+		actions := b.logs.actions(t)
+		require.Len(t, actions, 1)
+		require.Equal(t, "cancel", actions[0]["action"])
+	})
 }
 
 func counts(t *testing.T, pool *pgxpool.Pool, g int64) map[jobgraph.JobState]int {
@@ -86,4 +209,33 @@ func buildTokens(t *testing.T, pool *pgxpool.Pool) int {
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&n))
 	return n
+}
+
+// logLines collects a JSON logger's lines.
+type logLines struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logLines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+// actions returns the river_ui_action lines logged so far.
+func (l *logLines) actions(t *testing.T) []map[string]any {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	lines := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
+	for lines.Scan() {
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(lines.Bytes(), &line))
+		if line["msg"] == "river_ui_action" {
+			out = append(out, line)
+		}
+	}
+	return out
 }

@@ -2,15 +2,18 @@ package work
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/services/build-scheduler/internal/uiaction"
 )
 
 // WatchdogArgs starts one watchdog pass. It is enqueued periodically by River's leader.
@@ -28,27 +31,59 @@ func (WatchdogArgs) InsertOpts() river.InsertOpts {
 
 // WatchdogWorker runs watchdog passes. Completion is decided by every transition in its own
 // transaction; the watchdog re-checks it so a lost message cannot leave a group open forever.
+// River UI's Retry of a pass runs another one at once.
 type WatchdogWorker struct {
 	river.WorkerDefaults[WatchdogArgs]
 	Pool       *pgxpool.Pool
 	Graph      *jobgraph.Graph
 	StallAfter time.Duration
 	Metrics    *Metrics
+	Logger     *slog.Logger // nil: slog.Default()
 }
+
+// watchOutput is what a pass records as its output.
+type watchOutput struct {
+	Watched  int     `json:"watched_groups"`
+	Canceled []int64 `json:"cancelled_groups"`
+	Settled  []int64 `json:"settled_groups"`
+	Drifted  int     `json:"drifted_groups"`
+}
+
+func (o watchOutput) String() string {
+	return fmt.Sprintf("a watchdog pass over %d open groups: %d stalled groups cancelled %v, %d groups settled %v, %d groups with counter drift",
+		o.Watched, len(o.Canceled), o.Canceled, len(o.Settled), o.Settled, o.Drifted)
+}
+
+// Timeout bounds a pass: one transaction (see jobgraph.StepTimeout).
+func (w *WatchdogWorker) Timeout(*river.Job[WatchdogArgs]) time.Duration { return jobgraph.StepTimeout }
 
 // Work runs one pass and completes the job in the same transaction.
 func (w *WatchdogWorker) Work(ctx context.Context, job *river.Job[WatchdogArgs]) error {
+	retried := uiaction.Retried(job.JobRow)
 	var rep jobgraph.WatchReport
+	var out watchOutput
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		var err error
 		if rep, err = w.Graph.WatchTx(ctx, tx, w.StallAfter); err != nil {
 			return err
 		}
-		_, err = river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		out = watchOutput{Watched: rep.Watched, Canceled: rep.Canceled, Settled: rep.Settled, Drifted: len(rep.Drift)}
+		if retried {
+			if err := jobgraph.RecordAction(ctx, tx, nil, nil, "River UI retry of build_watchdog %d: ran %s", job.ID, out); err != nil {
+				return err
+			}
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCompleted, Output: out})
 	})
-	if err != nil {
+	switch {
+	case err != nil && uiaction.CancelledRemotely(ctx):
+		return stopped(ctx, w.Pool, w.Logger, job, 0, "the watchdog pass was rolled back: it changed nothing; the next one comes at the watchdog's interval")
+	case err != nil:
+		_ = river.RecordOutput(ctx, nil) // see ReportWorker.Work
 		return err
+	}
+	if retried {
+		uiaction.Log(ctx, orDefault(w.Logger), job.JobRow, uiaction.Retry, "ran "+out.String())
 	}
 	w.Metrics.watched(rep)
 	return nil

@@ -9,6 +9,7 @@
 package work
 
 import (
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,6 +28,9 @@ type Settings struct {
 	StallAfter time.Duration
 	// Metrics counts reports and watchdog actions; nil (the build-worker) counts nothing.
 	Metrics *Metrics
+	// Logger hears of River UI's buttons pressed on reports and watchdog passes; nil (the
+	// build-worker, which does not work their queue) is slog.Default().
+	Logger *slog.Logger
 }
 
 // Register adds the scheduler's workers and periodic jobs. build is the build_run worker: the
@@ -34,8 +38,8 @@ type Settings struct {
 // kind. Its shape is buildworker.Kinds: the build-worker command passes it to the build worker's
 // River client, which so registers every kind without the worker importing this package.
 func (s Settings) Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
-	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph, Metrics: s.Metrics})
-	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter, Metrics: s.Metrics})
+	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph, Metrics: s.Metrics, Logger: s.Logger})
+	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter, Metrics: s.Metrics, Logger: s.Logger})
 	river.AddWorker(workers, build)
 	return []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(s.WatchdogInterval),

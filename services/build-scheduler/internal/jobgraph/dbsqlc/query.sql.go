@@ -222,15 +222,33 @@ func (q *Queries) GroupListActive(ctx context.Context, db DBTX) ([]int64, error)
 	return items, nil
 }
 
+const groupReopen = `-- name: GroupReopen :execrows
+UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
+    updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+WHERE id = $1 AND state IN ('failed', 'canceled')
+`
+
+// GroupReopen opens a settled group again for a job River UI's Retry runs again; GroupResettle
+// then recounts it.
+func (q *Queries) GroupReopen(ctx context.Context, db DBTX, id int64) (int64, error) {
+	result, err := db.Exec(ctx, groupReopen, id)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const groupResettle = `-- name: GroupResettle :one
 WITH c AS (
     SELECT count(*) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) AS remaining,
-        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed
+        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
+        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
     FROM job_graph WHERE group_id = $1
 )
 UPDATE groups g SET remaining = c.remaining, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN c.remaining > 0 THEN g.state
-        WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
+        WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
+        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
     finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
 FROM c WHERE g.id = $1 AND g.state IN ('queued', 'dispatching')
 RETURNING g.state::text
@@ -263,14 +281,19 @@ func (q *Queries) GroupRetry(ctx context.Context, db DBTX, arg GroupRetryParams)
 
 const groupSettle = `-- name: GroupSettle :one
 UPDATE groups g SET remaining = 0, failed = c.failed, updated_at = clock_timestamp(),
-    state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed' ELSE 'complete' END::group_state,
+    state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
+        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
     finished_at = clock_timestamp()
-FROM (SELECT count(*) AS failed FROM job_graph
-    WHERE group_id = $1 AND state IN ('job_failed', 'dependency_failed')) c
+FROM (SELECT count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
+        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
+    FROM job_graph WHERE group_id = $1) c
 WHERE g.id = $1 AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = $1 AND remaining > 0)
 RETURNING g.state::text
 `
 
+// GroupSettle closes a group whose stripes are all at zero: canceled when it was cancelled or,
+// with no job failed, when a job of it was cancelled alone (River UI's Cancel on a running
+// build); failed when a job failed; complete otherwise.
 func (q *Queries) GroupSettle(ctx context.Context, db DBTX, id int64) (string, error) {
 	row := db.QueryRow(ctx, groupSettle, id)
 	var g_state string
@@ -471,6 +494,79 @@ func (q *Queries) JobCancelByGroup(ctx context.Context, db DBTX, groupID int64) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const jobCancelByRecount = `-- name: JobCancelByRecount :many
+UPDATE job_graph j SET state = 'cancel_complete', finished_at = clock_timestamp(), updated_at = clock_timestamp(),
+    error = 'a dependency was cancelled (found by recount)'
+WHERE j.group_id = $1 AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+    AND EXISTS (SELECT FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state = 'cancel_complete')
+RETURNING j.id
+`
+
+// JobCancelByRecount cancels the unstarted jobs of a group that wait on a cancelled job: they
+// can never run (a rerun job's dependent that also waits on another cancelled job).
+func (q *Queries) JobCancelByRecount(ctx context.Context, db DBTX, groupID int64) ([]int64, error) {
+	rows, err := db.Query(ctx, jobCancelByRecount, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const jobCancelDependents = `-- name: JobCancelDependents :many
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(dependents) FROM job_graph WHERE id = $1::bigint
+    UNION
+    SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
+), unstarted AS MATERIALIZED (
+    SELECT j.id FROM down JOIN job_graph j ON j.id = down.id
+    WHERE j.group_id IS NOT DISTINCT FROM $2 AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+    ORDER BY j.id FOR UPDATE OF j
+)
+UPDATE job_graph j SET state = 'cancel_complete', error = 'dependency ' || $1::bigint || ' cancelled',
+    finished_at = clock_timestamp(), updated_at = clock_timestamp()
+FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready')
+RETURNING j.id
+`
+
+type JobCancelDependentsParams struct {
+	JobID   int64
+	GroupID int64
+}
+
+// JobCancelDependents is JobFailDependents for a job that was cancelled alone (River UI's Cancel
+// on its running token): its dependents that have not run can never run, and are cancelled.
+func (q *Queries) JobCancelDependents(ctx context.Context, db DBTX, arg JobCancelDependentsParams) ([]int64, error) {
+	rows, err := db.Query(ctx, jobCancelDependents, arg.JobID, arg.GroupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const jobClaim = `-- name: JobClaim :one
@@ -714,6 +810,31 @@ func (q *Queries) JobGet(ctx context.Context, db DBTX, id int64) (JobGetRow, err
 		&i.CreatedAt,
 		&i.StartedAt,
 		&i.FinishedAt,
+	)
+	return i, err
+}
+
+const jobGetForRerun = `-- name: JobGetForRerun :one
+SELECT group_id, name, target, state::text AS state FROM job_graph WHERE id = $1 FOR UPDATE
+`
+
+type JobGetForRerunRow struct {
+	GroupID int64
+	Name    string
+	Target  string
+	State   string
+}
+
+// JobGetForRerun locks a job that River UI's Retry asks to run again, and reads what the rerun
+// needs.
+func (q *Queries) JobGetForRerun(ctx context.Context, db DBTX, id int64) (JobGetForRerunRow, error) {
+	row := db.QueryRow(ctx, jobGetForRerun, id)
+	var i JobGetForRerunRow
+	err := row.Scan(
+		&i.GroupID,
+		&i.Name,
+		&i.Target,
+		&i.State,
 	)
 	return i, err
 }
@@ -1231,6 +1352,52 @@ func (q *Queries) JobReport(ctx context.Context, db DBTX, arg JobReportParams) (
 	return i, err
 }
 
+const jobResetForRerun = `-- name: JobResetForRerun :many
+WITH RECURSIVE down(id) AS (
+    SELECT unnest(dependents) FROM job_graph WHERE id = $1::bigint
+    UNION
+    SELECT unnest(j.dependents) FROM down d JOIN job_graph j ON j.id = d.id
+), reset AS MATERIALIZED (
+    SELECT j.id FROM job_graph j
+    WHERE j.group_id = $2 AND (j.id = $1::bigint OR j.id IN (SELECT id FROM down))
+        AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
+    ORDER BY j.id FOR UPDATE OF j
+)
+UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
+    as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
+    updated_at = clock_timestamp()
+FROM reset r WHERE j.id = r.id
+RETURNING j.id
+`
+
+type JobResetForRerunParams struct {
+	JobID   int64
+	GroupID int64
+}
+
+// JobResetForRerun resets a failed or cancelled job and its transitive dependents that failed or
+// were cancelled (with it, or with its group) as JobResetForRetry resets a group's, locking them
+// in id order. The caller has locked the job itself first, and checked its state.
+func (q *Queries) JobResetForRerun(ctx context.Context, db DBTX, arg JobResetForRerunParams) ([]int64, error) {
+	rows, err := db.Query(ctx, jobResetForRerun, arg.JobID, arg.GroupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobResetForRetry = `-- name: JobResetForRetry :execrows
 WITH finished AS MATERIALIZED (
     SELECT o.id FROM job_graph o WHERE o.group_id = $1 AND o.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
@@ -1329,5 +1496,16 @@ type TargetWorkerSeeParams struct {
 
 func (q *Queries) TargetWorkerSee(ctx context.Context, db DBTX, arg TargetWorkerSeeParams) error {
 	_, err := db.Exec(ctx, targetWorkerSee, arg.WorkerID, arg.Targets)
+	return err
+}
+
+const transactionDurable = `-- name: TransactionDurable :exec
+SELECT set_config('synchronous_commit', 'on', true)
+`
+
+// TransactionDurable makes the rest of the transaction commit with synchronous_commit on, after a
+// statement that set it off (JobClaim) in a transaction whose commit must be durable.
+func (q *Queries) TransactionDurable(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, transactionDurable)
 	return err
 }
