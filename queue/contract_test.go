@@ -57,6 +57,8 @@ type insertOpts struct {
 	MaxAttempts   int      `json:"max_attempts"`
 	UniqueByArgs  bool     `json:"unique_by_args,omitempty"`
 	UniqueByState []string `json:"unique_by_state,omitempty"`
+	// UniqueByPeriod is the window of UniqueOpts.ByPeriod, as time.Duration prints it.
+	UniqueByPeriod string `json:"unique_by_period,omitempty"`
 }
 
 func TestContractsInsertOptsMatchGoldenJSON(t *testing.T) {
@@ -68,6 +70,9 @@ func TestContractsInsertOptsMatchGoldenJSON(t *testing.T) {
 
 			opts := args.InsertOpts()
 			view := insertOpts{Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, UniqueByArgs: opts.UniqueOpts.ByArgs}
+			if p := opts.UniqueOpts.ByPeriod; p != 0 {
+				view.UniqueByPeriod = p.String()
+			}
 			for _, s := range opts.UniqueOpts.ByState {
 				view.UniqueByState = append(view.UniqueByState, string(s))
 			}

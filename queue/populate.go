@@ -1,6 +1,10 @@
 package queue
 
-import "github.com/riverqueue/river"
+import (
+	"time"
+
+	"github.com/riverqueue/river"
+)
 
 // Queues of the populate-worker. Makes and maintenance travel apart so that a million scheduled
 // makes never delay the schedule and cleanup jobs that keep the jobs table fresh.
@@ -17,8 +21,9 @@ const (
 )
 
 // PopulateMakeArgs asks the populate-worker to run make() for one scheduled key of a computed
-// table. The jobs table row (Table, KeyHash) is the source of truth: a job whose row is no longer
-// scheduled completes without doing anything, so a duplicate delivery is harmless.
+// table. The jobs table row (Table, KeyHash) is the source of truth: a job whose key is no longer
+// scheduled makes nothing and ends cancelled saying why, so a duplicate delivery is harmless; a
+// job retried in River UI after its make failed makes the key again.
 type PopulateMakeArgs struct {
 	// Table is the computed table's registered name.
 	Table string `json:"table"`
@@ -62,7 +67,9 @@ func (PopulateRunMakeArgs) InsertOpts() river.InsertOpts {
 
 // PopulateScheduleArgs asks the populate-worker to schedule the missing keys of a computed table
 // (every table when Table is empty) and, with Cleanup, to remove orphaned jobs first. Any service
-// may enqueue it after writing upstream rows; the worker applies min_scheduling_interval.
+// may enqueue it after writing upstream rows; the worker applies min_scheduling_interval. Two
+// such jobs running at once are safe: schedule_jobs of a table holds its scheduling event's row
+// lock, so the second waits for the first and then finds the interval not yet passed.
 type PopulateScheduleArgs struct {
 	// Table is the computed table's registered name; empty means every registered table.
 	Table string `json:"table,omitempty"`
@@ -78,15 +85,21 @@ type PopulateScheduleArgs struct {
 func (PopulateScheduleArgs) Kind() string { return "populate_schedule" }
 
 // InsertOpts pins PopulateScheduleArgs to QueuePopulateMaintenance. Identical requests waiting or
-// running collapse into one, which is what rate-limits a burst of upstream events (River requires
-// running among the unique states; a producer whose insert is skipped as a duplicate retries).
+// running within one PopulateSchedulePeriod collapse into one, which is what rate-limits a burst
+// of upstream events (River requires running among the unique states; a producer whose insert is
+// skipped as a duplicate retries). The period bounds how long a job River still shows running
+// can hold back identical ones: a replica killed inside a schedule leaves its job running until
+// River rescues it, and without the period no identical schedule could be inserted meanwhile.
 func (PopulateScheduleArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueuePopulateMaintenance,
 		MaxAttempts: 5,
-		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByState: UnfinishedStates()},
+		UniqueOpts:  river.UniqueOpts{ByArgs: true, ByPeriod: PopulateSchedulePeriod, ByState: UnfinishedStates()},
 	}
 }
+
+// PopulateSchedulePeriod is the window within which identical PopulateScheduleArgs collapse.
+const PopulateSchedulePeriod = 10 * time.Second
 
 // PopulateCleanupArgs asks the populate-worker to run cleanup_jobs on a computed table (every
 // table when Table is empty). It is the daily periodic job.

@@ -101,7 +101,8 @@ func (b *slowBundle) insertWhenListening(t *testing.T) {
 	}
 }
 
-// TestHelperWorkerProcess is the worker TestKilledWorkerIsReclaimed kills; it only runs there.
+// TestHelperWorkerProcess is the worker the kill tests start in a process of its own and SIGKILL;
+// it only runs there.
 func TestHelperWorkerProcess(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("POPULATE_HELPER_DB") == "" {
@@ -113,6 +114,10 @@ func TestHelperWorkerProcess(t *testing.T) {
 	}
 	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"),
 		MakeWorkers: workers, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
+	cfg.WorkerID = os.Getenv("POPULATE_HELPER_WORKER_ID")
+	if d, err := time.ParseDuration(os.Getenv("POPULATE_HELPER_TIMEOUTS")); err == nil {
+		cfg.MakeTimeout, cfg.MaintenanceTimeout, cfg.FeedTimeout = d, d, d
+	}
 	require.NoError(t, run(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
 }
 
@@ -222,9 +227,9 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 }
 
 // TestKilledFeederLeavesNoKeyUnfed SIGKILLs a replica in the middle of a feeder chunk (the keys
-// marked enqueued, their River jobs being inserted: a trigger holds the insert) and checks that
+// marked enqueued, their River jobs being inserted: a trigger delays the insert) and checks that
 // another replica makes every key within a reclaim period, while River still shows the dead
-// client's feed job running (a feed job River would rescue only after MAKE_TIMEOUT + 1 m).
+// client's feed job running (River rescues it only after FEED_TIMEOUT, a minute).
 func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	t.Parallel()
 	const keys = 3
@@ -242,8 +247,10 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	count := func(sql string) int { return b.count(t, sql) }
+	// The chunk has marked its keys and is inserting their River jobs (River's COPY), held by
+	// the trigger.
 	const feeding = `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
-		AND pid <> pg_backend_pid() AND query LIKE '%UPDATE jobs j SET enqueued = true%'`
+		AND pid <> pg_backend_pid() AND query ILIKE 'copy %river_job%'`
 	require.Eventually(t, func() bool { return count(feeding) == 1 }, 20*time.Second, 20*time.Millisecond,
 		"the helper's feeder is inside a chunk")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
@@ -251,7 +258,7 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	// A busy backend notices its client gone only when it next talks to it; end it as the server
 	// would, and let makes be inserted again.
 	_, err = b.pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()
-		AND state = 'active' AND pid <> pg_backend_pid() AND query LIKE '%UPDATE jobs j SET enqueued = true%'`)
+		AND state = 'active' AND pid <> pg_backend_pid() AND query ILIKE 'copy %river_job%'`)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `DROP TRIGGER hold_makes ON populate_worker.river_job`)
 	require.NoError(t, err)

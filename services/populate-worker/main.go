@@ -31,7 +31,9 @@ type Config struct {
 	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent background makes of scheduled keys (queue populate; 0: this replica makes only keys of populate runs)"`
 	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"7" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); MAKE_WORKERS + RUN_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
 	RunWatchEvery         time.Duration `envconfig:"RUN_WATCH_EVERY" default:"250ms" desc:"how often running makes of populate runs look whether their run was cancelled"`
-	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run"`
+	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run; River rescues a make job of a dead replica within MAKE_TIMEOUT + 45 s"`
+	MaintenanceTimeout    time.Duration `envconfig:"MAINTENANCE_TIMEOUT" default:"10m" desc:"longest a populate_schedule or populate_cleanup job may run (schedule_jobs or cleanup_jobs of every table it names); River rescues one of a dead replica within MAINTENANCE_TIMEOUT + 30 s"`
+	FeedTimeout           time.Duration `envconfig:"FEED_TIMEOUT" default:"1m" desc:"longest one pass of the feeder (a populate_feed job) may run; River rescues one of a dead replica within FEED_TIMEOUT + 30 s"`
 	ScheduleEvery         time.Duration `envconfig:"SCHEDULE_EVERY" default:"1m" desc:"periodic schedule_jobs of every table, besides the event-driven one"`
 	CleanupEvery          time.Duration `envconfig:"CLEANUP_EVERY" default:"24h" desc:"periodic cleanup_jobs of every table, besides the event-driven one"`
 	TablesFile            string        `envconfig:"TABLES_FILE" desc:"JSON file of computed tables with HTTP function makes to register at start"`
@@ -75,10 +77,23 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Listener: ln,
 		Queues:   queues,
 		OpenAPI:  doc,
-		// A make may run MakeTimeout; River must not rescue it as stuck before then.
-		RescueStuckJobsAfter: cfg.MakeTimeout + time.Minute,
+		// Every kind has its own timeout; River's rescuer takes back a running job once its
+		// kind's timeout has passed, but looks only at jobs running longer than
+		// RescueStuckJobsAfter, which River wants at least JobTimeout.
+		JobTimeout:           cfg.rescueAfter(),
+		RescueStuckJobsAfter: cfg.rescueAfter(),
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
+}
+
+// rescueAfter is River's RescueStuckJobsAfter and JobTimeout: the shortest timeout of any kind
+// the service works (a make's is MAKE_TIMEOUT and its recording grace; a kind without its own,
+// the probe, gets JobTimeout, at most River's default minute). River's rescuer, every 30 s, takes
+// back a job that has run longer than both RescueStuckJobsAfter and its kind's timeout; with
+// RescueStuckJobsAfter no longer than any kind's timeout, a dead replica's job of every kind is
+// back within its own timeout plus 30 s.
+func (c Config) rescueAfter() time.Duration {
+	return min(c.MakeTimeout, c.MaintenanceTimeout, c.FeedTimeout, time.Minute)
 }
 
 // poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS and
@@ -101,6 +116,14 @@ func (c Config) Check() []error {
 	}
 	if c.FeedAhead < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more (0: the default)", c.FeedAhead))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"MAKE_TIMEOUT", c.MakeTimeout}, {"MAINTENANCE_TIMEOUT", c.MaintenanceTimeout}, {"FEED_TIMEOUT", c.FeedTimeout}} {
+		if d.v < 0 {
+			errs = append(errs, fmt.Errorf("POPULATE_WORKER_%s: %s, want more than zero", d.name, d.v))
+		}
 	}
 	if c.RunWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_RUN_WORKERS: %d, want 0 or more", c.RunWorkers))
@@ -128,6 +151,7 @@ func (c Config) withDefaults() Config {
 	}{
 		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
 		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
+		{&c.MaintenanceTimeout, 10 * time.Minute}, {&c.FeedTimeout, time.Minute},
 		{&c.ScheduleEvery, time.Minute}, {&c.ListenFlushEvery, 200 * time.Millisecond}, {&c.CleanupEvery, 24 * time.Hour},
 		{&c.RunWatchEvery, 250 * time.Millisecond}, {&c.FeedEvery, 500 * time.Millisecond},
 	} {

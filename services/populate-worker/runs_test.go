@@ -12,9 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
+	"drover.dev/shared/apiclient"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -28,6 +33,8 @@ type heldBundle struct {
 	pool       *pgxpool.Pool
 	entered    chan int
 	calls      atomic.Int32
+	// abandoned counts the calls whose caller went away before the answer.
+	abandoned atomic.Int32
 }
 
 func setupHeld(t *testing.T, keys int, hold func(k int) time.Duration) *heldBundle {
@@ -47,6 +54,7 @@ func setupHeld(t *testing.T, keys int, hold func(k int) time.Duration) *heldBund
 		}
 		select {
 		case <-r.Context().Done():
+			b.abandoned.Add(1)
 			return
 		case <-testOver:
 			return
@@ -73,6 +81,41 @@ func (b *heldBundle) count(t *testing.T, sql string) int {
 func (b *heldBundle) config() Config {
 	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 0, RunWorkers: 2,
 		MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}
+}
+
+// startAndStop runs a replica with cfg, calls use with its base URL once it serves, and stops it.
+func (b *heldBundle) startAndStop(t *testing.T, cfg Config, use func(base string)) {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	base := "http://" + ln.Addr().String()
+	require.Eventually(t, func() bool { return apiclient.Answers(t.Context(), base+"/readyz") }, 15*time.Second, 20*time.Millisecond)
+	use(base)
+	stop()
+	require.NoError(t, <-done)
+}
+
+// riverClient is an insert-only River client on the bundle's populate_worker schema, for the
+// calls River UI makes (JobRetry, JobCancel, JobDelete).
+func (b *heldBundle) riverClient(t *testing.T) *queue.Client {
+	t.Helper()
+	c, err := queue.NewInserter(b.pool, queue.PopulateWorker)
+	require.NoError(t, err)
+	return c
+}
+
+// jobIDs lists the ids of the River jobs of kind in state, oldest first.
+func (b *heldBundle) jobIDs(t *testing.T, kind, state string) []int64 {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT id FROM populate_worker.river_job
+		WHERE kind = $1 AND state = $2::text::populate_worker.river_job_state ORDER BY id`, kind, state)
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	return ids
 }
 
 // startRunAndStop starts a populate run of held with processes on a replica that makes nothing
@@ -216,36 +259,62 @@ func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
 	require.Equal(t, keys, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
 }
 
-// A run whose populate_run_make jobs River discarded (their attempts spent on infrastructure
-// errors, outside the transaction that settles a key) ends: the reclaim sweep counts such a key as
-// an error naming the job and its last error, and the run, without suppress_errors, fails (its
-// other keys dropped).
-func TestRunEndsWhenItsMakeJobsAreDiscarded(t *testing.T) {
+// A run whose populate_run_make jobs ended without settling their keys ends: River discarded them
+// (their attempts spent on infrastructure errors, outside the transaction that settles a key), or
+// they were cancelled or deleted in River UI while they waited. The reclaim sweep counts such a key
+// as an error naming the job, and the run, without suppress_errors, fails (its other keys dropped).
+func TestRunEndsWhenItsMakeJobsEndWithoutMakingTheirKeys(t *testing.T) {
 	t.Parallel()
-	b := setupHeld(t, 4, func(int) time.Duration { return 0 })
-	cfg := b.config()
-	cfg.RunWorkers = 0 // nothing makes the keys: their jobs stay queued until discarded below
-	cfg.ReclaimEvery = 50 * time.Millisecond
-	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
-	})
-	var got populateResult
-	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
-		map[string]any{"processes": 2}, &got))
-	_, err := b.pool.Exec(context.Background(), `UPDATE populate_worker.river_job SET state = 'discarded',
-		finalized_at = now(), attempt = max_attempts, errors = ARRAY[jsonb_build_object('at', now(), 'attempt', max_attempts,
-			'error', 'acquire connection: connection refused', 'trace', '')]
-		WHERE kind = 'populate_run_make'`)
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
-		return got.State != "running"
-	}, 15*time.Second, 50*time.Millisecond)
-	require.Equal(t, "failed", got.State)
-	require.Equal(t, 1, got.Errors)
-	require.Zero(t, got.Remaining)
-	require.Len(t, got.ErrorList, 1)
-	require.Regexp(t, `^populate_run_make job \d+ discarded without making the key: acquire connection: connection refused$`, got.ErrorList[0].ErrorMessage)
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, b *heldBundle, client *queue.Client, ids []int64)
+		want string
+	}{
+		{"DiscardedByRiver", func(t *testing.T, b *heldBundle, _ *queue.Client, ids []int64) {
+			require.NoError(t, pgx.BeginFunc(context.Background(), b.pool, func(tx pgx.Tx) error {
+				for _, id := range ids {
+					queuetest.Finish(context.Background(), t, tx, "populate_worker", id, rivertype.JobStateDiscarded)
+				}
+				return nil
+			}))
+		}, `^populate_run_make job \d+ discarded without making the key$`},
+		{"CancelledInRiverUI", func(t *testing.T, _ *heldBundle, client *queue.Client, ids []int64) {
+			for _, id := range ids {
+				_, err := client.JobCancel(context.Background(), id)
+				require.NoError(t, err)
+			}
+		}, `^populate_run_make job \d+ cancelled without making the key$`},
+		{"DeletedInRiverUI", func(t *testing.T, _ *heldBundle, client *queue.Client, ids []int64) {
+			for _, id := range ids {
+				_, err := client.JobDelete(context.Background(), id)
+				require.NoError(t, err)
+			}
+		}, `^populate_run_make job: none left for the key; it was not made$`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setupHeld(t, 4, func(int) time.Duration { return 0 })
+			cfg := b.config()
+			cfg.RunWorkers = 0 // nothing makes the keys: their jobs stay waiting until ended below
+			cfg.ReclaimEvery = 50 * time.Millisecond
+			base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+				return run(ctx, cfg, ln, stdout)
+			})
+			var got populateResult
+			require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+				map[string]any{"processes": 2}, &got))
+			tc.end(t, b, b.riverClient(t), b.jobIDs(t, queue.PopulateRunMakeArgs{}.Kind(), "available"))
+			require.Eventually(t, func() bool {
+				servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
+				return got.State != "running"
+			}, 15*time.Second, 50*time.Millisecond)
+			require.Equal(t, "failed", got.State)
+			require.Equal(t, 1, got.Errors)
+			require.Zero(t, got.Remaining)
+			require.Len(t, got.ErrorList, 1)
+			require.Regexp(t, tc.want, got.ErrorList[0].ErrorMessage)
+		})
+	}
 }
 
 // An infrastructure error on the last attempt of a run's make job ends the key as an error of the
@@ -262,8 +331,8 @@ func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `CREATE TRIGGER refuse_reserve BEFORE UPDATE ON populate_worker.jobs FOR EACH ROW
 		WHEN (NEW.status = 'reserved') EXECUTE FUNCTION populate_worker.refuse_reserve()`)
 	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `UPDATE populate_worker.river_job SET max_attempts = 1 WHERE kind = 'populate_run_make'`)
-	require.NoError(t, err)
+	require.Equal(t, 1, queuetest.SetJobs(ctx, t, b.pool, "populate_worker", queue.PopulateRunMakeArgs{}.Kind(),
+		queuetest.Patch{MaxAttempts: queuetest.Ptr(1)}))
 
 	other := b.config()
 	other.ReclaimEvery = time.Hour
@@ -297,22 +366,28 @@ func TestBackgroundMakesLastAttemptGivesItsKeyBackToTheFeeder(t *testing.T) {
 			AS $$ BEGIN RAISE EXCEPTION 'injected: reservation refused'; END $$`,
 		`CREATE TRIGGER refuse_reserve BEFORE UPDATE ON populate_worker.jobs FOR EACH ROW
 			WHEN (NEW.status = 'reserved') EXECUTE FUNCTION populate_worker.refuse_reserve()`,
-		// Every make job gets one attempt, so the first refusal is its last.
-		`CREATE FUNCTION populate_worker.one_attempt() RETURNS trigger LANGUAGE plpgsql
-			AS $$ BEGIN NEW.max_attempts := 1; RETURN NEW; END $$`,
-		`CREATE TRIGGER one_attempt BEFORE INSERT ON populate_worker.river_job FOR EACH ROW
-			WHEN (NEW.kind = 'populate_make') EXECUTE FUNCTION populate_worker.one_attempt()`,
 	} {
 		_, err := b.pool.Exec(ctx, sql)
 		require.NoError(t, err)
 	}
+	// A replica that makes nothing schedules the keys and feeds their makes, then stops; every
+	// make job gets one attempt, so the first refusal is its last.
 	cfg := b.config()
-	cfg.MakeWorkers, cfg.RunWorkers = 1, 0
+	cfg.MakeWorkers, cfg.RunWorkers = 0, 0
+	b.startAndStop(t, cfg, func(base string) {
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/schedule", map[string]any{}, nil))
+		require.Eventually(t, func() bool {
+			return len(b.jobIDs(t, queue.PopulateMakeArgs{}.Kind(), "available")) == 2
+		}, 15*time.Second, 20*time.Millisecond, "the feeder enqueues both makes")
+	})
+	require.Equal(t, 2, queuetest.SetJobs(ctx, t, b.pool, "populate_worker", queue.PopulateMakeArgs{}.Kind(),
+		queuetest.Patch{MaxAttempts: queuetest.Ptr(1)}))
+
+	cfg.MakeWorkers = 1
 	cfg.ReclaimEvery = time.Hour
-	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
-	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/schedule", map[string]any{}, nil))
 	require.Eventually(t, func() bool {
 		return b.count(t, `SELECT count(DISTINCT args ->> 'key_hash') FROM populate_worker.river_job
 			WHERE kind = 'populate_make' AND state = 'discarded'

@@ -38,7 +38,10 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err
 	}
-	deps.PeriodicJobs = append(deps.PeriodicJobs, work.Register(deps.Workers, engine, cfg.MakeTimeout, cfg.ScheduleEvery, cfg.CleanupEvery)...)
+	deps.PeriodicJobs = append(deps.PeriodicJobs, work.Register(deps.Workers, engine, work.Config{
+		Log: &work.ActionLog{Logger: deps.Logger}, MakeTimeout: cfg.MakeTimeout, MaintenanceTimeout: cfg.MaintenanceTimeout,
+		FeedTimeout: cfg.FeedTimeout, ScheduleEvery: cfg.ScheduleEvery, CleanupEvery: cfg.CleanupEvery,
+	})...)
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}

@@ -9,17 +9,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/sync/errgroup"
+
+	"drover.dev/services/populate-worker/internal/populate"
 )
 
 func atomicAdd(n *int64) { atomic.AddInt64(n, 1) }
 
-// reset leaves exactly o.jobs scheduled jobs of the bench table and nothing else.
+// reset leaves exactly o.jobs scheduled jobs of the bench table and nothing else of the bench's
+// own tables. River's jobs stay: the makes here run without River, and no River job is touched.
 func (b *bench) reset(ctx context.Context) error {
 	for _, st := range []struct {
 		sql  string
 		args []any
 	}{
-		{`TRUNCATE jobs, river_job, bench_dst`, nil},
+		{`TRUNCATE jobs, bench_dst`, nil},
 		{`INSERT INTO jobs (table_name, key_hash, status, key)
 			SELECT 'bench', md5(jsonb_build_object('k', k)::text), 'scheduled', jsonb_build_object('k', k)
 			FROM generate_series(1, $1::int) k`, []any{b.o.jobs}},
@@ -86,11 +89,11 @@ func (b *bench) makeAll(ctx context.Context, w int) (int, error) {
 	for range w {
 		g.Go(func() error {
 			for h := range next {
-				makeErr, err := b.engine.MakeKey(gctx, "bench", h, nil)
+				end, err := b.engine.MakeKey(gctx, "bench", h, populate.MakeOpts{}, nil)
 				if err != nil {
 					return err
 				}
-				if makeErr == nil {
+				if end.Outcome == populate.OutcomeMade {
 					made.Add(1)
 				}
 			}

@@ -64,13 +64,15 @@ func cleanupSQL(t *Table) string {
 // job; and make jobs that River shows running for longer than the orphan timeout while their key
 // is still scheduled (the replica died after River fetched them, before it reserved the key) get
 // a copy, so that whatever stage a worker died in, its key is made again within ORPHAN_TIMEOUT
-// plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT and
-// then finds its key taken. It also ends, as errors, the keys of running populate runs whose
-// populate_run_make job ended without settling them (endOrphanedRunKeys), so that such a run
-// ends, and writes a feed job for every table whose scheduled keys wait for one with none
-// waiting (ensureFeeders). It returns how many keys it put back or ended.
+// plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT
+// (and up to 30 s) and then finds its key taken. It also ends, as errors, the keys of running
+// populate runs whose populate_run_make job ended without settling them (endOrphanedRunKeys), so
+// that such a run ends; at most once per orphan timeout, gives back to the feeder the scheduled
+// keys whose make job is gone (giveBackLost); and inserts a feed job for every table whose
+// scheduled keys wait for one with none waiting (ensureFeeders). It returns how many keys it put
+// back or ended.
 func (e *Engine) Reclaim(ctx context.Context) (int, error) {
-	n, feeders := 0, 0
+	n := 0
 	byTable := map[string][]string{}
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		rows, err := queries.JobReclaim(ctx, tx)
@@ -93,8 +95,12 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		if err != nil {
 			return err
 		}
-		n = len(rows) + stuck + ended
-		feeders, err = e.ensureFeeders(ctx, tx)
+		lost, err := e.giveBackLost(ctx, tx)
+		if err != nil {
+			return err
+		}
+		n = len(rows) + stuck + ended + lost
+		_, err = e.ensureFeeders(ctx, tx)
 		return err
 	})
 	if err == nil {
@@ -102,10 +108,32 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 			e.cfg.Metrics.reclaimedFrom(table, len(hashes))
 		}
 	}
-	if err == nil && feeders > 0 {
-		e.wakeFeeders(ctx)
-	}
 	return n, err
+}
+
+// lostChunk is the most keys one reclaim pass gives back to the feeder.
+const lostChunk = 10_000
+
+// giveBackLost gives back to the feeder the scheduled keys marked enqueued whose make job is gone
+// (MakesLost): cancelled or deleted in River UI while it waited, or discarded by River outside
+// the key's transactions. The feed job ensureFeeders then inserts enqueues a new make for each.
+// It reads every scheduled key of the jobs table, so it runs at most once per orphan timeout on
+// each replica, and returns how many keys it gave back.
+func (e *Engine) giveBackLost(ctx context.Context, tx pgx.Tx) (int, error) {
+	now := time.Now()
+	if last := e.lostSweptAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < e.cfg.OrphanTimeout {
+		return 0, nil
+	}
+	rows, err := queries.MakesLost(ctx, tx, lostChunk)
+	if err != nil {
+		return 0, fmt.Errorf("find keys whose make job is gone: %w", err)
+	}
+	e.lostSweptAt.Store(now.UnixNano())
+	for _, r := range rows {
+		e.cfg.Metrics.info("make job gone; key given back to the feeder", "table", r.TableName, "key_hash", r.KeyHash,
+			"last_make_job_id", r.JobID, "last_make_job_state", r.JobState)
+	}
+	return len(rows), nil
 }
 
 // reenqueueStuck inserts a copy of every make job stalled between River's fetch and the key's
@@ -144,8 +172,8 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 
 // endOrphanedRunKeys counts as an error every queued key of a running populate run that no
 // populate_run_make job is left to settle (RunKeysOrphaned): River discarded its job once its
-// attempts were spent on infrastructure errors, or the job was cancelled, each outside the
-// transaction that settles a key. The error names the job and its last error; it stops the run
+// attempts were spent on infrastructure errors, or the job was cancelled or deleted in River UI
+// while it waited, each outside the transaction that settles a key. The error names the job and its last error; it stops the run
 // as a make's error does (unless suppress_errors), and a run with nothing left queued ends. It
 // returns how many keys it ended.
 func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
@@ -155,9 +183,11 @@ func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error)
 	}
 	for _, r := range rows {
 		msg := orphanMessage(r.JobID, r.JobState, r.JobError)
-		if err := e.settleRunKeys(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
+		if _, err := e.settleRunKeys(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
 			return 0, err
 		}
+		e.cfg.Metrics.info("populate run key without a make job; counted an error", "run_id", r.RunID, "table", r.TableName,
+			"key_hash", r.KeyHash, "last_make_job_id", r.JobID, "last_make_job_state", r.JobState)
 	}
 	return len(rows), nil
 }

@@ -57,6 +57,8 @@ type Engine struct {
 	version  string
 	stopping atomic.Bool
 	watch    runWatch
+	// lostSweptAt is when giveBackLost last ran (Unix nanoseconds; zero: never).
+	lostSweptAt atomic.Int64
 }
 
 // NewEngine returns an engine on pool (search_path on the populate_worker schema) that inserts

@@ -22,11 +22,6 @@ var (
 	// ErrNotReserved means the key's job is not (or no longer) reserved by this worker: another
 	// worker has it, or an orphan sweep reclaimed it.
 	ErrNotReserved = errors.New("job is not reserved by this worker")
-
-	// errAlreadyMade means the key was already in the target when its make began: a schedule_jobs
-	// whose snapshot predates the make's commit scheduled it again. Its job was settled without
-	// running make, and populate does not count it.
-	errAlreadyMade = errors.New("key already in the target")
 )
 
 // MakeError is a failure of make as recorded in the jobs table: DataJoint's
@@ -53,6 +48,9 @@ const (
 	classSystemExit        = "SystemExit"
 	classKeyboardInterrupt = "KeyboardInterrupt"
 	messageSIGTERM         = "SIGTERM received"
+	// messageRiverUICancel is the message of the KeyboardInterrupt recorded for a make whose
+	// River job was cancelled in River UI while it ran.
+	messageRiverUICancel = "cancelled in River UI"
 )
 
 // describe returns the error_message and error_stack to record for err.

@@ -3,10 +3,13 @@ package populate
 import (
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 )
 
 // scheduledGrid is a test bundle with cfg whose pair table has n keys scheduled (grid).
@@ -24,11 +27,11 @@ func (b *testBundle) drainMakes(t *testing.T, n int) int {
 	t.Helper()
 	for i := range n {
 		var args queue.PopulateMakeArgs
-		id, ok := b.startNext(t, args.Kind(), &args)
+		id, ok := b.startNext(t, queue.QueuePopulate, &args)
 		if !ok {
 			return i
 		}
-		_, err := b.engine.MakeKey(b.ctx, args.Table, args.KeyHash, endRiverJob(id))
+		_, err := b.engine.MakeKey(b.ctx, args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
 		require.NoError(t, err)
 	}
 	return n
@@ -74,13 +77,10 @@ func TestFeed(t *testing.T) {
 	t.Run("APassEndsAfterFeedAheadMakesHoweverFastTheyDrain", func(t *testing.T) {
 		t.Parallel()
 		b := scheduledGrid(t, Config{FeedAhead: 3}, 10)
-		// Workers as fast as the feeder: every make is done the moment it is enqueued.
-		_, err := b.pool.Exec(b.ctx, `CREATE FUNCTION done_at_once() RETURNS trigger LANGUAGE plpgsql AS $$
-			BEGIN NEW.state := 'completed'; NEW.finalized_at := now(); RETURN NEW; END $$;
-			CREATE TRIGGER done_at_once BEFORE INSERT ON river_job FOR EACH ROW
-			WHEN (NEW.kind = 'populate_make') EXECUTE FUNCTION done_at_once()`)
-		require.NoError(t, err)
 		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t), "a feed job's pass is bounded; it comes back")
+		// Workers as fast as the feeder: every make is done before the feeder looks again.
+		require.Equal(t, 3, queuetest.SetJobs(b.ctx, t, b.pool, "", queue.PopulateMakeArgs{}.Kind(),
+			queuetest.Patch{State: queuetest.Ptr(rivertype.JobStateCompleted), Finalized: queuetest.Ptr(true)}))
 		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t))
 	})
 	t.Run("ConcurrentFeedersEnqueueEachKeyOnce", func(t *testing.T) {
@@ -111,9 +111,9 @@ func TestFeed(t *testing.T) {
 		chunk, err := b.pool.Begin(b.ctx)
 		require.NoError(t, err)
 		defer func() { _ = chunk.Rollback(b.ctx) }()
-		n, err := queries.MakesEnqueue(b.ctx, chunk, makesEnqueueParams("pair", 1000))
+		n, err := b.engine.feedChunk(b.ctx, chunk, "pair", 1000)
 		require.NoError(t, err)
-		require.EqualValues(t, 3, n)
+		require.Equal(t, 3, n)
 		require.Equal(t, FeedResult{}, b.feed(t), "keys locked by another feeder are its own")
 		require.NoError(t, chunk.Rollback(b.ctx))
 		require.Equal(t, FeedResult{Enqueued: 3}, b.feed(t))
@@ -128,17 +128,17 @@ func TestFeed(t *testing.T) {
 		_, err := b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, feedJobs("available"), "a waiting feed job is enough")
-		// The replica that fetched the feed job was killed: River shows it running until
-		// MAKE_TIMEOUT + 1 m.
-		_, err = b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() - interval '1 hour',
-			attempted_by = '{dead-client}' WHERE kind = 'populate_feed'`)
-		require.NoError(t, err)
+		// The replica that fetched the feed job was killed: River shows it running until it
+		// rescues it, FEED_TIMEOUT and up to 30 s later.
+		dead := queuetest.FetchAsDeadProcess(b.ctx, t, b.pool, "", queue.QueuePopulateFeed, "dead-client", 10)
+		require.Len(t, dead, 1)
+		queuetest.SetJob(b.ctx, t, b.pool, "", dead[0].ID, queuetest.Patch{AttemptedAt: queuetest.Ptr(time.Now().Add(-time.Hour))})
 		_, err = b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, feedJobs("available"), "the keys get a feed job within a reclaim period")
 		require.Equal(t, FeedResult{Enqueued: 2}, b.feed(t))
-		_, err = b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'populate_feed' AND state = 'available'`)
-		require.NoError(t, err)
+		queuetest.SetJobs(b.ctx, t, b.pool, "", FeedArgs{}.Kind(),
+			queuetest.Patch{State: queuetest.Ptr(rivertype.JobStateCompleted), Finalized: queuetest.Ptr(true)})
 		_, err = b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Zero(t, feedJobs("available"), "no key left to feed, no feed job")
@@ -151,8 +151,7 @@ func TestFeed(t *testing.T) {
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed'`), "one waiting feed job is enough")
 		// The feeder runs and has looked for keys already: the next schedule's keys need a feed
 		// job of their own, or they would wait for the next reclaim pass.
-		_, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now() WHERE kind = 'populate_feed'`)
-		require.NoError(t, err)
+		require.Len(t, queuetest.FetchAsDeadProcess(b.ctx, t, b.pool, "", queue.QueuePopulateFeed, "feeder", 10), 1)
 		b.insertSrc(t, [3]int{4, 1, 4})
 		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed' AND state = 'available'`))

@@ -12,14 +12,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
 )
-
-// CompleteFunc runs inside the transaction that finishes a job, success or error, with make's
-// error (nil on success): the River worker ends its River job there as completed or failed, so
-// the job's outcome and River's commit together and agree.
-type CompleteFunc func(ctx context.Context, tx pgx.Tx, makeErr error) error
 
 // querier is what targetHas needs of a connection or a transaction.
 type querier interface {
@@ -29,33 +25,33 @@ type querier interface {
 // recordTimeout bounds writing a job's outcome after its context ended (shutdown).
 const recordTimeout = 10 * time.Second
 
-// run runs make for r and finishes its job. It returns make's own error (recorded in the jobs
-// table, the job finished) separately from err, a failure to record anything (the reservation
-// stays and is reclaimed later).
-func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc) (makeErr, err error) {
+// run runs make for r and finishes its job. It returns how the delivery ended (the key made or
+// found in the target, or make's error recorded in the jobs table) separately from err, a
+// failure to record anything (the reservation stays and is reclaimed later).
+func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc) (End, error) {
 	leaseCtx, stopLease := context.WithCancel(ctx)
 	defer stopLease()
 	go e.holdLease(leaseCtx, r)
 
 	start := time.Now()
-	makeErr = e.makeAndCommit(ctx, r, complete)
-	if makeErr == nil {
+	end, makeErr := e.makeAndCommit(ctx, r, complete)
+	if makeErr == nil && end.Outcome == OutcomeMade {
 		e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), nil)
 	}
-	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) || errors.Is(makeErr, errAlreadyMade) {
-		return nil, makeErr
+	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) {
+		return end, makeErr
 	}
+	end = End{Outcome: OutcomeError}
 	if ctx.Err() != nil {
 		makeErr = e.interruption(ctx, makeErr)
-	}
-	defer func() {
-		if err == nil {
-			e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), makeErr)
+		if cancelledInRiverUI(ctx) {
+			end.Outcome = OutcomeCancelled
 		}
-	}()
+	}
+	end.Err = makeErr
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	err = pgx.BeginFunc(recordCtx, e.recordOn(r), func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(recordCtx, e.recordOn(r), func(tx pgx.Tx) error {
 		if err := lockReservation(recordCtx, tx, r); err != nil {
 			return err
 		}
@@ -63,12 +59,21 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		if err != nil {
 			return err
 		}
-		if err := e.settleRunKeys(recordCtx, tx, 0, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
+		if end.Settled, err = e.settleRunKeys(recordCtx, tx, 0, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
 			return err
 		}
-		return callComplete(recordCtx, tx, complete, makeErr)
+		return callComplete(recordCtx, tx, complete, end)
 	})
-	return makeErr, err
+	if err == nil {
+		e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), makeErr)
+	}
+	return end, err
+}
+
+// cancelledInRiverUI reports whether ctx, a make job's, was cancelled by River UI's Cancel
+// (River's JobCancel of a running job).
+func cancelledInRiverUI(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely)
 }
 
 // recordOn is where a failed make's outcome is written: the make's own connection when it is
@@ -85,11 +90,16 @@ func (e *Engine) recordOn(r *reservation) interface {
 	return e.pool
 }
 
-// interruption is the error recorded for a make whose context ended, exactly as DataJoint
-// records it: "SystemExit: SIGTERM received" when the process is shutting down,
-// "KeyboardInterrupt" when its run was cancelled. What cut it off goes in the stack.
+// interruption is the error recorded for a make whose context ended, as DataJoint records it:
+// "SystemExit: SIGTERM received" when the process is shutting down, "KeyboardInterrupt" when its
+// run was cancelled, and "KeyboardInterrupt: cancelled in River UI" when its River job was (the
+// interrupt's class, as DataJoint records Ctrl-C, and who pressed it). What cut it off goes in
+// the stack.
 func (e *Engine) interruption(ctx context.Context, cause error) error {
 	switch {
+	case cancelledInRiverUI(ctx):
+		return &MakeError{Class: classKeyboardInterrupt, Message: messageRiverUICancel,
+			Stack: "its River job was cancelled in River UI (river.ErrJobCancelledRemotely)\n" + errorChain(cause)}
 	case e.stopping.Load():
 		return &MakeError{Class: classSystemExit, Message: messageSIGTERM,
 			Stack: "make did not finish within the shutdown budget (SOFT_STOP_TIMEOUT)\n" + errorChain(cause)}
@@ -101,20 +111,13 @@ func (e *Engine) interruption(ctx context.Context, cause error) error {
 	return &MakeError{Class: classKeyboardInterrupt, Message: "make interrupted: " + context.Cause(ctx).Error(), Stack: errorChain(cause)}
 }
 
-func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, makeErr error) error {
-	if complete == nil {
-		return nil
-	}
-	return complete(ctx, tx, makeErr)
-}
-
 // makeAndCommit runs the three parts of make: fetch and compute outside any transaction, then
 // within one transaction lock the reservation, re-fetch and compare, run the in-transaction
 // make, insert the rows, finish the job and complete it (the lock and the check under it go with
-// BEGIN in one round trip: lockingBegin). A key already in the target (checked
-// before compute, to spare it, and again under the job's lock, to decide) is settled without
-// make and reported as errAlreadyMade.
-func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete CompleteFunc) (err error) {
+// BEGIN in one round trip: lockingBegin). A key already in the target (checked before compute,
+// to spare it, and again under the job's lock, to decide) is settled without make
+// (OutcomeInTarget).
+func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete CompleteFunc) (end End, err error) {
 	defer recoverPanic(&err)
 	t := r.table
 	var fetched any
@@ -124,19 +127,19 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 	madeBefore := false
 	if t.Fetch != nil || t.Compute != nil || t.FunctionURL != "" {
 		if madeBefore, err = targetHas(ctx, r.conn, t, r.key); err != nil {
-			return err
+			return end, err
 		}
 	}
-	made := madeBefore
 	if !madeBefore {
 		if rows, fetched, err = e.fetchCompute(ctx, r); err != nil {
-			return err
+			return end, err
 		}
 	}
 	begin := &lockingBegin{r: r}
 	err = pgx.BeginFunc(ctx, begin, func(tx pgx.Tx) error {
-		if made = begin.made; made {
-			return finishAll(ctx, tx, e, r, complete, nil, keySkipped)
+		if begin.made {
+			end = End{Outcome: OutcomeInTarget, Revived: r.revived}
+			return finishAll(ctx, tx, e, r, complete, &end, keySkipped)
 		}
 		if madeBefore { // its target rows were deleted since: nothing was computed for them
 			return fmt.Errorf("make %s key %v: target rows deleted during make: %w", t.Name, map[string]any(r.key), ErrInputChanged)
@@ -154,12 +157,10 @@ func (e *Engine) makeAndCommit(ctx context.Context, r *reservation, complete Com
 		if err := insertRows(ctx, tx, t, r.key, rows); err != nil {
 			return err
 		}
-		return finishAll(ctx, tx, e, r, complete, nil, keyMade)
+		end = End{Outcome: OutcomeMade, Revived: r.revived}
+		return finishAll(ctx, tx, e, r, complete, &end, keyMade)
 	})
-	if err == nil && made {
-		return fmt.Errorf("make %s/%s: %w", t.Name, r.hash, errAlreadyMade)
-	}
-	return err
+	return end, err
 }
 
 // fetchCompute runs the outside-the-transaction parts of r's make.
@@ -175,19 +176,16 @@ func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, 
 }
 
 // finishAll ends r's job as a success, counts it in the runs that hold it (outcome made, or
-// skipped when the key was already in the target) and completes its River job.
-func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, err error, outcome string) error {
-	if err != nil {
-		return err
-	}
+// skipped when the key was already in the target) and completes its River job with end.
+func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, end *End, outcome string) error {
 	ids, err := e.finishSuccessFindRuns(ctx, tx, r)
 	if err != nil {
 		return err
 	}
-	if err := e.settleRuns(ctx, tx, ids, r.table.Name, r.hash, outcome, nil, ""); err != nil {
+	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
-	return callComplete(ctx, tx, complete, nil)
+	return callComplete(ctx, tx, complete, *end)
 }
 
 // finishSuccessFindRuns finishes r's job (finishSuccess) and finds the runs that hold its key

@@ -98,6 +98,13 @@ func (m *Metrics) ran(table, kind string, suppressed bool, n int) {
 	}
 }
 
+// info logs one line at info level.
+func (m *Metrics) info(msg string, attrs ...any) {
+	if m != nil {
+		m.logger.Info(msg, attrs...)
+	}
+}
+
 // fed counts n makes of table's scheduled keys enqueued by the feeder.
 func (m *Metrics) fed(table string, n int) {
 	if m != nil {

@@ -3,15 +3,16 @@ package populate
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/shared/problem"
 )
 
@@ -43,36 +44,44 @@ func (b *testBundle) drainRun(t *testing.T) {
 	t.Helper()
 	for {
 		var args queue.PopulateRunMakeArgs
-		id, ok := b.startNext(t, args.Kind(), &args)
+		id, ok := b.startNext(t, queue.QueuePopulateRun, &args)
 		if !ok {
 			return
 		}
-		_, err := b.engine.MakeRunKey(b.ctx, args.RunID, args.Table, args.KeyHash, endRiverJob(id))
+		_, err := b.engine.MakeRunKey(b.ctx, args.RunID, args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
 		require.NoError(t, err)
 	}
 }
 
-// startNext marks the oldest available River job of kind running, as River's fetch does, and
-// returns its id with its args decoded into args; false when none is available.
-func (b *testBundle) startNext(t *testing.T, kind string, args any) (int64, bool) {
+// startNext fetches the next available River job of queue q as River's producer does (it is then
+// running) and returns its id with its args decoded into args; false when none is available.
+func (b *testBundle) startNext(t *testing.T, q string, args any) (int64, bool) {
 	t.Helper()
-	var id int64
-	err := b.pool.QueryRow(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-		WHERE id = (SELECT id FROM river_job WHERE kind = $1 AND state = 'available' ORDER BY id LIMIT 1)
-		RETURNING id, args`, kind).Scan(&id, args)
-	if errors.Is(err, pgx.ErrNoRows) {
+	jobs := queuetest.FetchAsDeadProcess(b.ctx, t, b.pool, "", q, "test-worker", 1)
+	if len(jobs) == 0 {
 		return 0, false
 	}
-	require.NoError(t, err)
-	return id, true
+	require.NoError(t, json.Unmarshal(jobs[0].EncodedArgs, args))
+	return jobs[0].ID, true
 }
 
-// endRiverJob is the CompleteFunc of River job id in tests: completed, or discarded on error.
-func endRiverJob(id int64) CompleteFunc {
-	return func(ctx context.Context, tx pgx.Tx, makeErr error) error {
-		_, err := tx.Exec(ctx, `UPDATE river_job SET state = CASE WHEN $2 THEN 'discarded' ELSE 'completed' END::river_job_state,
-			finalized_at = now() WHERE id = $1`, id, makeErr != nil)
-		return err
+// endRiverJob is the CompleteFunc of River job id in tests: it ends the job in the state the
+// River worker's would (completed when the key was made or a run's entry settled, discarded on
+// make's error, cancelled otherwise), with River's own driver call.
+func (b *testBundle) endRiverJob(t *testing.T, id int64) CompleteFunc {
+	t.Helper()
+	return func(ctx context.Context, tx pgx.Tx, end End) error {
+		state := rivertype.JobStateCancelled
+		switch {
+		case end.Outcome == OutcomeMade || end.Outcome == OutcomeInTarget:
+			state = rivertype.JobStateCompleted
+		case end.Outcome == OutcomeError:
+			state = rivertype.JobStateDiscarded
+		case end.Outcome != OutcomeCancelled && end.Settled > 0:
+			state = rivertype.JobStateCompleted
+		}
+		queuetest.Finish(ctx, t, tx, "", id, state)
+		return nil
 	}
 }
 
@@ -191,14 +200,15 @@ func TestPopulate(t *testing.T) {
 			require.Equal(t, 1, res.SuccessCount, "the made key only")
 			require.Equal(t, 2, res.Skipped, "the stale keys needed no make")
 			require.Empty(t, res.ErrorList)
-			completed := false
-			makeErr, err := b.engine.MakeKey(b.ctx, "pair", stale[1], func(context.Context, pgx.Tx, error) error {
-				completed = true
+			var got End
+			end, err := b.engine.MakeKey(b.ctx, "pair", stale[1], MakeOpts{}, func(_ context.Context, _ pgx.Tx, end End) error {
+				got = end
 				return nil
 			})
 			require.NoError(t, err)
-			require.NoError(t, makeErr)
-			require.True(t, completed, "the River path settles its job too")
+			require.Equal(t, end, got, "the River path settles its job too")
+			require.Equal(t, OutcomeSkipped, end.Outcome, "the run made it: nothing for this job to do")
+			require.Contains(t, end.Note, map[bool]string{false: "has no job any more", true: "key already made"}[keep])
 
 			require.Equal(t, []string{"1/1", "2/1", "3/1", "4/1"}, b.calls.list(), "no key made twice")
 			require.Equal(t, 4, b.count(t, `SELECT count(*) FROM dst`))
@@ -260,4 +270,39 @@ func keyNum(s string) int {
 		n = n*10 + int(c-'0')
 	}
 	return n
+}
+
+// TestRetriedMakes is River UI's Retry as the engine sees it: a make job that ended is delivered
+// again (MakeOpts.Retried). A key in error is made again, outside the counts of the run whose
+// job it was; a delivery that is not a Retry leaves an errored key to reschedule.
+func TestRetriedMakes(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.insertSrc(t, [3]int{1, 1, -1}, [3]int{2, 1, 2})
+	res := b.populate(t, Opts{ReserveJobs: true, SuppressErrors: true})
+	require.Len(t, res.ErrorList, 1)
+	hash := res.ErrorList[0].KeyHash
+	_, err := b.pool.Exec(b.ctx, `UPDATE src SET v = 1 WHERE a = 1`)
+	require.NoError(t, err)
+
+	end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeSkipped, end.Outcome, "a duplicate delivery does not make an errored key")
+	require.Contains(t, end.Note, "POST /v1/jobs/pair/"+hash+"/reschedule")
+
+	var run int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT max(id) FROM populate_runs`).Scan(&run))
+	end, err = b.engine.MakeRunKey(b.ctx, run, "pair", hash, MakeOpts{Retried: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, End{Outcome: OutcomeMade, Revived: true}, end)
+	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM dst`))
+	require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
+	got, err := b.engine.GetRun(b.ctx, run)
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 1}, []int64{got.Made, got.Errors}, "the ended run keeps what it saw")
+
+	end, err = b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{Retried: true}, nil)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeSkipped, end.Outcome, "a made key is not made twice")
+	require.Equal(t, []string{"1/1", "2/1", "1/1"}, b.calls.list(), "the failed make, the other key, the retried make")
 }

@@ -16,12 +16,15 @@ ORDER BY table_name, key_hash LIMIT @max_rows;
 -- name: JobReserve :one
 -- JobReserve reserves the scheduled job of a key hash. It is one UPDATE guarded by
 -- status = 'scheduled': of any number of concurrent callers exactly one gets the row (the others
--- wait for its lock, re-check the status and update nothing).
+-- wait for its lock, re-check the status and update nothing). With revive it reserves an error
+-- job as well, clearing its error (a make job retried in River UI makes its key again), and says
+-- so in run_metadata (retried_from_error).
 UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
     host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
     run_metadata = @run_metadata::jsonb || jsonb_build_object('lease_until', now() + @lease::interval)
-WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled'
-RETURNING key_hash, key, connection_id;
+        || CASE WHEN status = 'error' THEN jsonb_build_object('retried_from_error', error_message) ELSE '{}'::jsonb END
+WHERE table_name = @table_name AND key_hash = @key_hash AND (status = 'scheduled' OR (@revive::boolean AND status = 'error'))
+RETURNING key_hash, key, connection_id, (run_metadata ? 'retried_from_error')::boolean AS revived;
 
 -- name: JobLeaseExtend :exec
 UPDATE jobs
@@ -218,19 +221,12 @@ WHERE r.state = 'running' AND k.state = 'queued'
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
 ORDER BY k.run_id, k.seq;
 
--- name: FeedJobEnsure :one
--- FeedJobEnsure inserts the table's populate_feed job unless one is already waiting (available,
--- scheduled, retryable or pending), written as River's InsertManyFast would write it. A running
--- feed job does not count: it may have looked for keys before the caller's committed, and a
--- second feed job is harmless (the feeder's chunks lock what they enqueue). It returns how many
--- it inserted.
-WITH ins AS (
-    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
-    SELECT jsonb_build_object('table', @table_name::text), @kind::text, @queue::text, @max_attempts::smallint, 1, 'available'
-    WHERE NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = @kind::text AND w.args @> jsonb_build_object('table', @table_name::text)
-        AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
-    RETURNING 1)
-SELECT count(*) FROM ins;
+-- name: FeedJobWaiting :one
+-- FeedJobWaiting reports whether a populate_feed job of the table is waiting (available,
+-- scheduled, retryable or pending). A running one does not count: it may have looked for keys
+-- before the caller's committed.
+SELECT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = @kind::text AND w.args @> jsonb_build_object('table', @table_name::text)
+    AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))::boolean AS waiting;
 
 -- name: MakesWaiting :one
 -- MakesWaiting counts the table's populate_make jobs waiting in River (not yet running), up to
@@ -240,26 +236,18 @@ SELECT count(*) FROM (SELECT 1 FROM river_job rj
         AND rj.kind = @kind::text AND rj.args ->> 'table' = @table_name::text
     LIMIT @max_jobs) x;
 
--- name: MakesEnqueue :one
--- MakesEnqueue is one chunk of the feeder: it takes up to max_keys scheduled keys of the table
--- whose make is not enqueued (skipping rows locked at this instant: a reservation, another
--- feeder), marks them enqueued and inserts their populate_make jobs, written as River's
--- InsertManyFast would write them (args {"table", "key_hash"}, priority 1, available now), in
--- the order the keys were scheduled. It returns how many it enqueued.
+-- name: MakesMark :many
+-- MakesMark is one chunk of the feeder: it takes up to max_keys scheduled keys of the table whose
+-- make is not enqueued (skipping rows locked at this instant: a reservation, another feeder),
+-- marks them enqueued and returns their hashes, for the caller to insert their populate_make
+-- jobs in the same transaction.
 WITH picked AS (
-    SELECT j.key_hash FROM jobs j
-    WHERE j.table_name = @table_name::text AND j.status = 'scheduled' AND NOT j.enqueued
-    LIMIT @max_keys FOR UPDATE SKIP LOCKED),
-marked AS (
-    UPDATE jobs j SET enqueued = true FROM picked
-    WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
-    RETURNING j.key_hash),
-made AS (
-    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
-    SELECT jsonb_build_object('table', @table_name::text, 'key_hash', key_hash), @kind::text, @queue::text, @max_attempts::smallint, 1, 'available'
-    FROM marked
-    RETURNING 1)
-SELECT count(*) FROM made;
+    SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = @table_name::text AND p.status = 'scheduled' AND NOT p.enqueued
+    LIMIT @max_keys FOR UPDATE SKIP LOCKED)
+UPDATE jobs j SET enqueued = true FROM picked
+WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
+RETURNING j.key_hash::text AS key_hash;
 
 -- name: TablesToFeed :many
 -- TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.
@@ -277,3 +265,27 @@ FROM unnest(@tables::text[]) t;
 -- JobUnenqueue gives a scheduled key whose make job ends without making it back to the feeder.
 UPDATE jobs SET enqueued = false
 WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled' AND enqueued;
+
+-- name: MakesLost :many
+-- MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
+-- make job (populate_make or populate_run_make) is waiting for or running: their job was
+-- cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
+-- outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
+-- transaction, never leaves such a key. Each comes with the newest ended populate_make job of
+-- the key, if River still has one, and its state.
+WITH lost AS (
+    SELECT j.table_name, j.key_hash FROM jobs j
+    WHERE j.status = 'scheduled' AND j.enqueued
+        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind IN ('populate_make', 'populate_run_make')
+            AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+            AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
+    LIMIT @max_keys FOR UPDATE OF j SKIP LOCKED)
+UPDATE jobs j SET enqueued = false FROM lost
+WHERE j.table_name = lost.table_name AND j.key_hash = lost.key_hash
+RETURNING j.table_name::text AS table_name, j.key_hash::text AS key_hash,
+    coalesce((SELECT rj.id FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+        ORDER BY rj.id DESC LIMIT 1), 0)::bigint AS job_id,
+    coalesce((SELECT rj.state::text FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+        ORDER BY rj.id DESC LIMIT 1), '')::text AS job_state;

@@ -34,6 +34,8 @@ type reservation struct {
 	backend int64
 	started time.Time
 	meta    map[string]any
+	// revived is true when the key was in error and reserved to be made again (a Retry).
+	revived bool
 	// held releases conn once, early when a failed make broke it.
 	held *heldConn
 }
@@ -53,14 +55,14 @@ func (h *heldConn) release() {
 
 func (h *heldConn) released() bool { return h == nil || h.done }
 
-// reserveKey reserves the scheduled job of hash (JobReserve).
-func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any) (*reservation, error) {
+// reserveKey reserves the scheduled job of hash, or with revive its error job (JobReserve).
+func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any, revive bool) (*reservation, error) {
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("reserve job %s/%s: %w", t.Name, hash, err)
 	}
 	row, err := queries.JobReserve(ctx, conn, dbsqlc.JobReserveParams{
-		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash,
+		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash, Revive: revive,
 	})
 	return e.reserved(row, err, conn, t, meta)
 }
@@ -74,7 +76,7 @@ func (e *Engine) reserved(row dbsqlc.JobReserveRow, err error, conn *pgxpool.Con
 	if err != nil {
 		return nil, fmt.Errorf("reserve job of %s: %w", t.Name, err)
 	}
-	r := &reservation{table: t, hash: row.KeyHash, conn: conn, backend: row.ConnectionID, started: time.Now(), meta: meta}
+	r := &reservation{table: t, hash: row.KeyHash, conn: conn, backend: row.ConnectionID, started: time.Now(), meta: meta, revived: row.Revived}
 	if r.key, err = scanKey(row.Key); err != nil {
 		return nil, fmt.Errorf("reserve job %s/%s: %w", t.Name, r.hash, err)
 	}

@@ -2,6 +2,7 @@ package populate
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/shared/postgres"
 )
 
@@ -27,10 +30,10 @@ func TestReserve(t *testing.T) {
 	require.NoError(t, err)
 	defer c1.Release()
 
-	r, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, b.engine.runMetadata("test"))
+	r, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, b.engine.runMetadata("test"), false)
 	require.NoError(t, err)
 	require.NotNil(t, r)
-	again, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil)
+	again, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
 	require.NoError(t, err)
 	require.Nil(t, again, "a reserved key is refused")
 
@@ -45,13 +48,13 @@ func TestReserve(t *testing.T) {
 		_, err := finishError(b.ctx, tx, r, &MakeError{Class: "ValueError", Message: "boom"})
 		return err
 	}))
-	refused, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil)
+	refused, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
 	require.NoError(t, err)
 	require.Nil(t, refused, "an error key is refused")
 
 	_, err = b.engine.Reschedule(b.ctx, "pair", hash)
 	require.NoError(t, err)
-	r, err = b.engine.reserveKey(b.ctx, c1, tbl, hash, nil)
+	r, err = b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
 	require.NoError(t, err)
 	require.NotNil(t, r, "a rescheduled key can be reserved again")
 	require.NoError(t, pgx.BeginFunc(b.ctx, c1, func(tx pgx.Tx) error { return b.engine.finishSuccess(b.ctx, tx, r) }))
@@ -70,7 +73,7 @@ func TestConcurrentWorkersMakeEachKeyOnce(t *testing.T) {
 		wg.Go(func() {
 			for i := range hashes {
 				h := hashes[(i*7+w*13)%len(hashes)] // every worker tries every key, in its own order
-				_, err := b.engine.MakeKey(b.ctx, "pair", h, nil)
+				_, err := b.engine.MakeKey(b.ctx, "pair", h, MakeOpts{}, nil)
 				require.NoError(t, err)
 			}
 		})
@@ -126,12 +129,11 @@ func TestReclaim(t *testing.T) {
 		b.schedule(t, ScheduleOpts{})
 		b.feed(t)
 		// A replica fetched both make jobs from River and died before reserving their keys: River
-		// shows them running under a dead client, their keys stay scheduled.
-		_, err := b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_by = '{dead-client}',
-			attempted_at = now() - $1::interval WHERE kind = 'populate_make'`, 2*time.Minute)
-		require.NoError(t, err)
-		_, err = b.pool.Exec(b.ctx, `UPDATE river_job SET attempted_at = now() WHERE id = (SELECT max(id) FROM river_job)`)
-		require.NoError(t, err)
+		// shows them running under a dead client, their keys stay scheduled. It fetched the first
+		// longer than ORPHAN_TIMEOUT ago.
+		dead := queuetest.FetchAsDeadProcess(b.ctx, t, b.pool, "", queue.QueuePopulate, "dead-client", 10)
+		require.Len(t, dead, 2)
+		queuetest.SetJob(b.ctx, t, b.pool, "", dead[0].ID, queuetest.Patch{AttemptedAt: queuetest.Ptr(time.Now().Add(-2 * time.Minute))})
 		n, err := b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n, "only the job fetched longer than ORPHAN_TIMEOUT ago")
@@ -174,7 +176,10 @@ func TestReclaim(t *testing.T) {
 		hash := b.hashes(t, StatusScheduled)[0]
 		done := make(chan error, 1)
 		go func() {
-			_, err := b.engine.MakeKey(b.ctx, "pair", hash, nil)
+			end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
+			if err == nil && end.Outcome != OutcomeSkipped {
+				err = fmt.Errorf("the stale worker's make ended %s", end)
+			}
 			done <- err
 		}()
 		<-entered
@@ -183,11 +188,11 @@ func TestReclaim(t *testing.T) {
 		n, err := b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		makeErr, err := b.engine.MakeKey(b.ctx, "pair", hash, nil)
+		end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
 		require.NoError(t, err)
-		require.NoError(t, makeErr)
+		require.Equal(t, OutcomeMade, end.Outcome)
 		close(release)
-		require.NoError(t, <-done, "the stale worker completes its River job without writing")
+		require.NoError(t, <-done, "the stale worker ends its River job without writing, saying why")
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM dst`))
 		require.Zero(t, b.count(t, `SELECT count(*) FROM jobs`))
 	})

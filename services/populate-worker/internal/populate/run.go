@@ -236,33 +236,33 @@ func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, keys
 
 // settleRunKeys records, in the transaction that ends a key's make (or finds it needs none), the
 // outcome in every running run that holds the key still pending or queued (only in run only,
-// when not zero), and moves those runs on. stop is the reason the outcome stops a run, if any.
-// It costs one index lookup when no run holds the key.
-func (e *Engine) settleRunKeys(ctx context.Context, tx pgx.Tx, only int64, table, hash, outcome string, msg *string, stop string) error {
+// when not zero), moves those runs on and returns how many entries it settled. stop is the
+// reason the outcome stops a run, if any. It costs one index lookup when no run holds the key.
+func (e *Engine) settleRunKeys(ctx context.Context, tx pgx.Tx, only int64, table, hash, outcome string, msg *string, stop string) (int, error) {
 	ids := []int64{only}
 	if only == 0 {
 		var err error
 		if ids, err = queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash}); err != nil {
-			return fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
+			return 0, fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
 		}
 	}
 	return e.settleRuns(ctx, tx, ids, table, hash, outcome, msg, stop)
 }
 
 // settleRuns is settleRunKeys in the runs ids (those of RunIDsOfOpenKey, or one run).
-func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, hash, outcome string, msg *string, stop string) error {
+func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, hash, outcome string, msg *string, stop string) (int, error) {
 	if len(ids) == 0 {
-		return nil
+		return 0, nil
 	}
 	ids, err := queries.RunLockRunning(ctx, tx, ids)
 	if err != nil || len(ids) == 0 {
-		return err
+		return 0, err
 	}
 	rows, err := queries.RunKeysResolve(ctx, tx, dbsqlc.RunKeysResolveParams{
 		State: outcome, ErrorMessage: msg, RunIds: ids, TableName: table, KeyHash: hash,
 	})
 	if err != nil {
-		return fmt.Errorf("settle %s/%s in its runs: %w", table, hash, err)
+		return 0, fmt.Errorf("settle %s/%s in its runs: %w", table, hash, err)
 	}
 	slices.SortFunc(rows, func(a, b dbsqlc.RunKeysResolveRow) int { return int(a.RunID - b.RunID) })
 	for _, r := range rows {
@@ -278,21 +278,25 @@ func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, 
 			tally.Dropped = 1
 		}
 		if err := e.advanceRun(ctx, tx, r.RunID, tally); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(rows), nil
 }
 
 // stopFor is the reason a make's error stops its runs: DataJoint's populate ends on SystemExit
-// and KeyboardInterrupt whatever suppress_errors says, and on other errors without it.
+// and KeyboardInterrupt whatever suppress_errors says, and on other errors without it. A make
+// cancelled in River UI is that key's interrupt, not its run's: it stops the run as an error
+// does (POST /v1/populate-runs/{id}/cancel cancels a whole run).
 func stopFor(makeErr error) string {
 	var me *MakeError
 	if errors.As(makeErr, &me) {
-		switch me.Class {
-		case classSystemExit:
+		switch {
+		case me.Class == classSystemExit:
 			return stopSIGTERM
-		case classKeyboardInterrupt:
+		case me.Class == classKeyboardInterrupt && me.Message == messageRiverUICancel:
+			return stopError
+		case me.Class == classKeyboardInterrupt:
 			return stopCancel
 		}
 	}

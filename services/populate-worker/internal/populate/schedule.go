@@ -71,7 +71,6 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 
 func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, interval time.Duration, conflicts bool) (ScheduleResult, error) {
 	var res ScheduleResult
-	feed := false
 	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		ok, err := claimEvent(ctx, tx, t.Name, "schedule", interval)
 		if err != nil || !ok {
@@ -85,17 +84,13 @@ func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, i
 		if res.Scheduled > 0 {
 			// The state change and the job it triggers commit together: the feed job that will
 			// enqueue these keys' makes.
-			if feed, err = ensureFeed(ctx, tx, t.Name); err != nil {
+			if _, err = e.ensureFeed(ctx, tx, t.Name); err != nil {
 				return err
 			}
 		}
 		return recordEventKeys(ctx, tx, t.Name, "schedule", res.Scheduled)
 	})
-	if err != nil || !feed {
-		return res, err
-	}
-	e.wakeFeeders(ctx)
-	return res, nil
+	return res, err
 }
 
 // makeOpts are the River insert options of every populate_make job.

@@ -6,38 +6,52 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // MakeKey is the entry point of the River worker of populate_make jobs: reserve the job of hash
-// in table, make it and finish it, calling complete inside the finishing transaction. A job that
-// is no longer scheduled (made by another worker, ignored, cleaned up, or a duplicate delivery)
-// only runs complete. It returns make's error separately from a failure to record anything.
-func (e *Engine) MakeKey(ctx context.Context, table, hash string, complete CompleteFunc) (makeErr, err error) {
-	return e.makeKey(ctx, 0, table, hash, complete)
+// in table, make it and finish it, calling complete inside the finishing transaction with how it
+// ended. A key that is no longer scheduled (made or being made by another job, failed, ignored,
+// cleaned up) is not made, unless opts.Retried and it is in error: then River UI's Retry makes it
+// again. It returns how the delivery ended separately from a failure to record anything.
+func (e *Engine) MakeKey(ctx context.Context, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	return e.makeKey(ctx, 0, table, hash, opts, complete)
 }
 
 // MakeRunKey is the entry point of the River worker of populate_run_make jobs: MakeKey for a key
 // of populate run run. A run that stopped taking keys (cancelled, failed, interrupted) has the key
 // dropped without make; a key that needs no make is counted skipped. Either way the run's next
 // key is enqueued in the same transaction, and a running make is cut off when the run is
-// cancelled.
-func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, complete CompleteFunc) (makeErr, err error) {
+// cancelled. A job retried in River UI (opts.Retried) makes its key as MakeKey does, outside the
+// run, which counted the key when the job first ended.
+func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	if opts.Retried {
+		return e.makeKey(ctx, 0, table, hash, opts, complete)
+	}
 	st, err := queries.RunGet(ctx, e.pool, run)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("populate run %d: %w", run, err)
+		return End{}, fmt.Errorf("populate run %d: %w", run, err)
 	}
 	if err != nil || st.State != string(RunRunning) || st.Stopping != nil {
-		return nil, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			if err := e.settleRunKeys(ctx, tx, run, table, hash, keyDropped, nil, ""); err != nil {
+		var end End
+		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			n, err := e.settleRunKeys(ctx, tx, run, table, hash, keyDropped, nil, "")
+			if err != nil {
 				return err
 			}
-			return callComplete(ctx, tx, complete, nil)
+			end = End{Outcome: OutcomeDropped, Settled: n,
+				Note: fmt.Sprintf("populate run %d stopped taking keys; the key was dropped from it without make", run)}
+			if n == 0 {
+				end = End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("populate run %d no longer holds the key; nothing to do "+
+					"(POST /v1/tables/%s/populate starts a new run)", run, table)}
+			}
+			return callComplete(ctx, tx, complete, end)
 		})
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer e.watch.watch(run, cancel)()
-	return e.makeKey(ctx, run, table, hash, complete)
+	return e.makeKey(ctx, run, table, hash, opts, complete)
 }
 
 // FailRunKey ends a key of populate run run whose make job spent its last attempt on an
@@ -48,21 +62,21 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 func (e *Engine) FailRunKey(ctx context.Context, run int64, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
 	msg := orphanMessage(job, "discarded", cause.Error())
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if err := e.settleRunKeys(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+		if _, err := e.settleRunKeys(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
 			return err
 		}
 		return end(ctx, tx)
 	})
 }
 
-func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, complete CompleteFunc) (makeErr, err error) {
+func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	t, err := e.tables.Get(table)
 	if err != nil {
-		return nil, err
+		return End{}, err
 	}
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("acquire connection for %s/%s: %w", table, hash, err)
+		return End{}, fmt.Errorf("acquire connection for %s/%s: %w", table, hash, err)
 	}
 	held := &heldConn{conn: conn}
 	defer held.release()
@@ -70,28 +84,43 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, com
 	if run != 0 {
 		meta["run_id"] = run
 	}
-	r, err := e.reserveKey(ctx, conn, t, hash, meta)
+	if opts.JobID != 0 {
+		meta["river_job_id"] = opts.JobID
+	}
+	r, err := e.reserveKey(ctx, conn, t, hash, meta, opts.Retried)
 	if err != nil {
-		return nil, err
+		return End{}, err
 	}
 	if r == nil {
-		return nil, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if run != 0 {
-				if err := e.settleRunKeys(ctx, tx, run, table, hash, keySkipped, nil, ""); err != nil {
-					return err
-				}
-			}
-			return callComplete(ctx, tx, complete, nil)
-		})
+		return e.skip(ctx, conn, run, t, hash, opts, complete)
 	}
 	r.held = held
-	makeErr, err = e.run(ctx, r, complete)
-	if errors.Is(err, errAlreadyMade) {
-		return nil, nil // settled, River job included, without make
-	}
+	end, err := e.run(ctx, r, complete)
 	if errors.Is(err, ErrNotReserved) {
-		// Reclaimed while we made it; the reclaim enqueued a new make job, so this one is done.
-		return makeErr, pgx.BeginFunc(context.WithoutCancel(ctx), e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, nil) })
+		// Reclaimed while we made it; the reclaim enqueued a new make job, which makes the key.
+		end = End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("its reservation of key %s of %s was reclaimed while it made it "+
+			"(lease expired or connection lost); the make job the reclaim enqueued makes it", hash, table)}
+		ctx := context.WithoutCancel(ctx)
+		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, end) })
 	}
-	return makeErr, err
+	return end, err
+}
+
+// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote);
+// a run's make counts the key skipped in its run.
+func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, run int64, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	var end End
+	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		note, err := skipNote(ctx, tx, t, hash, opts.Retried)
+		if err != nil {
+			return err
+		}
+		end = End{Outcome: OutcomeSkipped, Note: note}
+		if run != 0 {
+			if end.Settled, err = e.settleRunKeys(ctx, tx, run, t.Name, hash, keySkipped, nil, ""); err != nil {
+				return err
+			}
+		}
+		return callComplete(ctx, tx, complete, end)
+	})
 }

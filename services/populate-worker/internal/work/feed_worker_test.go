@@ -7,8 +7,11 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
 )
@@ -38,8 +41,8 @@ func TestFeedWorker(t *testing.T) {
 	require.Equal(t, river.EventKindJobSnoozed, work(populate.FeedArgs{Table: examples.Stats}),
 		"FEED_AHEAD makes wait and a key is left: the feeder comes back")
 	require.Equal(t, 2, makes())
-	_, err = b.pool.Exec(b.ctx, `UPDATE river_job SET state = 'completed', finalized_at = now() WHERE kind = 'populate_make'`)
-	require.NoError(t, err)
+	queuetest.SetJobs(b.ctx, t, b.pool, "", queue.PopulateMakeArgs{}.Kind(),
+		queuetest.Patch{State: queuetest.Ptr(rivertype.JobStateCompleted), Finalized: queuetest.Ptr(true)})
 	require.Equal(t, river.EventKindJobCompleted, work(populate.FeedArgs{Table: examples.Stats}), "every key fed")
 	require.Equal(t, 3, makes())
 	require.Equal(t, river.EventKindJobCancelled, work(populate.FeedArgs{Table: "nope"}))

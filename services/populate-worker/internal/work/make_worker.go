@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
@@ -16,36 +15,57 @@ import (
 	"drover.dev/shared/problem"
 )
 
+// recordGrace is how much longer than MAKE_TIMEOUT a make job's River timeout is: a make cut off
+// at MAKE_TIMEOUT records its TimeoutError within populate's record timeout (10 s), and River's
+// rescuer, which takes back a running job once its timeout has passed, must not take it first.
+const recordGrace = 15 * time.Second
+
 // MakeWorker works populate_make jobs: it reserves the key, runs make and finishes the key's job
 // and the River job in one transaction. make's own failures are recorded in the jobs table and
 // end the River job as discarded with the same error, so River UI shows an errored make as
-// failed; only failures to record anything are returned, for River to retry.
+// failed; only failures to record anything are returned, for River to retry. River UI's buttons:
+// Retry of a failed make makes its key again; Cancel of a running make interrupts it and records
+// the key's error as KeyboardInterrupt, in the transaction that ends the job cancelled; a job
+// whose key is not its to make ends cancelled saying why, never completed.
 type MakeWorker struct {
 	river.WorkerDefaults[queue.PopulateMakeArgs]
 	Engine *populate.Engine
+	Log    *ActionLog
 	// MakeTimeout bounds one make; River's client-wide job timeout is too short for pipelines.
 	MakeTimeout time.Duration
 }
 
-// Timeout is the longest a make may run.
-func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration { return w.MakeTimeout }
+// Timeout is the longest a make job may run: MakeTimeout, and recordGrace to record a make cut
+// off by it.
+func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration {
+	return w.MakeTimeout + recordGrace
+}
 
 // Work makes one key. An infrastructure error on the job's last attempt ends the job as discarded
 // and gives the key back to the feeder in one transaction: River would discard the job on its
 // own, and the key, still scheduled and marked enqueued, would have no job to make it.
 func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
 	a := job.Args
-	_, err := w.Engine.MakeKey(ctx, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
+	opts := makeOpts(job.JobRow)
+	makeCtx, cancel := context.WithTimeout(ctx, w.MakeTimeout)
+	defer cancel()
+	end, err := w.Engine.MakeKey(makeCtx, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
 	err = cancelUnknown(err, a.Table, a.KeyHash)
-	if !lastAttemptFailed(job.JobRow, err) {
-		return err
+	if lastAttemptFailed(job.JobRow, err) {
+		cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
+		out := makeOutput{Outcome: "failed", Table: a.Table, KeyHash: a.KeyHash, Error: cause.Error(), Note: "the key was given back to the feeder"}
+		endTx := func(ctx context.Context, tx pgx.Tx) error {
+			return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateDiscarded, Err: cause, Output: out})
+		}
+		if ferr := w.Engine.Unfeed(context.WithoutCancel(ctx), a.Table, a.KeyHash, endTx); ferr != nil {
+			err = errors.Join(err, ferr)
+		} else {
+			err = nil
+			end = populate.End{Outcome: populate.OutcomeSkipped, Note: out.Note + " after: " + cause.Error()}
+		}
 	}
-	cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
-	end := func(ctx context.Context, tx pgx.Tx) error { return queue.JobFailTx(ctx, tx, job, cause) }
-	if ferr := w.Engine.Unfeed(context.WithoutCancel(ctx), a.Table, a.KeyHash, end); ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	return nil
+	w.Log.made(ctx, job.JobRow, opts, end, err)
+	return err
 }
 
 // lastAttemptFailed reports whether err ends job's last attempt with an infrastructure error
@@ -56,16 +76,18 @@ func lastAttemptFailed(job *rivertype.JobRow, err error) bool {
 }
 
 // RunMakeWorker works populate_run_make jobs: the make of one key of a populate run, as
-// MakeWorker's, after which the run's next key is enqueued in the finishing transaction.
+// MakeWorker's, after which the run's next key is enqueued in the finishing transaction. Retry of
+// a finished one makes its key as a populate_make would, outside the run's counts.
 type RunMakeWorker struct {
 	river.WorkerDefaults[queue.PopulateRunMakeArgs]
 	Engine      *populate.Engine
+	Log         *ActionLog
 	MakeTimeout time.Duration
 }
 
-// Timeout is the longest a make may run.
+// Timeout is the longest a make job may run, as MakeWorker's.
 func (w *RunMakeWorker) Timeout(*river.Job[queue.PopulateRunMakeArgs]) time.Duration {
-	return w.MakeTimeout
+	return w.MakeTimeout + recordGrace
 }
 
 // Work makes one key of a run. An infrastructure error on the job's last attempt ends the key as
@@ -73,28 +95,72 @@ func (w *RunMakeWorker) Timeout(*river.Job[queue.PopulateRunMakeArgs]) time.Dura
 // its own, outside any transaction that settles the key, and the run would wait for it.
 func (w *RunMakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateRunMakeArgs]) error {
 	a := job.Args
-	_, err := w.Engine.MakeRunKey(ctx, a.RunID, a.Table, a.KeyHash, completer(job, a.Table, a.KeyHash))
+	opts := makeOpts(job.JobRow)
+	makeCtx, cancel := context.WithTimeout(ctx, w.MakeTimeout)
+	defer cancel()
+	end, err := w.Engine.MakeRunKey(makeCtx, a.RunID, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
 	err = cancelUnknown(err, a.Table, a.KeyHash)
-	if !lastAttemptFailed(job.JobRow, err) {
-		return err
+	if lastAttemptFailed(job.JobRow, err) {
+		cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
+		out := makeOutput{Outcome: "failed", Table: a.Table, KeyHash: a.KeyHash, Error: cause.Error(),
+			Note: fmt.Sprintf("counted an error of populate run %d", a.RunID)}
+		endTx := func(ctx context.Context, tx pgx.Tx) error {
+			return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateDiscarded, Err: cause, Output: out})
+		}
+		if ferr := w.Engine.FailRunKey(context.WithoutCancel(ctx), a.RunID, a.Table, a.KeyHash, job.ID, cause, endTx); ferr != nil {
+			err = errors.Join(err, ferr)
+		} else {
+			err = nil
+			end = populate.End{Outcome: populate.OutcomeSkipped, Note: out.Note + " after: " + cause.Error()}
+		}
 	}
-	cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
-	end := func(ctx context.Context, tx pgx.Tx) error { return queue.JobFailTx(ctx, tx, job, cause) }
-	if ferr := w.Engine.FailRunKey(context.WithoutCancel(ctx), a.RunID, a.Table, a.KeyHash, job.ID, cause, end); ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	return nil
+	w.Log.made(ctx, job.JobRow, opts, end, err)
+	return err
 }
 
-// completer ends job in the transaction that finishes its key: completed, or discarded with
-// make's error, so River UI shows an errored make as failed.
-func completer[T river.JobArgs](job *river.Job[T], table, hash string) populate.CompleteFunc {
-	return func(ctx context.Context, tx pgx.Tx, makeErr error) error {
-		if makeErr != nil {
-			return queue.JobFailTx(ctx, tx, job, fmt.Errorf("make %s/%s: %w", table, hash, makeErr))
+// makeOpts is what the engine needs to know of a make job.
+func makeOpts(job *rivertype.JobRow) populate.MakeOpts {
+	return populate.MakeOpts{JobID: job.ID, Retried: retried(job)}
+}
+
+// makeOutput is a make job's output, as River UI shows it: what became of its key.
+type makeOutput struct {
+	Outcome string `json:"outcome"`
+	Table   string `json:"table"`
+	KeyHash string `json:"key_hash"`
+	// Error is make's error, as the key's job records it, or the job's own.
+	Error string `json:"error,omitempty"`
+	// Note says why the key was not made, and what to do instead.
+	Note string `json:"note,omitempty"`
+	// Revived is true when the key was in error and this job, retried, made it again.
+	Revived bool `json:"revived_from_error,omitempty"`
+	// RunEntries counts the populate runs' entries of the key the job settled.
+	RunEntries int `json:"run_entries_settled,omitempty"`
+}
+
+// ender ends job in the transaction that records its delivery, as end says: completed when it
+// made the key or settled its job or run entry; discarded with make's error; cancelled when River
+// UI's Cancel cut its make off, or when it had nothing to do (a job that made nothing never ends
+// completed). The output it records says what became of the key.
+func ender[T river.JobArgs](job *river.Job[T], table, hash string) populate.CompleteFunc {
+	return func(ctx context.Context, tx pgx.Tx, end populate.End) error {
+		out := makeOutput{Outcome: string(end.Outcome), Table: table, KeyHash: hash, Note: end.Note, Revived: end.Revived, RunEntries: end.Settled}
+		state, cause := rivertype.JobStateCompleted, error(nil)
+		switch end.Outcome {
+		case populate.OutcomeMade, populate.OutcomeInTarget:
+		case populate.OutcomeError:
+			state, cause = rivertype.JobStateDiscarded, fmt.Errorf("make %s/%s: %w", table, hash, end.Err)
+		case populate.OutcomeCancelled:
+			state, cause = rivertype.JobStateCancelled, fmt.Errorf("make %s/%s: %w", table, hash, end.Err)
+		default: // skipped or dropped: completed only when it settled a run's entry of the key
+			if end.Settled == 0 {
+				state, cause = rivertype.JobStateCancelled, fmt.Errorf("make %s/%s: %s", table, hash, end.Note)
+			}
 		}
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		if cause != nil {
+			out.Error = cause.Error()
+		}
+		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: state, Err: cause, Output: out})
 	}
 }
 

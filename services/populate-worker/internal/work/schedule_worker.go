@@ -16,10 +16,27 @@ import (
 // ScheduleWorker works populate_schedule jobs, enqueued by the change listener, by the periodic
 // schedule and by other services: cleanup_jobs when asked, then schedule_jobs. When the minimum
 // scheduling interval suppresses the call, the job snoozes for an interval, so that rows inserted
-// just after a schedule are still picked up.
+// just after a schedule are still picked up. Retried in River UI, it runs at once whatever the
+// interval says; cancelled while it runs, the table it was scheduling rolls back.
 type ScheduleWorker struct {
 	river.WorkerDefaults[queue.PopulateScheduleArgs]
 	Engine *populate.Engine
+	Log    *ActionLog
+	// MaintenanceTimeout bounds one job.
+	MaintenanceTimeout time.Duration
+}
+
+// Timeout is the longest a schedule job may run.
+func (w *ScheduleWorker) Timeout(*river.Job[queue.PopulateScheduleArgs]) time.Duration {
+	return w.MaintenanceTimeout
+}
+
+// tableOutput is what a schedule or cleanup job did to one table, as River UI shows it.
+type tableOutput struct {
+	Table      string `json:"table"`
+	Scheduled  *int   `json:"scheduled,omitempty"`
+	Removed    *int   `json:"removed,omitempty"`
+	Suppressed bool   `json:"suppressed_by_min_scheduling_interval,omitempty"`
 }
 
 // Work schedules one table, or every table when the args name none.
@@ -29,29 +46,58 @@ func (w *ScheduleWorker) Work(ctx context.Context, job *river.Job[queue.Populate
 		return river.JobCancel(err)
 	}
 	interval := w.Engine.Config().MinSchedulingInterval
-	suppressed := false
-	for _, name := range names {
-		if job.Args.Cleanup {
-			if _, err := w.Engine.CleanupJobs(ctx, name, interval); err != nil {
-				return err
-			}
-		}
-		res, err := w.Engine.ScheduleJobs(ctx, name, populate.ScheduleOpts{Force: job.Args.Force})
-		if err != nil {
-			return err
-		}
-		suppressed = suppressed || res.Suppressed
+	if retried(job.JobRow) {
+		interval = 0 // River UI's Retry: schedule now
 	}
-	if suppressed && job.Args.Table != "" {
+	out, suppressed, err := w.schedule(ctx, job.Args, names, interval)
+	if err == nil && suppressed && job.Args.Table != "" && interval != 0 {
 		return river.JobSnooze(interval)
 	}
-	return nil
+	if err == nil {
+		err = river.RecordOutput(ctx, out)
+	}
+	w.Log.ran(ctx, job.JobRow, "ran schedule_jobs: "+jsonText(out), err)
+	return err
 }
 
-// CleanupWorker works populate_cleanup jobs: the daily cleanup_jobs.
+// schedule runs cleanup_jobs (when args ask) and schedule_jobs of every table of names.
+func (w *ScheduleWorker) schedule(ctx context.Context, args queue.PopulateScheduleArgs, names []string, interval time.Duration) ([]tableOutput, bool, error) {
+	var out []tableOutput
+	suppressed := false
+	for _, name := range names {
+		t := tableOutput{Table: name}
+		if args.Cleanup {
+			res, err := w.Engine.CleanupJobs(ctx, name, interval)
+			if err != nil {
+				return out, false, err
+			}
+			if !res.Suppressed {
+				t.Removed = &res.Removed
+			}
+		}
+		res, err := w.Engine.ScheduleJobs(ctx, name, populate.ScheduleOpts{Force: args.Force, MinInterval: &interval})
+		if err != nil {
+			return out, false, err
+		}
+		t.Scheduled, t.Suppressed = &res.Scheduled, res.Suppressed
+		suppressed = suppressed || res.Suppressed
+		out = append(out, t)
+	}
+	return out, suppressed, nil
+}
+
+// CleanupWorker works populate_cleanup jobs: the daily cleanup_jobs. Retried in River UI, it
+// runs again.
 type CleanupWorker struct {
 	river.WorkerDefaults[queue.PopulateCleanupArgs]
-	Engine *populate.Engine
+	Engine             *populate.Engine
+	Log                *ActionLog
+	MaintenanceTimeout time.Duration
+}
+
+// Timeout is the longest a cleanup job may run.
+func (w *CleanupWorker) Timeout(*river.Job[queue.PopulateCleanupArgs]) time.Duration {
+	return w.MaintenanceTimeout
 }
 
 // Work cleans up one table, or every table when the args name none.
@@ -60,12 +106,19 @@ func (w *CleanupWorker) Work(ctx context.Context, job *river.Job[queue.PopulateC
 	if err != nil {
 		return river.JobCancel(err)
 	}
+	var out []tableOutput
 	for _, name := range names {
-		if _, err := w.Engine.CleanupJobs(ctx, name, 0); err != nil {
-			return err
+		var res populate.CleanupResult
+		if res, err = w.Engine.CleanupJobs(ctx, name, 0); err != nil {
+			break
 		}
+		out = append(out, tableOutput{Table: name, Removed: &res.Removed})
 	}
-	return nil
+	if err == nil {
+		err = river.RecordOutput(ctx, out)
+	}
+	w.Log.ran(ctx, job.JobRow, "ran cleanup_jobs: "+jsonText(out), err)
+	return err
 }
 
 func tableNames(e *populate.Engine, name string) ([]string, error) {
@@ -85,18 +138,29 @@ func tableNames(e *populate.Engine, name string) ([]string, error) {
 	return names, nil
 }
 
+// Config is what Register needs beyond the engine.
+type Config struct {
+	// Log receives the River UI button presses that reach a worker.
+	Log *ActionLog
+	// MakeTimeout bounds one make; MaintenanceTimeout one schedule or cleanup job; FeedTimeout
+	// one feed pass.
+	MakeTimeout, MaintenanceTimeout, FeedTimeout time.Duration
+	// ScheduleEvery and CleanupEvery are the periods of the periodic schedule and cleanup.
+	ScheduleEvery, CleanupEvery time.Duration
+}
+
 // Register adds the populate workers and their periodic jobs.
-func Register(workers *river.Workers, e *populate.Engine, makeTimeout, scheduleEvery, cleanupEvery time.Duration) []*river.PeriodicJob {
-	river.AddWorker(workers, &MakeWorker{Engine: e, MakeTimeout: makeTimeout})
-	river.AddWorker(workers, &RunMakeWorker{Engine: e, MakeTimeout: makeTimeout})
-	river.AddWorker(workers, &FeedWorker{Engine: e})
-	river.AddWorker(workers, &ScheduleWorker{Engine: e})
-	river.AddWorker(workers, &CleanupWorker{Engine: e})
+func Register(workers *river.Workers, e *populate.Engine, cfg Config) []*river.PeriodicJob {
+	river.AddWorker(workers, &MakeWorker{Engine: e, Log: cfg.Log, MakeTimeout: cfg.MakeTimeout})
+	river.AddWorker(workers, &RunMakeWorker{Engine: e, Log: cfg.Log, MakeTimeout: cfg.MakeTimeout})
+	river.AddWorker(workers, &FeedWorker{Engine: e, Log: cfg.Log, FeedTimeout: cfg.FeedTimeout})
+	river.AddWorker(workers, &ScheduleWorker{Engine: e, Log: cfg.Log, MaintenanceTimeout: cfg.MaintenanceTimeout})
+	river.AddWorker(workers, &CleanupWorker{Engine: e, Log: cfg.Log, MaintenanceTimeout: cfg.MaintenanceTimeout})
 	return []*river.PeriodicJob{
-		river.NewPeriodicJob(river.PeriodicInterval(scheduleEvery), func() (river.JobArgs, *river.InsertOpts) {
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.ScheduleEvery), func() (river.JobArgs, *river.InsertOpts) {
 			return queue.PopulateScheduleArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: "populate_schedule", RunOnStart: true}),
-		river.NewPeriodicJob(river.PeriodicInterval(cleanupEvery), func() (river.JobArgs, *river.InsertOpts) {
+		river.NewPeriodicJob(river.PeriodicInterval(cfg.CleanupEvery), func() (river.JobArgs, *river.InsertOpts) {
 			return queue.PopulateCleanupArgs{}, nil
 		}, &river.PeriodicJobOpts{ID: "populate_cleanup"}),
 	}

@@ -48,11 +48,11 @@ func TestScheduleWorker(t *testing.T) {
 	t.Parallel()
 	b := setup(t, populate.Config{})
 	w := rivertest.NewWorker(t, riverpgxv5.New(b.pool), &river.Config{}, &ScheduleWorker{Engine: b.engine})
-	work := func(args queue.PopulateScheduleArgs) river.EventKind {
+	work := func(args queue.PopulateScheduleArgs, opts ...*river.InsertOpts) river.EventKind {
 		tx, err := b.pool.Begin(b.ctx)
 		require.NoError(t, err)
 		defer tx.Rollback(b.ctx) // only the test's River job was written
-		res, err := w.Work(b.ctx, t, tx, args, nil)
+		res, err := w.Work(b.ctx, t, tx, args, append(opts, nil)[0])
 		if err != nil {
 			return river.EventKind("error: " + err.Error())
 		}
@@ -66,4 +66,16 @@ func TestScheduleWorker(t *testing.T) {
 	require.Equal(t, river.EventKindJobSnoozed, work(queue.PopulateScheduleArgs{Table: examples.Stats, Cleanup: true}),
 		"inside min_scheduling_interval the job waits for the next interval")
 	require.Equal(t, river.EventKindJobCancelled, work(queue.PopulateScheduleArgs{Table: "nope"}))
+
+	// River UI's Retry of a schedule job that ran (it carries that run's output) schedules now,
+	// inside min_scheduling_interval: a retried schedule never completes having done nothing.
+	_, err := examples.Seed(b.ctx, b.pool, 2, 0)
+	require.NoError(t, err)
+	require.Equal(t, river.EventKindJobSnoozed, work(queue.PopulateScheduleArgs{Table: examples.Stats}), "a new job waits")
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM jobs WHERE table_name = $1 AND status = 'scheduled'`, examples.Stats).Scan(&n))
+	require.Equal(t, 3, n)
+	retried := &river.InsertOpts{Metadata: []byte(`{"output": [{"table": "example_signal_stats", "scheduled": 3}]}`)}
+	require.Equal(t, river.EventKindJobCompleted, work(queue.PopulateScheduleArgs{Table: examples.Stats}, retried))
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM jobs WHERE table_name = $1 AND status = 'scheduled'`, examples.Stats).Scan(&n))
+	require.Equal(t, 5, n, "the retried job ran schedule_jobs")
 }

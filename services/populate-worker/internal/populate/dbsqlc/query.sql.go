@@ -21,38 +21,24 @@ func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
 	return err
 }
 
-const feedJobEnsure = `-- name: FeedJobEnsure :one
-WITH ins AS (
-    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
-    SELECT jsonb_build_object('table', $1::text), $2::text, $3::text, $4::smallint, 1, 'available'
-    WHERE NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = $2::text AND w.args @> jsonb_build_object('table', $1::text)
-        AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))
-    RETURNING 1)
-SELECT count(*) FROM ins
+const feedJobWaiting = `-- name: FeedJobWaiting :one
+SELECT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = $1::text AND w.args @> jsonb_build_object('table', $2::text)
+    AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))::boolean AS waiting
 `
 
-type FeedJobEnsureParams struct {
-	TableName   string
-	Kind        string
-	Queue       string
-	MaxAttempts int16
+type FeedJobWaitingParams struct {
+	Kind      string
+	TableName string
 }
 
-// FeedJobEnsure inserts the table's populate_feed job unless one is already waiting (available,
-// scheduled, retryable or pending), written as River's InsertManyFast would write it. A running
-// feed job does not count: it may have looked for keys before the caller's committed, and a
-// second feed job is harmless (the feeder's chunks lock what they enqueue). It returns how many
-// it inserted.
-func (q *Queries) FeedJobEnsure(ctx context.Context, db DBTX, arg FeedJobEnsureParams) (int64, error) {
-	row := db.QueryRow(ctx, feedJobEnsure,
-		arg.TableName,
-		arg.Kind,
-		arg.Queue,
-		arg.MaxAttempts,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+// FeedJobWaiting reports whether a populate_feed job of the table is waiting (available,
+// scheduled, retryable or pending). A running one does not count: it may have looked for keys
+// before the caller's committed.
+func (q *Queries) FeedJobWaiting(ctx context.Context, db DBTX, arg FeedJobWaitingParams) (bool, error) {
+	row := db.QueryRow(ctx, feedJobWaiting, arg.Kind, arg.TableName)
+	var waiting bool
+	err := row.Scan(&waiting)
+	return waiting, err
 }
 
 const jobCountByTableStatus = `-- name: JobCountByTableStatus :many
@@ -322,8 +308,9 @@ const jobReserve = `-- name: JobReserve :one
 UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
     host = $1, pid = $2, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
     run_metadata = $3::jsonb || jsonb_build_object('lease_until', now() + $4::interval)
-WHERE table_name = $5 AND key_hash = $6 AND status = 'scheduled'
-RETURNING key_hash, key, connection_id
+        || CASE WHEN status = 'error' THEN jsonb_build_object('retried_from_error', error_message) ELSE '{}'::jsonb END
+WHERE table_name = $5 AND key_hash = $6 AND (status = 'scheduled' OR ($7::boolean AND status = 'error'))
+RETURNING key_hash, key, connection_id, (run_metadata ? 'retried_from_error')::boolean AS revived
 `
 
 type JobReserveParams struct {
@@ -333,17 +320,21 @@ type JobReserveParams struct {
 	Lease       time.Duration
 	TableName   string
 	KeyHash     string
+	Revive      bool
 }
 
 type JobReserveRow struct {
 	KeyHash      string
 	Key          []byte
 	ConnectionID int64
+	Revived      bool
 }
 
 // JobReserve reserves the scheduled job of a key hash. It is one UPDATE guarded by
 // status = 'scheduled': of any number of concurrent callers exactly one gets the row (the others
-// wait for its lock, re-check the status and update nothing).
+// wait for its lock, re-check the status and update nothing). With revive it reserves an error
+// job as well, clearing its error (a make job retried in River UI makes its key again), and says
+// so in run_metadata (retried_from_error).
 func (q *Queries) JobReserve(ctx context.Context, db DBTX, arg JobReserveParams) (JobReserveRow, error) {
 	row := db.QueryRow(ctx, jobReserve,
 		arg.Host,
@@ -352,9 +343,15 @@ func (q *Queries) JobReserve(ctx context.Context, db DBTX, arg JobReserveParams)
 		arg.Lease,
 		arg.TableName,
 		arg.KeyHash,
+		arg.Revive,
 	)
 	var i JobReserveRow
-	err := row.Scan(&i.KeyHash, &i.Key, &i.ConnectionID)
+	err := row.Scan(
+		&i.KeyHash,
+		&i.Key,
+		&i.ConnectionID,
+		&i.Revived,
+	)
 	return i, err
 }
 
@@ -455,47 +452,100 @@ func (q *Queries) JobUnenqueue(ctx context.Context, db DBTX, arg JobUnenqueuePar
 	return result.RowsAffected(), nil
 }
 
-const makesEnqueue = `-- name: MakesEnqueue :one
-WITH picked AS (
-    SELECT j.key_hash FROM jobs j
-    WHERE j.table_name = $1::text AND j.status = 'scheduled' AND NOT j.enqueued
-    LIMIT $2 FOR UPDATE SKIP LOCKED),
-marked AS (
-    UPDATE jobs j SET enqueued = true FROM picked
-    WHERE j.table_name = $1::text AND j.key_hash = picked.key_hash
-    RETURNING j.key_hash),
-made AS (
-    INSERT INTO river_job (args, kind, queue, max_attempts, priority, state)
-    SELECT jsonb_build_object('table', $1::text, 'key_hash', key_hash), $3::text, $4::text, $5::smallint, 1, 'available'
-    FROM marked
-    RETURNING 1)
-SELECT count(*) FROM made
+const makesLost = `-- name: MakesLost :many
+WITH lost AS (
+    SELECT j.table_name, j.key_hash FROM jobs j
+    WHERE j.status = 'scheduled' AND j.enqueued
+        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind IN ('populate_make', 'populate_run_make')
+            AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+            AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
+    LIMIT $1 FOR UPDATE OF j SKIP LOCKED)
+UPDATE jobs j SET enqueued = false FROM lost
+WHERE j.table_name = lost.table_name AND j.key_hash = lost.key_hash
+RETURNING j.table_name::text AS table_name, j.key_hash::text AS key_hash,
+    coalesce((SELECT rj.id FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+        ORDER BY rj.id DESC LIMIT 1), 0)::bigint AS job_id,
+    coalesce((SELECT rj.state::text FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
+        ORDER BY rj.id DESC LIMIT 1), '')::text AS job_state
 `
 
-type MakesEnqueueParams struct {
-	TableName   string
-	MaxKeys     int32
-	Kind        string
-	Queue       string
-	MaxAttempts int16
+type MakesLostRow struct {
+	TableName string
+	KeyHash   string
+	JobID     int64
+	JobState  string
 }
 
-// MakesEnqueue is one chunk of the feeder: it takes up to max_keys scheduled keys of the table
-// whose make is not enqueued (skipping rows locked at this instant: a reservation, another
-// feeder), marks them enqueued and inserts their populate_make jobs, written as River's
-// InsertManyFast would write them (args {"table", "key_hash"}, priority 1, available now), in
-// the order the keys were scheduled. It returns how many it enqueued.
-func (q *Queries) MakesEnqueue(ctx context.Context, db DBTX, arg MakesEnqueueParams) (int64, error) {
-	row := db.QueryRow(ctx, makesEnqueue,
-		arg.TableName,
-		arg.MaxKeys,
-		arg.Kind,
-		arg.Queue,
-		arg.MaxAttempts,
-	)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+// MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
+// make job (populate_make or populate_run_make) is waiting for or running: their job was
+// cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
+// outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
+// transaction, never leaves such a key. Each comes with the newest ended populate_make job of
+// the key, if River still has one, and its state.
+func (q *Queries) MakesLost(ctx context.Context, db DBTX, maxKeys int32) ([]MakesLostRow, error) {
+	rows, err := db.Query(ctx, makesLost, maxKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []MakesLostRow
+	for rows.Next() {
+		var i MakesLostRow
+		if err := rows.Scan(
+			&i.TableName,
+			&i.KeyHash,
+			&i.JobID,
+			&i.JobState,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const makesMark = `-- name: MakesMark :many
+WITH picked AS (
+    SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = $1::text AND p.status = 'scheduled' AND NOT p.enqueued
+    LIMIT $2 FOR UPDATE SKIP LOCKED)
+UPDATE jobs j SET enqueued = true FROM picked
+WHERE j.table_name = $1::text AND j.key_hash = picked.key_hash
+RETURNING j.key_hash::text AS key_hash
+`
+
+type MakesMarkParams struct {
+	TableName string
+	MaxKeys   int32
+}
+
+// MakesMark is one chunk of the feeder: it takes up to max_keys scheduled keys of the table whose
+// make is not enqueued (skipping rows locked at this instant: a reservation, another feeder),
+// marks them enqueued and returns their hashes, for the caller to insert their populate_make
+// jobs in the same transaction.
+func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) ([]string, error) {
+	rows, err := db.Query(ctx, makesMark, arg.TableName, arg.MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key_hash string
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const makesWaiting = `-- name: MakesWaiting :one
