@@ -173,9 +173,9 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 // endOrphanedRunKeys counts as an error every queued key of a running populate run that no
 // populate_run_make job is left to settle (RunKeysOrphaned): River discarded its job once its
 // attempts were spent on infrastructure errors, or the job was cancelled or deleted in River UI
-// while it waited, each outside the transaction that settles a key. The error names the job and its last error; it stops the run
-// as a make's error does (unless suppress_errors), and a run with nothing left queued ends. It
-// returns how many keys it ended.
+// while it waited, each outside the transaction that settles a key. The error names the job and
+// its last error; it stops the run as a make's error does (unless suppress_errors), and a run
+// with nothing left queued ends. It returns how many keys it ended.
 func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
 	rows, err := queries.RunKeysOrphaned(ctx, tx)
 	if err != nil {
