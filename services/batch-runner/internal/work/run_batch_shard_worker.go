@@ -69,10 +69,10 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		return w.refuseRetry(ctx, job, shard, err)
 	case errors.Is(err, store.ErrNotFound):
 		return river.JobCancel(err)
-	case err != nil && cancelledRemotely(ctx) && shard.Attempt > 0:
+	case err != nil && queue.CancelledRemotely(ctx) && shard.Attempt > 0:
 		return w.failed(ctx, job, shard, err, nil)
-	case err != nil && cancelledRemotely(ctx):
-		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, "stopped before the shard started; job cancelled", "error", err)
+	case err != nil && queue.CancelledRemotely(ctx):
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, "stopped before the shard started; job cancelled", "error", err)
 		return err
 	case err != nil:
 		return err
@@ -122,7 +122,7 @@ func (w *RunBatchShardWorker) refuseRetry(ctx context.Context, job *river.Job[qu
 	if err != nil {
 		return fmt.Errorf("refuse retry of run_batch_shard job %d: %w", job.ID, err)
 	}
-	logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.BatchID, "shard", s.Shard)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.BatchID, "shard", s.Shard)
 	return nil
 }
 
@@ -213,7 +213,7 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 // with how the batch ended (see endBatch); if it did not, the caller cancels the job through
 // River.
 func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (store.BatchState, bool) {
-	cancelled := cancelledRemotely(ctx)
+	cancelled := queue.CancelledRemotely(ctx)
 	if cancelled {
 		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
 	}
@@ -243,7 +243,7 @@ func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.Run
 		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
 	}
 	if cancelled {
-		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),
 			"batch_id", s.BatchID, "shard", s.Shard, "recorded", err == nil)
 	}
 	return ended, err == nil

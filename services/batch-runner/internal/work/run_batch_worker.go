@@ -109,8 +109,8 @@ func (w *RunBatchWorker) failed(ctx context.Context, job *river.Job[queue.RunBat
 // stopped returns err of a job stopped before it wrote anything of a batch; River UI's Cancel
 // stopping it so is logged, and River ends the job cancelled.
 func (w *RunBatchWorker) stopped(ctx context.Context, job *river.Job[queue.RunBatchArgs], err error) error {
-	if cancelledRemotely(ctx) {
-		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, "stopped before a batch was written; job cancelled", "error", err)
+	if queue.CancelledRemotely(ctx) {
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, "stopped before a batch was written; job cancelled", "error", err)
 	}
 	return err
 }
@@ -191,7 +191,7 @@ func (w *RunBatchWorker) start(ctx context.Context, tx pgx.Tx, job *river.Job[qu
 // noteRetried logs a batch that runs again because River UI's Retry brought its job back.
 func (w *RunBatchWorker) noteRetried(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started) {
 	if s.Retried {
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("runs failed batch %d again (attempt %d)", s.ID, s.Attempt), "batch_id", s.ID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, fmt.Sprintf("runs failed batch %d again (attempt %d)", s.ID, s.Attempt), "batch_id", s.ID)
 	}
 }
 
@@ -213,7 +213,7 @@ func (w *RunBatchWorker) refuseRetry(ctx context.Context, job *river.Job[queue.R
 	if err != nil {
 		return fmt.Errorf("refuse retry of run_batch job %d: %w", job.ID, err)
 	}
-	logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.ID)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, "nothing run, job cancelled: "+ended.Error(), "batch_id", s.ID)
 	return nil
 }
 
@@ -266,7 +266,7 @@ type batchEnd struct {
 func endOf(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error) batchEnd {
 	data := map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt}
 	switch {
-	case cancelledRemotely(ctx):
+	case queue.CancelledRemotely(ctx):
 		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
 		return batchEnd{
 			state: rivertype.JobStateCancelled, batchErr: cause, jobErr: fmt.Errorf("batch %d %w", s.ID, cause),
@@ -310,7 +310,7 @@ func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatch
 		if err != nil {
 			did = fmt.Sprintf("stopped batch %d; recording it failed (%v), River cancels the job", s.ID, err)
 		}
-		logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did, "batch_id", s.ID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did, "batch_id", s.ID)
 	}
 	return end.state != "" && err == nil
 }

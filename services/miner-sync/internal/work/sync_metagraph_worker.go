@@ -53,7 +53,7 @@ func (w *SyncMetagraphWorker) Timeout(*river.Job[queue.SyncMetagraphArgs]) time.
 func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs]) error {
 	start := time.Now()
 	reason := job.Args.Reason
-	retried := retriedInUI(job.JobRow)
+	retried := queue.RetriedInUI(job.JobRow)
 	if retried {
 		reason = ReasonRiverUI
 	}
@@ -72,7 +72,7 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 		return err
 	})
 	switch {
-	case err != nil && cancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		return w.cancelled(ctx, job, event, err)
 	case err != nil:
 		return err
@@ -86,7 +86,7 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 		"block", block, "entries", event.Entries, "upserted", event.Upserted, "deactivated", event.Deactivated,
 		"skipped", event.Skipped, "duration", time.Since(start))
 	if retried {
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "synced again: "+string(event.Outcome), "block", block)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, "synced again: "+string(event.Outcome), "block", block)
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (w *SyncMetagraphWorker) Work(ctx context.Context, job *river.Job[queue.Syn
 // cancelled records a sync that River UI's Cancel stopped as a failed sync event, nothing
 // applied, and ends the job cancelled, in one transaction on a context that outlives the job's.
 func (w *SyncMetagraphWorker) cancelled(ctx context.Context, job *river.Job[queue.SyncMetagraphArgs], event store.SyncEvent, stopped error) error {
-	cause := fmt.Errorf("%s; the last good miners stay: %w", cancelledInUI, stopped)
+	cause := fmt.Errorf("%s; the last good miners stay: %w", queue.CancelledInUI, stopped)
 	msg := cause.Error()
 	event.Outcome, event.Error, event.Upserted, event.Deactivated = store.OutcomeFailed, &msg, 0, 0
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -109,7 +109,7 @@ func (w *SyncMetagraphWorker) cancelled(ctx context.Context, job *river.Job[queu
 	if err != nil {
 		did = fmt.Sprintf("stopped the sync: nothing applied; recording it failed (%v), River cancels the job", err)
 	}
-	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did)
 	if err != nil {
 		return stopped
 	}

@@ -75,7 +75,7 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 	switch {
 	case errors.Is(err, store.ErrInputsDiffer):
 		return w.fail(ctx, job, err)
-	case err != nil && cancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		return w.cancelled(ctx, job, err)
 	case err != nil:
 		return err
@@ -84,9 +84,9 @@ func (w *ScoreBatchWorker) Work(ctx context.Context, job *river.Job[queue.ScoreB
 	w.Logger.InfoContext(ctx, "batch scored", "batch_id", b.ID, "peak", b.Peak, "results", len(b.Results), "duration", time.Since(start))
 	switch {
 	case before.Scored:
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("scored batch %d again with the current parameters", b.ID), "batch_id", b.ID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, fmt.Sprintf("scored batch %d again with the current parameters", b.ID), "batch_id", b.ID)
 	case before.Failed:
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, fmt.Sprintf("scored batch %d", b.ID), "batch_id", b.ID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, fmt.Sprintf("scored batch %d", b.ID), "batch_id", b.ID)
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreB
 	w.Metrics.scored("failed")
 	w.Logger.WarnContext(ctx, "scoring failed", "batch_id", job.Args.BatchID, "job_id", job.ID, "error", cause)
 	if !first {
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, "failed again: "+cause.Error(), "batch_id", job.Args.BatchID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, "failed again: "+cause.Error(), "batch_id", job.Args.BatchID)
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (w *ScoreBatchWorker) fail(ctx context.Context, job *river.Job[queue.ScoreB
 // committed, and ends the job cancelled, in one transaction on a context that outlives the job's:
 // the batch stays unscored, GET /v1/batches/{id}/scores says why, and Retry on the job scores it.
 func (w *ScoreBatchWorker) cancelled(ctx context.Context, job *river.Job[queue.ScoreBatchArgs], stopped error) error {
-	cause := fmt.Errorf("%s (Retry the job to score batch %d): %w", cancelledInUI, job.Args.BatchID, stopped)
+	cause := fmt.Errorf("%s (Retry the job to score batch %d): %w", queue.CancelledInUI, job.Args.BatchID, stopped)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
@@ -131,7 +131,7 @@ func (w *ScoreBatchWorker) cancelled(ctx context.Context, job *river.Job[queue.S
 	if err != nil {
 		did = fmt.Sprintf("stopped scoring batch %d: nothing scored; recording it failed (%v), River cancels the job", job.Args.BatchID, err)
 	}
-	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did, "batch_id", job.Args.BatchID)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did, "batch_id", job.Args.BatchID)
 	if err != nil {
 		return stopped
 	}

@@ -60,7 +60,7 @@ var errNoWeights = errors.New("no weights to send: no scored batch gives any min
 
 // Work makes one attempt, unless another signer is at work (snoozed) or there are no weights yet.
 func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWeightsArgs]) error {
-	retried := retriedInUI(job.JobRow)
+	retried := queue.RetriedInUI(job.JobRow)
 	var sub *store.Submission
 	err := pgx.BeginFunc(ctx, w.DB, func(tx pgx.Tx) error {
 		locked, err := store.SignerTryLock(ctx, tx)
@@ -86,7 +86,7 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 		return err
 	})
 	switch {
-	case err != nil && cancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		return w.cancelled(ctx, job, err)
 	case err != nil:
 		return err
@@ -100,7 +100,7 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 		if sub != nil {
 			did = "made a new attempt: " + sub.Outcome
 		}
-		logUIAction(ctx, w.Logger, job.JobRow, actionRetry, did)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, did)
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (w *SetWeightsWorker) Work(ctx context.Context, job *river.Job[queue.SetWei
 // had the weights by then is not known: the next attempt's confirmation (the validator's
 // last_update) tells.
 func (w *SetWeightsWorker) cancelled(ctx context.Context, job *river.Job[queue.SetWeightsArgs], stopped error) error {
-	cause := fmt.Errorf("%s; whether the weights reached the chain is unknown: %w", cancelledInUI, stopped)
+	cause := fmt.Errorf("%s; whether the weights reached the chain is unknown: %w", queue.CancelledInUI, stopped)
 	sub := store.Submission{Reason: job.Args.Reason, Outcome: store.SubmissionFailed, Via: store.ViaPylon}
 	if w.Pylon == nil {
 		sub.Via = store.ViaSubtensor
@@ -127,7 +127,7 @@ func (w *SetWeightsWorker) cancelled(ctx context.Context, job *river.Job[queue.S
 	if err != nil {
 		did = fmt.Sprintf("stopped the attempt; recording it failed (%v), River cancels the job", err)
 	}
-	logUIAction(ctx, w.Logger, job.JobRow, actionCancel, did)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did)
 	if err != nil {
 		return stopped
 	}

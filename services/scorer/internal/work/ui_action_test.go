@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -68,35 +67,4 @@ func retried(t *testing.T, tx pgx.Tx, id int64) *rivertype.JobRow {
 	require.NoError(t, err)
 	require.Equal(t, rivertype.JobStateAvailable, job.State)
 	return job
-}
-
-func TestRetriedInUI(t *testing.T) {
-	t.Parallel()
-	failed := func(msgs ...string) []rivertype.AttemptError {
-		out := make([]rivertype.AttemptError, len(msgs))
-		for i, m := range msgs {
-			out[i] = rivertype.AttemptError{Attempt: i + 1, At: time.Now(), Error: m}
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name    string
-		attempt int
-		errors  []rivertype.AttemptError
-		want    bool
-	}{
-		{"FirstAttempt", 1, nil, false},
-		{"RiversRetryOfAnError", 2, failed("boom"), false},
-		{"RescuedFromADeadProcess", 3, failed("boom", "Stuck job rescued by JobRescuer"), false},
-		{"RetryOfACompletedJob", 2, nil, true},
-		{"RetryOfAJobCompletedAfterAnError", 3, failed("boom"), true},
-		{"RetryOfAJobCancelledWhileRunning", 2, failed(cancelledInUI + ": context canceled"), true},
-		{"RetryOfAJobRiverCancelled", 2, failed(river.ErrJobCancelledRemotely.Error()), true},
-		{"RetryOfAJobThatFailedForGood", 3, failed("boom", "boom"), false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			require.Equal(t, tc.want, retriedInUI(&rivertype.JobRow{Attempt: tc.attempt, Errors: tc.errors}))
-		})
-	}
 }
