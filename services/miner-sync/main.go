@@ -6,19 +6,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"strings"
 	"time"
-
-	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
 	"drover.dev/services/miner-sync/internal/api"
-	"drover.dev/services/miner-sync/internal/metagraph"
-	"drover.dev/services/miner-sync/internal/work"
 	"drover.dev/shared/config"
 	"drover.dev/shared/probe"
 	"drover.dev/shared/service"
@@ -36,8 +29,8 @@ type Config struct {
 	Network          string        `envconfig:"BITTENSOR_NETWORK" desc:"finney, test or host:port of a subtensor node, ComputeHorde's setting: the source (subtensor+ws://…) when neither METAGRAPH_URL nor PYLON_ADDRESS is set"`
 	SyncInterval     time.Duration `envconfig:"SYNC_INTERVAL" default:"1m" desc:"how often the metagraph is synced (also once at start)"`
 	SourceTimeout    time.Duration `envconfig:"SOURCE_TIMEOUT" default:"10s" desc:"longest a metagraph fetch may take, body included"`
-	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes"`
-	SourceMaxEntries int           `envconfig:"SOURCE_MAX_ENTRIES" default:"4096" desc:"most metagraph entries accepted"`
+	SourceMaxBytes   int64         `envconfig:"SOURCE_MAX_BYTES" default:"4194304" desc:"largest metagraph answer accepted, in bytes (4,096 UIDs at ~300 bytes each take 1.2 MiB)"`
+	SourceMaxEntries int           `envconfig:"SOURCE_MAX_ENTRIES" default:"4096" desc:"most metagraph entries accepted (Bittensor caps a subnet at 4,096 UIDs)"`
 }
 
 func main() {
@@ -49,7 +42,6 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
-	cfg = cfg.withDefaults()
 	source, err := sourceOf(cfg)
 	if err != nil {
 		return err
@@ -68,23 +60,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		RescueStuckJobsAfter: rescue,
 		OpenAPI:              api.OpenAPI,
 	}
-	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
-		river.AddWorker(deps.Workers, &work.SyncMetagraphWorker{
-			DB: deps.Pool, Source: source, Logger: deps.Logger, JobTimeout: syncTimeout,
-			Metrics: work.NewMetrics(deps.Server.Metrics),
-		})
-		deps.Gauges(work.Gauges...)
-		deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
-			river.PeriodicInterval(cfg.SyncInterval),
-			func() (river.JobArgs, *river.InsertOpts) { return queue.SyncMetagraphArgs{Reason: "periodic"}, nil },
-			&river.PeriodicJobOpts{ID: "sync_metagraph", RunOnStart: true},
-		))
-		if _, err := deps.NewClient(); err != nil {
-			return err
-		}
-		api.Routes(deps.Server.API, deps.Pool, deps.Inserters[queue.MinerSync])
-		return nil
-	})
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, source, syncTimeout) })
 }
 
 // rescueAfter is River's RescueStuckJobsAfter: the shortest timeout of any kind the service works
@@ -101,7 +77,7 @@ func (c Config) Check() []error {
 	if err := service.CheckListenAddr("MINER_SYNC_HTTP_ADDR", c.HTTPAddr); err != nil {
 		errs = append(errs, err)
 	}
-	source, err := sourceOf(c.withDefaults())
+	source, err := sourceOf(c)
 	switch {
 	case err != nil:
 		errs = append(errs, err)
@@ -109,57 +85,4 @@ func (c Config) Check() []error {
 		errs = append(errs, errors.New("no metagraph source: set MINER_SYNC_METAGRAPH_URL (pylon+http://…, subtensor+ws://…, http(s)://… or file:///…), or ComputeHorde's PYLON_ADDRESS or BITTENSOR_NETWORK"))
 	}
 	return errs
-}
-
-// sourceOf builds the metagraph source METAGRAPH_URL names, or ComputeHorde's PYLON_ADDRESS when
-// it is empty; nil when neither is set.
-func sourceOf(cfg Config) (metagraph.Source, error) {
-	if cfg.MetagraphURL == "" {
-		var err error
-		if cfg.MetagraphURL, err = aliasSource(cfg); cfg.MetagraphURL == "" || err != nil {
-			return nil, err
-		}
-	}
-	u, err := url.Parse(cfg.MetagraphURL)
-	if err != nil {
-		return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: %w", err)
-	}
-	if strings.Contains(u.Scheme, "+") && (cfg.Netuid < 0 || cfg.Netuid > 65535) {
-		return nil, fmt.Errorf("MINER_SYNC_BITTENSOR_NETUID: %d is not a netuid (0..65535)", cfg.Netuid)
-	}
-	switch u.Scheme {
-	case "pylon+http", "pylon+https":
-		return &metagraph.PylonSource{
-			BaseURL: strings.TrimPrefix(cfg.MetagraphURL, "pylon+"), Token: cfg.PylonToken, Netuid: cfg.Netuid,
-			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
-		}, nil
-	case "subtensor+ws", "subtensor+wss":
-		return &metagraph.SubtensorSource{
-			URL: strings.TrimPrefix(cfg.MetagraphURL, "subtensor+"), Netuid: cfg.Netuid,
-			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
-		}, nil
-	case "http", "https":
-		return &metagraph.HTTPSource{URL: cfg.MetagraphURL, Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
-	case "file":
-		return &metagraph.FileSource{Path: u.Path, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
-	}
-	return nil, fmt.Errorf("MINER_SYNC_METAGRAPH_URL: scheme %q: want pylon+http(s), subtensor+ws(s), http, https or file", u.Scheme)
-}
-
-// withDefaults fills the settings a config struct built in code (tests) left at zero with the
-// defaults the environment would give; zero is never a meaningful value for any of them.
-func (c Config) withDefaults() Config {
-	if c.SyncInterval <= 0 {
-		c.SyncInterval = time.Minute
-	}
-	if c.SourceTimeout <= 0 {
-		c.SourceTimeout = 10 * time.Second
-	}
-	if c.SourceMaxBytes <= 0 {
-		c.SourceMaxBytes = metagraph.DefaultMaxBytes
-	}
-	if c.SourceMaxEntries <= 0 {
-		c.SourceMaxEntries = metagraph.DefaultMaxEntries
-	}
-	return c
 }

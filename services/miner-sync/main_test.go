@@ -16,6 +16,7 @@ import (
 
 	"drover.dev/computehorde/hotkey"
 	"drover.dev/queue"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -89,7 +90,7 @@ func setup(t *testing.T) *testBundle {
 	f.serve(t, http.StatusOK, validator(t, 0), neuron(t, 1, false), neuron(t, 2, false), map[string]any{"uid": -5})
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
-	cfg := Config{Common: servicetest.Config(testdb.New(t)), MetagraphURL: srv.URL + "/metagraph", SyncInterval: time.Hour, SourceTimeout: 5 * time.Second}
+	cfg := testConfig(t, testdb.New(t), srv.URL+"/metagraph")
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
 	})
@@ -214,4 +215,24 @@ func TestMetricsOfTheWork(t *testing.T) {
 	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_miner_sync_miners", map[string]string{"state": "inactive"}))
 	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_miner_sync_syncs_total", map[string]string{"outcome": "partial"}))
 	require.Less(t, servicetest.Value(t, m, "drover_miner_sync_last_good_sync_age_seconds", nil), 60.0)
+}
+
+// testConfig is the configuration the environment gives by default, on the test database dbURL,
+// syncing from metagraphURL once (at start) within the test's life.
+func testConfig(t *testing.T, dbURL, metagraphURL string) Config {
+	t.Helper()
+	var cfg Config
+	require.NoError(t, config.Defaults(&cfg))
+	cfg.Common = servicetest.Config(dbURL)
+	cfg.MetagraphURL, cfg.SyncInterval, cfg.SourceTimeout = metagraphURL, time.Hour, 5*time.Second
+	return cfg
+}
+
+func TestConfigLoadsThroughEnvconfig(t *testing.T) {
+	t.Setenv("MINER_SYNC_DATABASE_URL", "postgres://db/x")
+	var cfg Config
+	require.NoError(t, config.Load(queue.MinerSync.EnvPrefix(), &cfg, nil, io.Discard))
+	require.Equal(t, time.Minute, cfg.SyncInterval)
+	require.Equal(t, int64(4<<20), cfg.SourceMaxBytes)
+	require.Equal(t, 4096, cfg.SourceMaxEntries)
 }

@@ -64,7 +64,7 @@ func TestRiverUIButtonsOnSyncMetagraph(t *testing.T) {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	dbURL := testdb.New(t)
-	cfg := Config{Common: servicetest.Config(dbURL), MetagraphURL: srv.URL + "/metagraph", SyncInterval: time.Hour, SourceTimeout: 5 * time.Second}
+	cfg := testConfig(t, dbURL, srv.URL+"/metagraph")
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	logs := &logBuffer{}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {

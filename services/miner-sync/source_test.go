@@ -37,7 +37,7 @@ func TestSourceOf(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			src, err := sourceOf(tt.cfg.withDefaults())
+			src, err := sourceOf(tt.cfg)
 			if tt.wantErr {
 				require.ErrorContains(t, err, tt.want)
 				return

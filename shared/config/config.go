@@ -128,12 +128,7 @@ func variableProblems(prefix string, spec any) []error {
 				continue
 			}
 			errs = append(errs, variableError(prefix, f, err))
-			def := reflect.New(reflect.StructOf([]reflect.StructField{{
-				Name: "DroverDefaultOnly", Type: f.Type, Tag: reflect.StructTag(`default:` + strconv.Quote(f.Tag.Get("default"))),
-			}}))
-			if envconfig.Process("DROVER_DEFAULT_ONLY", def.Interface()) == nil {
-				v.Field(i).Set(def.Elem().Field(0))
-			}
+			_ = defaultOf(f, v.Field(i)) // a default that does not parse is the tag's bug, named by Defaults
 		}
 	}
 	walk(v.Elem())
@@ -198,4 +193,50 @@ func (c *Common) CommonConfig() *Common { return c }
 // while its configuration has a problem, and its check-config mode lists them.
 type Checker interface {
 	Check() []error
+}
+
+// Defaults sets every field of spec (a pointer to a service's Config) that has a default tag to
+// that default, read by envconfig exactly as Load reads it when the variable is unset. Tests and
+// tools build a Config from it and change what they need, so a default lives only in its tag.
+func Defaults(spec any) error {
+	v := reflect.ValueOf(spec)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return envconfig.ErrInvalidSpecification
+	}
+	var errs []error
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		t := v.Type()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() || f.Tag.Get("ignored") == "true" {
+				continue
+			}
+			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("envconfig") == "" {
+				walk(v.Field(i))
+				continue
+			}
+			if _, ok := f.Tag.Lookup("default"); !ok {
+				continue
+			}
+			if err := defaultOf(f, v.Field(i)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: default: %w", f.Name, err))
+			}
+		}
+	}
+	walk(v.Elem())
+	return errors.Join(errs...)
+}
+
+// defaultOf sets dst to field f's default tag, parsed by envconfig through a one-field struct
+// whose variable is never set.
+func defaultOf(f reflect.StructField, dst reflect.Value) error {
+	def := reflect.New(reflect.StructOf([]reflect.StructField{{
+		Name: "DroverDefaultOnly", Type: f.Type, Tag: reflect.StructTag(`default:` + strconv.Quote(f.Tag.Get("default"))),
+	}}))
+	if err := envconfig.Process("DROVER_DEFAULT_ONLY", def.Interface()); err != nil {
+		return err
+	}
+	dst.Set(def.Elem().Field(0))
+	return nil
 }

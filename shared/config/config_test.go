@@ -93,3 +93,23 @@ func TestLoadNamesAMissingRequiredVariable(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "CHECKCFG_NONE_DATABASE_URL (or DATABASE_URL): required, not set")
 }
+
+func TestDefaultsAreWhatLoadReadsFromAnEmptyEnvironment(t *testing.T) {
+	t.Setenv("DEFAULTSTEST_DATABASE_URL", "postgres://db/x")
+	var loaded, defaults testSpec
+	require.NoError(t, Load("DEFAULTSTEST", &loaded, nil, &bytes.Buffer{}))
+	require.NoError(t, Defaults(&defaults))
+	defaults.DatabaseURL = "postgres://db/x"
+	require.Equal(t, loaded, defaults)
+	require.Equal(t, ":8080", defaults.HTTPAddr)
+	require.Equal(t, 30*time.Second, defaults.ShutdownTimeout)
+}
+
+func TestDefaultsNamesATagThatDoesNotParse(t *testing.T) {
+	t.Parallel()
+
+	var spec struct {
+		Wait time.Duration `envconfig:"WAIT" default:"soon"`
+	}
+	require.ErrorContains(t, Defaults(&spec), "Wait: default")
+}

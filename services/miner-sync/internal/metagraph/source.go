@@ -8,12 +8,6 @@ import (
 	"io"
 )
 
-// DefaultMaxBytes bounds a source's answer: 4,096 UIDs at ~300 bytes each fit in 1.2 MiB.
-const DefaultMaxBytes = 4 << 20
-
-// DefaultMaxEntries bounds the entries of one snapshot (Bittensor caps a subnet at 4,096 UIDs).
-const DefaultMaxEntries = 4096
-
 // ErrTooLarge is returned when a source's answer exceeds its byte or entry bound.
 var ErrTooLarge = errors.New("metagraph too large")
 
