@@ -2,9 +2,10 @@
 // dispatch token from a target's queue, claims the best ready job of that target under a lease,
 // runs its command in an empty work directory of its own (see workdirs), streams the output to
 // the log store, and applies the outcome to the job graph itself (the job's transition with all
-// its consequences) in the same transaction that ends its own token as the build ended (completed, discarded with
-// the error, or cancelled). There is no queue hop between a build's end and its dependents
-// becoming ready: when the slot takes its next token, the older group's next jobs are ready.
+// its consequences) in the same transaction that ends its own token as the build ended
+// (completed, discarded with the error, or cancelled). There is no queue hop between a build's
+// end and its dependents becoming ready: when the slot takes its next token, the older group's
+// next jobs are ready.
 //
 // While the command runs, a heartbeat extends the lease every third of it. The heartbeat is also
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
@@ -147,11 +148,11 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	res, err := w.report(rctx, job, claim, out, report{pressed: uiaction.CancelledRemotely(ctx), lazy: took < w.DurableAfter})
+	res, err := w.report(rctx, job, claim, out, report{pressed: uiaction.CancelledRemotely(ctx), lazy: took < w.DurableAfter, clock: clock})
 	if err != nil {
 		return err
 	}
-	clock.end(stageReport)
+	clock.end(stageCommit)
 	w.Metrics.built(job.Args.Target, out.result, took)
 	if uiaction.CancelledRemotely(ctx) {
 		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, cancelDid(claim, out, res), "group_id", claim.GroupID, "build_job_id", claim.JobID)
@@ -184,6 +185,8 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 		send = w.Graph.ReportLazily
 	}
 	res, err := send(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
+		how.clock.lap(stageReport)
+		defer how.clock.lap(stageTokenEnd)
 		if !res.Applied {
 			w.Logger.Warn("attempt lost its lease; its report changed nothing", "job_id", c.JobID, "attempt", c.Attempt)
 		}
@@ -209,6 +212,7 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 type report struct {
 	pressed bool // River UI's Cancel reached the token: the report's transaction records what it did
 	lazy    bool // the build was shorter than DurableAfter: the commit does not wait for the WAL flush
+	clock   *stageClock
 }
 
 // announceTokens tells the workers of targets that tokens were inserted for them, now that they are

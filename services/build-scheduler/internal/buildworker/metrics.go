@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 		}, []string{"target"}),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "drover_build_worker_stage_seconds", Buckets: stageBuckets,
-			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report; total is their sum).",
+			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report, token_end, commit; total is their sum).",
 		}, []string{"stage"}),
 	}
 	for _, s := range Stages {

@@ -13,12 +13,14 @@ const (
 	stageReap      = "reap"           // its group killed, the leader reaped, its output drained
 	stageLogs      = "log_flush"      // the last log chunks stored
 	stageHeartbeat = "heartbeat_stop" // the heartbeat stopped and the work directory given back
-	stageReport    = "report"         // the report's transaction, BEGIN to COMMIT, and its tokens announced
+	stageReport    = "report"         // the report's BEGIN and statement, and the released jobs' tokens inserted
+	stageTokenEnd  = "token_end"      // the token's end (queue.JobEndTx) in the report's transaction
+	stageCommit    = "commit"         // the report's COMMIT, and its tokens announced
 	stageTotal     = "total"          // Work called → the report committed: the sum of the above
 )
 
 // Stages are the stage labels in the order they happen, total last.
-var Stages = []string{stageClaim, stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageHeartbeat, stageReport, stageTotal}
+var Stages = []string{stageClaim, stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageHeartbeat, stageReport, stageTokenEnd, stageCommit, stageTotal}
 
 // stageClock times one token's stages. A nil clock (no metrics) times nothing.
 type stageClock struct {
