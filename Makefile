@@ -33,7 +33,7 @@ test: ## run every module's tests with the race detector against a real Postgres
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
 
 .PHONY: bench
-bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh)
+bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh; BENCH=build runs one)
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
 .PHONY: generate

@@ -7,6 +7,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 section() { printf '\n== %s\n' "$*"; }
 
+# BENCH picks the benchmarks to run, comma separated: batch, build, populate (default: all).
+# For example BENCH=build make bench runs only the build-scheduler's two.
+selected() { [ -z "${BENCH:-}" ] || [[ ",$BENCH," == *",$1,"* ]]; }
+
 # The hot-phase benchmark compares Drover with ComputeHorde's asyncio method, a Python script
 # using the websockets client: Debian's python3 (BENCH_PYTHON) with Debian's package, installed
 # when missing.
@@ -20,15 +24,21 @@ need_websockets() {
 		echo "could not install python3-websockets: the hot phase runs without the asyncio comparison"
 }
 
+if selected batch; then
 section "batch-runner hot phase vs a bare prepared-frame write loop and the asyncio method, median of ${BENCH_ROUNDS:-5} rounds (BENCH_EXECUTORS=${BENCH_EXECUTORS:-1000,5000}; sharded: BENCH_SHARDED_EXECUTORS=${BENCH_SHARDED_EXECUTORS:-10000})"
 need_websockets
 (cd "$root/services/batch-runner" && go test -run '^$' -bench HotPhase -benchtime 1x -timeout 30m ./internal/batch/)
+fi
 
-section "build-scheduler: 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT, median of 5 rounds"
+if selected build; then
+section "build-scheduler: claim+report, 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT, median of 5 rounds"
 (cd "$root/services/build-scheduler" && go run ./cmd/build-bench -db "$DATABASE_URL")
 
-section "build-scheduler end to end: a 10,000-job group over HTTP run by 4 build-worker processes × 2 slots, vs River's own insert → work → complete"
+section "build-scheduler end to end: a 10,000-job group over HTTP on 4 build-worker processes × 2 slots, 3 pairs alternated with River's floor (fork/exec and bare); per-stage trace; the same group on 8 × 8 slots; verdicts"
 (cd "$root/services/build-scheduler" && go run ./cmd/build-e2e-bench -db "$DATABASE_URL")
+fi
 
+if selected populate; then
 section "populate-worker: schedule_jobs over ${POPULATE_BENCH_KEYS:-1000000} keys; reserve+make+complete vs a SKIP LOCKED loop"
 (cd "$root/services/populate-worker" && go run ./cmd/populate-bench -keys "${POPULATE_BENCH_KEYS:-1000000}")
+fi

@@ -6,8 +6,11 @@
 // gap the counter closes.
 //
 // Each slot claims with ClaimNext and applies its report with Report, in two transactions as a
-// build-worker does; River's fetch and the token's completion (which a build-worker commits in
-// its report's transaction) are left out, as they are River's cost, not the scheduler's.
+// build-worker does today: the claim one statement committed asynchronously, the report BEGIN and
+// its statement in one round trip, the released jobs' tokens, COMMIT, waiting for the WAL flush as
+// the report of a build of BUILD_WORKER_DURABLE_AFTER or longer does. River's fetch and the
+// token's end (which a build-worker commits in its report's transaction) are left out, as they
+// are River's cost, not the scheduler's.
 //
 // -profile prints the time spent in each statement (round trip, lock waits and execution).
 //
@@ -35,6 +38,9 @@ import (
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
+
+// targetRatio is the target: claim+report at 60 % of the floor's throughput or more.
+const targetRatio = 0.60
 
 func main() {
 	db := flag.String("db", benchdb.Server(), "Postgres server (a scratch database is created and dropped)")
@@ -107,7 +113,13 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 		}
 	}
 	slices.Sort(ratios)
-	fmt.Fprintf(out, "scheduler/floor, median of %d rounds: %.0f%% (target >= 50%%)\n", rounds, 100*ratios[rounds/2])
+	med := ratios[rounds/2]
+	verdict := "met"
+	if med < targetRatio {
+		verdict = "MISSED"
+	}
+	fmt.Fprintf(out, "scheduler/floor, median of %d rounds: %.0f%% (rounds %.0f–%.0f%%); claim+report >= %.0f%% of its floor: %s\n",
+		rounds, 100*med, 100*ratios[0], 100*ratios[rounds-1], 100*targetRatio, verdict)
 	took, done, err := drive(ctx, pool, graph, plan, slots, queryFor, true)
 	if err != nil {
 		return err

@@ -35,12 +35,17 @@ const (
 )
 
 // attempt runs the claimed job's command under its timeout, with the heartbeat running beside it.
-func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
-	dir, err := os.MkdirTemp("", fmt.Sprintf("build-%d-%d-", c.JobID, c.Attempt))
+func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim, clock *stageClock) outcome {
+	dir, err := w.dirs.take()
 	if err != nil {
 		return outcome{result: queue.BuildFailed, exitCode: -1, err: "create work directory: " + err.Error()}
 	}
-	defer os.RemoveAll(dir)
+	given := false
+	defer func() {
+		if !given {
+			_ = os.RemoveAll(dir)
+		}
+	}()
 	runCtx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	// The heartbeat outlives the command until the last log chunks are stored: a slow or
@@ -55,11 +60,15 @@ func (w *Worker) attempt(ctx context.Context, c jobgraph.Claim) outcome {
 	}()
 	logs := newLogWriter(ctx, w.Logs, c.JobID, c.Attempt)
 	w.groups.setLogger(w.Logger)
-	out := run(runCtx, dir, c, logs, &w.groups)
+	out := run(runCtx, dir, c, logs, &w.groups, clock)
 	cancel()
 	out.logIncomplete = logs.Close()
+	clock.lap(stageLogs)
 	stopBeat()
 	<-beatDone
+	w.dirs.give(dir)
+	given = true
+	clock.lap(stageHeartbeat)
 	select {
 	case reason := <-stop:
 		switch reason {
@@ -132,7 +141,7 @@ func (w *Worker) beat(ctx context.Context, c jobgraph.Claim) (jobgraph.JobState,
 
 // run executes the command in dir, as a process group of its own that dies whole with the
 // worker, on cancel or timeout, and when the command itself exits (see runGroup).
-func run(ctx context.Context, dir string, c jobgraph.Claim, logs *logWriter, groups *groupReaper) outcome {
+func run(ctx context.Context, dir string, c jobgraph.Claim, logs *logWriter, groups *groupReaper, clock *stageClock) outcome {
 	asBuiltFile := filepath.Join(dir, ".as_built")
 	cmd := exec.CommandContext(ctx, c.Command[0], c.Command[1:]...)
 	cmd.Dir = dir
@@ -144,7 +153,11 @@ func run(ctx context.Context, dir string, c jobgraph.Claim, logs *logWriter, gro
 			return outcome{result: queue.BuildFailed, exitCode: -1, err: "write payload: " + err.Error()}
 		}
 	}
-	err := runGroup(cmd, groups)
+	clock.lap(stageWorkdir)
+	err := runGroup(cmd, groups, clock)
+	clock.lap(stageReap)
+	defer os.Remove(filepath.Join(dir, "payload.json")) // the directory serves the next build
+	defer os.Remove(asBuiltFile)
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

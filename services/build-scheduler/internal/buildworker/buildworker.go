@@ -1,10 +1,11 @@
 // Package buildworker is the build-worker's side of the scheduler: a River worker that takes a
 // dispatch token from a target's queue, claims the best ready job of that target under a lease,
-// runs its command in a fresh temporary directory, streams the output to the log store, and
-// applies the outcome to the job graph itself (the job's transition with all its consequences)
-// in the same transaction that ends its own token as the build ended (completed, discarded with
-// the error, or cancelled). There is no queue hop between a build's end and its dependents
-// becoming ready: when the slot takes its next token, the older group's next jobs are ready.
+// runs its command in an empty work directory of its own (see workdirs), streams the output to
+// the log store, and applies the outcome to the job graph itself (the job's transition with all
+// its consequences) in the same transaction that ends its own token as the build ended
+// (completed, discarded with the error, or cancelled). There is no queue hop between a build's
+// end and its dependents becoming ready: when the slot takes its next token, the older group's
+// next jobs are ready.
 //
 // While the command runs, a heartbeat extends the lease every third of it. The heartbeat is also
 // how the worker hears of a cancellation (the job turned cancel_pending: kill the process and
@@ -56,12 +57,23 @@ type Worker struct {
 	// must be at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT (the longest a job may ask
 	// for), or such jobs fail as timed out. Zero is dag.DefaultLimits' (24 h).
 	MaxJobTimeout time.Duration
+	// DurableAfter is the shortest build whose report waits for its WAL flush. A shorter build's
+	// report commits asynchronously: a crash of Postgres itself (not of a worker) within the WAL
+	// writer's delay can lose it, with everything it released, and the job then runs again when
+	// its lease runs out, as after a lost worker, which costs less than this. Nothing later
+	// can commit on top of a lost report: every synchronous commit flushes the WAL up to itself,
+	// earlier reports included. Zero makes every report wait for its flush.
+	DurableAfter time.Duration
 	// TokenSlack is how long a token may take beyond its build: the claim, storing the last log
 	// chunks, the report. Zero is DefaultTokenSlack.
 	TokenSlack time.Duration
 
 	groups groupReaper // kills the builds' process groups when this process dies
+	dirs   workdirs    // the empty work directories of finished builds
 }
+
+// Close removes the work directories the worker keeps for its next builds.
+func (w *Worker) Close() { w.dirs.Close() }
 
 // DefaultTokenSlack is Worker.TokenSlack's default: far more than a claim (claimPatience at
 // most), the last log chunks (5 s each at most) and a report take.
@@ -99,21 +111,23 @@ func (w *Worker) maxJobTimeout() time.Duration {
 // to build ends cancelled, saying so: River shows a token completed only when its build
 // succeeded.
 func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) error {
+	clock := newStageClock(w.Metrics)
 	claim, ok, err := w.take(ctx, job)
 	if err != nil || !ok {
 		return err
 	}
-	return w.build(ctx, job, claim)
+	clock.lap(stageClaim)
+	return w.build(ctx, job, claim, clock)
 }
 
 // build runs a claimed job and reports it. Cancel in River UI (JobCancel on the token) kills the
 // build and records it cancelled, unless it had succeeded already; the worker's shutdown leaves
 // it to the lease, whose end hands the job to another worker.
-func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], claim jobgraph.Claim) error {
+func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], claim jobgraph.Claim, clock *stageClock) error {
 	w.Metrics.claimed(job.Args.Target, job.CreatedAt)
 	claim.Timeout = min(claim.Timeout, w.maxJobTimeout())
 	start := time.Now()
-	out := w.attempt(ctx, claim)
+	out := w.attempt(ctx, claim, clock)
 	took := time.Since(start)
 	switch {
 	case uiaction.CancelledRemotely(ctx):
@@ -134,10 +148,11 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	res, err := w.report(rctx, job, claim, out, uiaction.CancelledRemotely(ctx))
+	res, err := w.report(rctx, job, claim, out, report{pressed: uiaction.CancelledRemotely(ctx), lazy: took < w.DurableAfter, clock: clock})
 	if err != nil {
 		return err
 	}
+	clock.end(stageCommit)
 	w.Metrics.built(job.Args.Target, out.result, took)
 	if uiaction.CancelledRemotely(ctx) {
 		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, cancelDid(claim, out, res), "group_id", claim.GroupID, "build_job_id", claim.JobID)
@@ -158,19 +173,24 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 // lease matches no job and changes nothing; the token then ends cancelled, saying so.
 //
 // Round trips: the transaction's BEGIN and the report's statement travel together; then the
-// released jobs' tokens (when there are any), the token's end and the COMMIT.
-//
-// pressed says River UI's Cancel reached the token: the report's transaction records what it did.
-func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome, pressed bool) (jobgraph.Result, error) {
+// released jobs' tokens (when there are any), the token's end and the COMMIT, which waits for
+// the WAL flush unless the build was shorter than DurableAfter (jobgraph.ReportLazily).
+func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs], c jobgraph.Claim, out outcome, how report) (jobgraph.Result, error) {
 	args := queue.BuildReportArgs{
 		JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: out.result,
 		AsBuilt: out.asBuilt, ExitCode: out.exitCode, Error: out.err, LogIncomplete: out.logIncomplete,
 	}
-	res, err := w.Graph.Report(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
+	send := w.Graph.Report
+	if how.lazy {
+		send = w.Graph.ReportLazily
+	}
+	res, err := send(ctx, w.Pool, args, func(tx pgx.Tx, res jobgraph.Result) error {
+		how.clock.lap(stageReport)
+		defer how.clock.lap(stageTokenEnd)
 		if !res.Applied {
 			w.Logger.Warn("attempt lost its lease; its report changed nothing", "job_id", c.JobID, "attempt", c.Attempt)
 		}
-		if pressed {
+		if how.pressed {
 			if err := jobgraph.RecordAction(ctx, tx, &c.GroupID, &c.JobID, "River UI cancel of build_run token %d: %s", job.ID, cancelDid(c, out, res)); err != nil {
 				return err
 			}
@@ -186,6 +206,13 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 	w.Metrics.reported(args, res)
 	w.announceTokens(ctx, c, res.Targets)
 	return res, nil
+}
+
+// report says how a report commits.
+type report struct {
+	pressed bool // River UI's Cancel reached the token: the report's transaction records what it did
+	lazy    bool // the build was shorter than DurableAfter: the commit does not wait for the WAL flush
+	clock   *stageClock
 }
 
 // announceTokens tells the workers of targets that tokens were inserted for them, now that they are

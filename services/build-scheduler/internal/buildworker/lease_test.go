@@ -46,11 +46,12 @@ func TestLostLeaseKillsTheBuild(t *testing.T) {
 			pidFile := filepath.Join(t.TempDir(), "pids")
 			submit(t, pool, dag.JobSpec{Name: "spawner", Target: "lease", Command: []string{"sh", "-c", spawner, "sh", pidFile}})
 			w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "lease", Lease: lease, Logger: slog.New(slog.DiscardHandler)}
+			t.Cleanup(w.Close)
 			c, ok, err := jobgraph.ClaimNext(context.Background(), w.Pool, "lease", w.ID, lease)
 			require.NoError(t, err)
 			require.True(t, ok)
 			done := make(chan outcome, 1)
-			go func() { done <- w.attempt(context.Background(), c) }()
+			go func() { done <- w.attempt(context.Background(), c, nil) }()
 			var pids []int
 			require.Eventually(t, func() bool { pids = readPids(t, pidFile); return len(pids) == 3 }, 10*time.Second, 10*time.Millisecond)
 			tt.lose(t, w, c)
@@ -90,12 +91,13 @@ func TestUnrenewedLeaseRunsFromTheClaim(t *testing.T) {
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
 	submit(t, pool, dag.JobSpec{Name: "sleeper", Target: "claimed", Command: []string{"sleep", "30"}})
 	w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "claimed", Lease: lease, Logger: slog.New(slog.DiscardHandler)}
+	t.Cleanup(w.Close)
 	c, ok, err := jobgraph.ClaimNext(context.Background(), w.Pool, "claimed", w.ID, lease)
 	require.NoError(t, err)
 	require.True(t, ok)
 	w.Pool.Close()
 	time.Sleep(time.Until(c.Sent.Add(lease / 2)))
-	require.Equal(t, outcome{unreported: true}, w.attempt(context.Background(), c))
+	require.Equal(t, outcome{unreported: true}, w.attempt(context.Background(), c, nil))
 	// A lease after the claim, plus a quarter for the kill on a loaded machine; counted from the
 	// attempt's start it would be half a lease later.
 	require.Less(t, time.Since(c.Sent), lease+lease/4, "killed later than a lease after the claim")

@@ -29,6 +29,7 @@ type logWriter struct {
 	mu         sync.Mutex
 	buf        map[string]*bytes.Buffer
 	incomplete bool
+	started    bool // the flushing goroutine runs: from the first output on
 	done       chan struct{}
 	flushed    chan struct{}
 }
@@ -36,7 +37,6 @@ type logWriter struct {
 func newLogWriter(ctx context.Context, store logstore.Store, jobID int64, attempt int) *logWriter {
 	w := &logWriter{ctx: ctx, store: store, jobID: jobID, attempt: attempt,
 		buf: map[string]*bytes.Buffer{}, done: make(chan struct{}), flushed: make(chan struct{})}
-	go w.loop()
 	return w
 }
 
@@ -50,6 +50,10 @@ type streamWriter struct {
 
 func (s streamWriter) Write(p []byte) (int, error) {
 	s.w.mu.Lock()
+	if !s.w.started { // a build that prints nothing costs no goroutine and no ticker
+		s.w.started = true
+		go s.w.loop()
+	}
 	b, ok := s.w.buf[s.name]
 	if !ok {
 		b = &bytes.Buffer{}
@@ -100,7 +104,12 @@ func (w *logWriter) flush() {
 // Close flushes the rest and reports whether any chunk was lost.
 func (w *logWriter) Close() bool {
 	close(w.done)
-	<-w.flushed
+	w.mu.Lock()
+	started := w.started
+	w.mu.Unlock()
+	if started {
+		<-w.flushed
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.incomplete

@@ -22,6 +22,14 @@ type Metrics struct {
 	dispatch *prometheus.HistogramVec
 	builds   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	stages   *prometheus.HistogramVec
+}
+
+// stageBuckets resolve the stages of an instant build, a tenth of a millisecond and up, as well
+// as a slow one.
+var stageBuckets = []float64{
+	0.00005, 0.0001, 0.0002, 0.0003, 0.0005, 0.00075, 0.001, 0.0015, 0.002, 0.003, 0.004, 0.005, 0.006, 0.008,
+	0.01, 0.0125, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 5, 60, 3600,
 }
 
 // NewMetrics registers the build-worker's metrics on reg, every target's outcomes at zero;
@@ -42,13 +50,20 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 			Name: "drover_build_worker_build_duration_seconds", Buckets: buildBuckets,
 			Help: "Run time of build attempts, by target.",
 		}, []string{"target"}),
+		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drover_build_worker_stage_seconds", Buckets: stageBuckets,
+			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report, token_end, commit; total is their sum).",
+		}, []string{"stage"}),
+	}
+	for _, s := range Stages {
+		m.stages.WithLabelValues(s)
 	}
 	for _, t := range targets {
 		for _, o := range []queue.BuildOutcome{queue.BuildSucceeded, queue.BuildFailed, queue.BuildCancelled} {
 			m.builds.WithLabelValues(t, string(o))
 		}
 	}
-	reg.MustRegister(m.dispatch, m.builds, m.duration)
+	reg.MustRegister(m.dispatch, m.builds, m.duration, m.stages)
 	return m
 }
 
@@ -72,4 +87,9 @@ func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
 	if m != nil {
 		m.Reported(r, res)
 	}
+}
+
+// stage observes one stage of a token's work.
+func (m *Metrics) stage(name string, took time.Duration) {
+	m.stages.WithLabelValues(name).Observe(took.Seconds())
 }

@@ -23,7 +23,7 @@ func startGroup(cmd *exec.Cmd) error {
 // error. Once the leader exits, whatever it left behind in its group is killed before the
 // leader is reaped: a build step's background processes do not outlive the step, and the group
 // id cannot have been reused yet because the unreaped leader still holds it.
-func runGroup(cmd *exec.Cmd, groups *groupReaper) error {
+func runGroup(cmd *exec.Cmd, groups *groupReaper, clock *stageClock) error {
 	runtime.LockOSThread() // for the command's whole life: see startGroup
 	defer runtime.UnlockOSThread()
 	groups.ensure()
@@ -32,7 +32,9 @@ func runGroup(cmd *exec.Cmd, groups *groupReaper) error {
 	}
 	pgid := cmd.Process.Pid
 	groups.add(pgid)
+	clock.lap(stageStart)
 	waitExited(pgid)
+	clock.lap(stageRun)
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	groups.remove(pgid)
 	return cmd.Wait()

@@ -37,7 +37,8 @@ type Config struct {
 	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for tokens when no notification came (River's FetchPollInterval)"`
 	// Only what a crash of Postgres may lose without harm commits asynchronously: see
 	// SynchronousCommitValues and the package documentation.
-	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report and its lease heartbeats commit with synchronous_commit on whatever this says"`
+	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report (of a build of DURABLE_AFTER or longer) and its lease heartbeats commit with synchronous_commit on whatever this says"`
+	DurableAfter      time.Duration `envconfig:"DURABLE_AFTER" default:"1s" desc:"shortest build whose report waits for the WAL flush; a shorter one's report commits asynchronously, and a crash of Postgres itself within the WAL writer's delay runs such a build again once its lease runs out (0: every report waits)"`
 	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT. A minute more is River's timeout of a build_run token, after which River takes back the token of a worker that died holding it"`
 	// TokenSlack is Worker.TokenSlack; tests shorten it, with MaxJobTimeout, to see River rescue
 	// a dead worker's token.
@@ -73,6 +74,9 @@ func (c Config) Check() []error {
 	}
 	if !slices.Contains(SynchronousCommitValues, c.SynchronousCommit) {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_SYNCHRONOUS_COMMIT: %q, want one of %s", c.SynchronousCommit, strings.Join(SynchronousCommitValues, ", ")))
+	}
+	if c.DurableAfter < 0 {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_DURABLE_AFTER: %s, want 0 or more", c.DurableAfter))
 	}
 	if c.WatchdogInterval <= 0 {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_WATCHDOG_INTERVAL: %s, want a positive duration", c.WatchdogInterval))
@@ -114,6 +118,12 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		host, _ := os.Hostname()
 		id = fmt.Sprintf("build-worker-%s-%d", host, os.Getpid())
 	}
+	var build *Worker
+	defer func() {
+		if build != nil {
+			build.Close()
+		}
+	}()
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
 		logs, err := logstore.Open(cfg.Config, d.Pool)
 		if err != nil {
@@ -129,10 +139,10 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		// the worker's reports send one for many.
 		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)
 		d.Go(announcer.Run)
-		build := &Worker{
+		build = &Worker{
 			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer,
 			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
-			MaxJobTimeout: cfg.MaxJobTimeout, TokenSlack: cfg.TokenSlack,
+			MaxJobTimeout: cfg.MaxJobTimeout, TokenSlack: cfg.TokenSlack, DurableAfter: cfg.DurableAfter,
 		}
 		// The watchdog (expired leases, redispatch, recount) and the report worker of earlier
 		// releases make jobs ready seldom and announce nothing themselves: their tokens go through

@@ -148,7 +148,7 @@ func TestBuildLeavesNothingBehind(t *testing.T) {
 		Command: []string{"sh", "-c", `sleep 360000 & echo $! > "$1"`, "sh", pidFile}}
 	logs := newLogWriter(context.Background(), logstore.Postgres{DB: pool}, c.JobID, c.Attempt)
 	var groups groupReaper
-	out := run(context.Background(), t.TempDir(), c, logs, &groups)
+	out := run(context.Background(), t.TempDir(), c, logs, &groups, nil)
 	logs.Close()
 	require.Equal(t, queue.BuildSucceeded, out.result, out.err)
 	pids := readPids(t, pidFile)

@@ -18,6 +18,7 @@ var errOneStatement = errors.New("a transaction begun with its statement runs th
 type beginWith struct {
 	conn *pgx.Conn
 	br   pgx.BatchResults
+	then string // a statement sent after the first in the same round trip, whose result close reads
 }
 
 // QueryRow begins the transaction and runs sql in it, in one round trip.
@@ -28,6 +29,9 @@ func (b *beginWith) QueryRow(ctx context.Context, sql string, args ...any) pgx.R
 	batch := &pgx.Batch{}
 	batch.BeginTx(pgx.TxOptions{})
 	batch.Queue(sql, args...)
+	if b.then != "" {
+		batch.Queue(b.then)
+	}
 	b.br = b.conn.SendBatch(ctx, batch)
 	if _, err := b.br.Exec(); err != nil {
 		return errRow{err}

@@ -16,8 +16,8 @@ import (
 )
 
 // The build-worker's connections commit asynchronously (BUILD_WORKER_SYNCHRONOUS_COMMIT=off);
-// a report and a heartbeat commit synchronously on them all the same, and the setting lasts
-// their transaction only.
+// a report and a heartbeat commit synchronously on them all the same, a lazy report
+// (ReportLazily) does not, and the setting lasts their transaction only.
 func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -67,6 +67,22 @@ func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *test
 	group, err := GetGroup(ctx, pool, g)
 	require.NoError(t, err)
 	require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, group.Counts)
+
+	// A lazy report: the setting goes back off in its first round trip, after the statement.
+	c, ok, err = ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	args = queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+	res, err = graph.ReportLazily(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
+		inReport = setting(t, tx)
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	require.Equal(t, "off", inReport, "a lazy report's commit does not wait for the WAL flush")
+	group, err = GetGroup(ctx, pool, g)
+	require.NoError(t, err)
+	require.Equal(t, map[JobState]int{Complete: 2}, group.Counts)
 
 	// Set for the transaction only: every connection of the pool, those the report and the
 	// heartbeat ran on included, is back to off.

@@ -75,12 +75,27 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 // River's job state and the job graph's commit together. also may be nil; an error it returns
 // rolls the report back.
 func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
+	return g.report(ctx, pool, r, "", also)
+}
+
+// ReportLazily is Report whose commit does not wait for the WAL flush: synchronous_commit goes
+// back off, for the transaction, in the same round trip as the report's statement (which set it
+// on). Only a crash of Postgres itself can lose such a report, with what it released, and
+// nothing can commit on top of it (a later synchronous commit flushes it too): the job stays
+// running under a lease that nobody renews, and the reaper hands it out again once the lease
+// runs out. A build-worker reports so the builds that cost less to run again than the flush
+// costs to wait for (BUILD_WORKER_DURABLE_AFTER).
+func (g *Graph) ReportLazily(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
+	return g.report(ctx, pool, r, `SELECT set_config('synchronous_commit', 'off', true)`, also)
+}
+
+func (g *Graph) report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, then string, also func(pgx.Tx, Result) error) (Result, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
 	defer conn.Release()
-	db := &beginWith{conn: conn.Conn()}
+	db := &beginWith{conn: conn.Conn(), then: then}
 	rep, err := report(ctx, db, r)
 	tx, closeErr := db.close()
 	if tx != nil {
