@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/testdb"
 )
@@ -77,22 +79,16 @@ func TestLeaseTakeOverFencesTheDeadAttempt(t *testing.T) {
 
 	t.Run("Shard", func(t *testing.T) {
 		t.Parallel()
-		tx, err := testdb.NewPool(t, "batch_runner").Begin(ctx)
+		// The coordinator's jobs: the sweeper reads a dead shard's args to repeat them.
+		tx, b, jobs := shardedBatchWithJobs(t, 911)
+		dead, err := ShardStart(ctx, tx, b.ID, 0, jobs[0], short)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-		b := shardedBatch(t, tx, 911)
-		// The coordinator's River jobs; the sweeper reads a dead shard's args to repeat them.
-		for _, id := range []int64{9111, 9112} {
-			_, err := tx.Exec(ctx, `INSERT INTO river_job (id, args, kind, max_attempts, queue, state)
-				OVERRIDING SYSTEM VALUE VALUES ($1, '{"shard": 0}', 'run_batch_shard', 3, 'batch_shards', 'running')`, id)
-			require.NoError(t, err)
-		}
-		dead, err := ShardStart(ctx, tx, b.ID, 0, 9111, short)
-		require.NoError(t, err)
-		_, err = ShardStart(ctx, tx, b.ID, 1, 9112, time.Hour)
+		_, err = ShardStart(ctx, tx, b.ID, 1, jobs[1], time.Hour)
 		require.NoError(t, err)
 		leases := expireAll(t, tx, 1)
-		require.Equal(t, []byte(`{"shard": 0}`), leases[0].ShardArgs)
+		var args queue.RunBatchShardArgs
+		require.NoError(t, json.Unmarshal(leases[0].ShardArgs, &args))
+		require.Equal(t, queue.RunBatchShardArgs{BatchID: b.ID, Shard: 0}, args)
 
 		ok, err := LeaseTakeOver(ctx, tx, leases[0], 9113, time.Minute, event)
 		require.NoError(t, err)
@@ -100,7 +96,7 @@ func TestLeaseTakeOverFencesTheDeadAttempt(t *testing.T) {
 		require.ErrorIs(t, ShardLeaseRenew(ctx, tx, dead, time.Minute), ErrLeaseLost)
 		require.ErrorIs(t, ShardOfferReady(ctx, tx, dead, time.Now(), time.Second), ErrLeaseLost)
 		require.ErrorIs(t, ShardFinish(ctx, tx, dead, shardResult("m0")), ErrLeaseLost, "the dead attempt writes nothing")
-		_, err = ShardStart(ctx, tx, b.ID, 0, 9111, time.Minute)
+		_, err = ShardStart(ctx, tx, b.ID, 0, jobs[0], time.Minute)
 		require.ErrorIs(t, err, ErrTakenOver, "River's rescue of the dead job runs nothing")
 		next, err := ShardStart(ctx, tx, b.ID, 0, 9113, time.Minute)
 		require.NoError(t, err)

@@ -50,6 +50,30 @@ func shardedBatch(t *testing.T, tx pgx.Tx, riverJobID int64) Started {
 	return s
 }
 
+// shardedBatchWithJobs creates a batch of riverJobID in two shards of one miner each, worked by
+// two run_batch_shard jobs inserted through River, in a transaction on a database of its own,
+// rolled back when the test ends.
+func shardedBatchWithJobs(t *testing.T, riverJobID int64) (pgx.Tx, Started, []int64) {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "batch_runner")
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	ins, err := queue.NewInserter(pool, queue.BatchRunner)
+	require.NoError(t, err)
+	b, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour, time.Minute)
+	require.NoError(t, err)
+	var jobIDs []int64
+	for shard := range 2 {
+		res, err := ins.InsertTx(ctx, tx, queue.RunBatchShardArgs{BatchID: b.ID, Shard: shard}, nil)
+		require.NoError(t, err)
+		jobIDs = append(jobIDs, res.Job.ID)
+	}
+	require.NoError(t, ShardsCreate(ctx, tx, b, []int{1, 1}, jobIDs))
+	return tx, b, jobIDs
+}
+
 func TestShardedBatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -176,22 +200,8 @@ func TestShardedBatch(t *testing.T) {
 
 	t.Run("AbandonedOnlyWithoutALiveShardJob", func(t *testing.T) {
 		t.Parallel()
-		pool := testdb.NewPool(t, "batch_runner")
-		tx, err := pool.Begin(ctx)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-		ins, err := queue.NewInserter(pool, queue.BatchRunner)
-		require.NoError(t, err)
-		old, err := BatchStart(ctx, tx, 701, "api", time.Hour, time.Minute)
-		require.NoError(t, err)
-		var jobIDs []int64
-		for shard := range 2 {
-			res, err := ins.InsertTx(ctx, tx, queue.RunBatchShardArgs{BatchID: old.ID, Shard: shard}, nil)
-			require.NoError(t, err)
-			jobIDs = append(jobIDs, res.Job.ID)
-		}
-		require.NoError(t, ShardsCreate(ctx, tx, old, []int{1, 1}, jobIDs))
-		_, err = tx.Exec(ctx, `UPDATE batches SET started_at = started_at - interval '1 hour' WHERE id = $1`, old.ID)
+		tx, old, jobIDs := shardedBatchWithJobs(t, 701)
+		_, err := tx.Exec(ctx, `UPDATE batches SET started_at = started_at - interval '1 hour' WHERE id = $1`, old.ID)
 		require.NoError(t, err)
 
 		// A shard's job may still run (River retries a killed shard after RESCUE_AFTER).
