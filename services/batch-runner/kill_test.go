@@ -291,6 +291,8 @@ func TestKilledBatchIsTakenOverByItsLease(t *testing.T) {
 			scores := scoreJobs(t, pool)
 			require.Len(t, scores, 1, "the batch is scored once")
 			require.Equal(t, done.ID, scores[0].BatchID)
+			require.Equal(t, 1.0, servicetest.Value(t, servicetest.Metrics(t, survivor.base), "drover_batch_runner_lease_takeovers_total",
+				map[string]string{"of": "batch"}), "the survivor's sweeper took it over")
 		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"drover.dev/computehorde/minersim"
 	"drover.dev/services/batch-runner/internal/sysevent"
+	"drover.dev/shared/servicetest"
 )
 
 // TestKilledShardRetriesOnce runs a two-shard batch on two processes, one shard each, and
@@ -51,6 +52,8 @@ func TestKilledShardRetriesOnce(t *testing.T) {
 	e := requireTakenOverByLease(t, pool, b.ID, victimJob, killed, "run_batch_shard")
 	require.Equal(t, &victimShard, e.Shard, "the killed shard was taken over")
 	require.Equal(t, e.Data.TakenOverBy, b.Shards[victimShard].RiverJobID, "by the job the sweep inserted")
+	require.Equal(t, 1.0, servicetest.Value(t, servicetest.Metrics(t, survivor.base), "drover_batch_runner_lease_takeovers_total",
+		map[string]string{"of": "shard"}), "the survivor's sweeper took it over")
 	late := map[sysevent.Subtype]int{}
 	for _, e := range b.Events {
 		late[e.Subtype]++

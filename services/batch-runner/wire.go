@@ -35,7 +35,7 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	})
 	// Every replica sweeps: a batch whose process died is taken over within LEASE + LEASE_SWEEP.
 	d.Go((&work.Sweeper{
-		Pool: d.Pool, Inserter: d.Inserters[queue.BatchRunner], Logger: d.Logger, Lease: cfg.Lease, Interval: cfg.LeaseSweep,
+		Pool: d.Pool, Inserter: d.Inserters[queue.BatchRunner], Logger: d.Logger, Lease: cfg.Lease, Interval: cfg.LeaseSweep, Metrics: m,
 	}).Run)
 	d.PeriodicJobs = append(d.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(cfg.Cycle),
 		func() (river.JobArgs, *river.InsertOpts) {

@@ -109,6 +109,7 @@ type Sweeper struct {
 	Lease time.Duration
 	// Interval is how often expired leases are looked for (BATCH_RUNNER_LEASE_SWEEP).
 	Interval time.Duration
+	Metrics  *Metrics // nil counts nothing
 }
 
 // Run sweeps every Interval until ctx ends. Database errors are logged and retried on the next
@@ -161,6 +162,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 			return taken, err
 		}
 		taken++
+		s.Metrics.tookOver(l.Shard != nil)
 		s.Logger.Warn("lease ran out; batch taken over", "batch_id", l.BatchID, "shard", l.Shard, "attempt", l.Attempt,
 			"job_id", l.JobID, "taken_over_by", newJob, "lease_until", l.Until, "lease", s.Lease)
 	}
