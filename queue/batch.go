@@ -42,15 +42,28 @@ type RunBatchArgs struct {
 
 	// RequestedAt is when the batch was asked for.
 	RequestedAt time.Time `json:"requested_at"`
+
+	// TakeOver, when set, makes the job take over a running batch whose lease ran out (its
+	// process died) instead of running a new one. It is the only field that makes run_batch jobs
+	// unique apart: one new batch waits or runs at a time, and one takeover per batch and attempt.
+	TakeOver *BatchTakeOver `json:"take_over,omitempty" river:"unique"`
+}
+
+// BatchTakeOver names the batch a run_batch job takes over and the attempt whose lease ran out.
+type BatchTakeOver struct {
+	BatchID int64 `json:"batch_id"`
+	Attempt int   `json:"attempt"`
 }
 
 // Kind is the job kind of RunBatchArgs.
 func (RunBatchArgs) Kind() string { return "run_batch" }
 
 // InsertOpts pins RunBatchArgs to QueueBatches; at most one batch waits or runs at a time, so a
-// request while one is pending gets the existing job instead of queueing another batch.
+// request while one is pending gets the existing job instead of queueing another batch. A
+// takeover is unique by its TakeOver alone, so it is inserted while the dead attempt's job still
+// counts as running.
 func (RunBatchArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueBatches, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByState: UnfinishedStates()}}
+	return river.InsertOpts{Queue: QueueBatches, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: UnfinishedStates()}}
 }
 
 // RunBatchShardArgs asks a batch-runner replica to run one shard of a sharded batch: the

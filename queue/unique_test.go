@@ -25,6 +25,7 @@ func TestUniqueContractsInsertOnceWhileUnfinished(t *testing.T) {
 		"RunBatch": {
 			first: RunBatchArgs{Reason: "periodic", RequestedAt: goldenTime},
 			again: RunBatchArgs{Reason: "api", RequestedAt: goldenTime.Add(time.Hour)},
+			other: RunBatchArgs{Reason: "takeover", RequestedAt: goldenTime, TakeOver: &BatchTakeOver{BatchID: 1, Attempt: 1}},
 		},
 		"SyncMetagraph": {first: SyncMetagraphArgs{Reason: "periodic"}, again: SyncMetagraphArgs{Reason: "api"}},
 		"SetWeights":    {first: SetWeightsArgs{Reason: "periodic"}, again: SetWeightsArgs{Reason: "scored"}},

@@ -236,11 +236,12 @@ func requireBatchMetrics(t *testing.T, base string) {
 	servicetest.RequireMetrics(t, base, "drover_batch_runner_batches_total", "drover_batch_runner_stage_duration_seconds",
 		"drover_batch_runner_executors_total", "drover_batch_runner_last_batch_send_spread_seconds",
 		"drover_batch_runner_last_batch_arrival_spread_seconds", "drover_batch_runner_cycle_seconds",
-		"drover_batch_runner_last_batch_age_seconds", "drover_batch_runner_last_batch_failed")
+		"drover_batch_runner_last_batch_age_seconds", "drover_batch_runner_last_batch_failed", "drover_batch_runner_lease_takeovers_total")
 	m := servicetest.Metrics(t, base)
 	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_batch_runner_batches_total", map[string]string{"outcome": "done"}))
 	require.Equal(t, 2.0, servicetest.Value(t, m, "drover_batch_runner_executors_total", map[string]string{"outcome": "excused", "class": "always_on.test"}))
 	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_batch_runner_stage_duration_seconds", map[string]string{"stage": "hot"}))
 	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_batch_runner_last_batch_failed", nil))
+	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_batch_runner_lease_takeovers_total", map[string]string{"of": "batch"}))
 	require.Positive(t, servicetest.Value(t, m, "drover_batch_runner_last_batch_send_spread_seconds", nil))
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -16,6 +19,8 @@ import (
 
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
+	"drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/apiclient"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
@@ -92,15 +97,13 @@ func processEnv(dbURL string, spinUp time.Duration) map[string]string {
 		"BATCH_RUNNER_LOG_LEVEL": "info", "BATCH_RUNNER_LOG_FORMAT": "text",
 		"BATCH_RUNNER_HOTKEY_URI": "//Alice", "BATCH_RUNNER_CYCLE": "1h",
 		// testConfig's proof of work, with a time limit a starved honest executor does not miss
-		// (see testConfig) that still leaves the batch within JOB_TIMEOUT.
+		// (see testConfig).
 		"BATCH_RUNNER_GENERATORS": "*=pow", "BATCH_RUNNER_POW_RANGE": strconv.Itoa(testPoWRange), "BATCH_RUNNER_POW_TIME_LIMIT": "4s",
 		"BATCH_RUNNER_SPIN_UPS": "*:" + spinUp.String(), "BATCH_RUNNER_MIN_SPIN_UP": "50ms",
 		"BATCH_RUNNER_MANIFEST_TIMEOUT": "5s", "BATCH_RUNNER_READY_GRACE": "2s",
 		"BATCH_RUNNER_JOB_EXTRA": "500ms", "BATCH_RUNNER_RECEIPT_TIMEOUT": "1s",
-		// River retries a job whose process died once it has run longer than its timeout, with
-		// RESCUE_AFTER at its default (the shortest job timeout); the leader's lease (15 s,
-		// River's) must lapse first, then the rescuer runs at once.
-		"BATCH_RUNNER_JOB_TIMEOUT": "8s",
+		// JOB_TIMEOUT, RESCUE_AFTER, LEASE and LEASE_SWEEP keep their defaults (15m, 30s, 20s,
+		// 10s): a batch whose process died is taken over by its lease, not by River's rescue.
 	}
 }
 
@@ -117,52 +120,232 @@ func resultRows(t *testing.T, pool *pgxpool.Pool) map[string]int {
 	return out
 }
 
-// TestKilledMidBatchRetriesOnce kills the batch-runner process with SIGKILL while its batch is
-// in phase 2 (the executors spinning up), and checks that nothing but the running batch row was
-// written; a restarted process then gets the job back from River, takes the row over and
-// finishes the batch once, with exactly one score_batch job.
-func TestKilledMidBatchRetriesOnce(t *testing.T) {
+// leaseTakeOver is the LEASE_EXPIRED event of a batch (or shard) as written by the sweeper.
+type leaseTakeOver struct {
+	Attempt int
+	Shard   *int
+	At      time.Time
+	Data    struct {
+		RiverJobID  int64     `json:"river_job_id"`
+		TakenOverBy int64     `json:"taken_over_by"`
+		Attempt     int       `json:"attempt"`
+		LeaseUntil  time.Time `json:"lease_until"`
+		LeaseS      float64   `json:"lease_s"`
+		SweepS      float64   `json:"sweep_s"`
+	}
+}
+
+// takeOvers returns the LEASE_EXPIRED events of batch id in order.
+func takeOvers(t *testing.T, pool *pgxpool.Pool, id int64) []leaseTakeOver {
+	t.Helper()
+	rows, err := pool.Query(context.Background(), `SELECT attempt, shard, at, data FROM batch_runner.batch_events
+		WHERE batch_id = $1 AND type = $2 AND subtype = $3 ORDER BY id`, id, sysevent.TypeRiverJob, sysevent.LeaseExpired)
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []leaseTakeOver
+	for rows.Next() {
+		var e leaseTakeOver
+		var data []byte
+		require.NoError(t, rows.Scan(&e.Attempt, &e.Shard, &e.At, &data))
+		require.NoError(t, json.Unmarshal(data, &e.Data))
+		out = append(out, e)
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// riverJob is what these tests read of a River job of batch-runner's queues.
+type riverJob struct {
+	Kind, State string
+	Args        []byte
+	AttemptedBy []string
+	Output      []byte
+}
+
+func readRiverJob(t *testing.T, pool *pgxpool.Pool, id int64) riverJob {
+	t.Helper()
+	var j riverJob
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT kind, state, args, coalesce(attempted_by, '{}'),
+		coalesce(metadata -> 'output', 'null') FROM batch_runner.river_job WHERE id = $1`, id).
+		Scan(&j.Kind, &j.State, &j.Args, &j.AttemptedBy, &j.Output))
+	return j
+}
+
+// requireTakenOverByLease checks that the one takeover of batch id, attempt 1, came from its lease
+// running out with the default settings: the lease it records is the default one, it was taken
+// after the lease's end and not before the kill, the dead attempt's job is still running in River
+// (neither its timeout nor River's rescue has come), and the job it was handed to is a run_batch
+// (or run_batch_shard) job that completed. It returns that job.
+func requireTakenOverByLease(t *testing.T, pool *pgxpool.Pool, id, deadJob int64, killed time.Time, kind string) leaseTakeOver {
+	t.Helper()
+	events := takeOvers(t, pool, id)
+	require.Len(t, events, 1, "one takeover")
+	e := events[0]
+	require.Equal(t, 1, e.Attempt, "recorded on the killed attempt")
+	require.Equal(t, deadJob, e.Data.RiverJobID)
+	require.InDelta(t, 20, e.Data.LeaseS, 0, "the default BATCH_RUNNER_LEASE")
+	require.InDelta(t, 10, e.Data.SweepS, 0, "the default BATCH_RUNNER_LEASE_SWEEP")
+	require.True(t, e.Data.LeaseUntil.After(killed.Add(-time.Second)), "the killed process renewed its lease until it died")
+	require.True(t, e.At.After(e.Data.LeaseUntil), "taken over once the lease had run out, not before")
+	dead := readRiverJob(t, pool, deadJob)
+	require.Equal(t, "running", dead.State, "the killed attempt's job waits out its 15-minute timeout: River did not rescue it")
+	require.NotEqual(t, deadJob, e.Data.TakenOverBy)
+	next := readRiverJob(t, pool, e.Data.TakenOverBy)
+	require.Equal(t, kind, next.Kind)
+	require.Equal(t, "completed", next.State)
+	t.Logf("killed at %s; lease ran out %s later; taken over %s after the kill",
+		killed.Format(time.RFC3339Nano), e.Data.LeaseUntil.Sub(killed), e.At.Sub(killed))
+	return e
+}
+
+// TestKilledBatchIsTakenOverByItsLease SIGKILLs the process running a batch in each stage of
+// phase 2, with every timeout and the lease at their defaults, and checks that nothing but the
+// running batch row was written; another replica then takes the batch over once its lease has run
+// out (a LEASE_EXPIRED event naming the default lease; the dead job is still running in River,
+// which would rescue it only after 15 minutes), runs it as attempt 2 under a new run_batch job,
+// and writes and scores it once. Phase 3 is no stage to kill in: the results, score_batch and
+// the job's completion are one transaction, which a kill rolls back whole.
+func TestKilledBatchIsTakenOverByItsLease(t *testing.T) {
+	t.Parallel()
+	bin := buildBinary(t)
+	const miners = 3
+	for _, tc := range []struct {
+		stage string
+		// victim and survivor change processEnv for the killed process and the one taking over.
+		victim, survivor map[string]string
+		scenario         minersim.Scenario
+		// in tells when the victim is well inside the stage.
+		in   func(batch.ProgressView) bool
+		want map[string]int
+	}{{
+		// Miner 0 never sends its manifest: the stage waits MANIFEST_TIMEOUT for it.
+		stage: "manifests", scenario: minersim.Scenario{Miners: map[int]minersim.Behaviour{0: {Silent: minersim.StageManifest}}},
+		victim:   map[string]string{"BATCH_RUNNER_MANIFEST_TIMEOUT": "2m"},
+		survivor: map[string]string{"BATCH_RUNNER_MANIFEST_TIMEOUT": "2s"},
+		in:       func(v batch.ProgressView) bool { return v.Stage == "manifests" && v.Manifests.Received == miners-1 },
+		want:     map[string]int{"completed": miners - 1},
+	}, {
+		stage:  "availability",
+		victim: map[string]string{"BATCH_RUNNER_SPIN_UPS": "*:2m"},
+		in:     func(v batch.ProgressView) bool { return v.Stage == "availability" && v.Availability.Accepted == miners },
+		want:   map[string]int{"completed": miners},
+	}, {
+		// Every answer comes 6 s after its request, within the time limit.
+		stage: "hot", scenario: minersim.Scenario{Default: minersim.Behaviour{AnswerDelay: minersim.Duration(6 * time.Second)}},
+		victim:   map[string]string{"BATCH_RUNNER_POW_TIME_LIMIT": "12s"},
+		survivor: map[string]string{"BATCH_RUNNER_POW_TIME_LIMIT": "12s"},
+		in:       func(v batch.ProgressView) bool { return v.Stage == "hot" && v.Hot.Sent == miners },
+		want:     map[string]int{"completed": miners},
+	}} {
+		t.Run(tc.stage, func(t *testing.T) {
+			t.Parallel()
+			dbURL := testdb.New(t)
+			pool := testdb.NewPoolFor(t, dbURL)
+			startFleet(t, pool, minersim.Config{
+				Miners: miners, Manifest: protocol.Manifest{{Class: "always_on.test", Count: 1}}, SpinUp: 20 * time.Millisecond,
+				Scenario: tc.scenario,
+			})
+			env := func(change map[string]string) map[string]string {
+				e := processEnv(dbURL, 2*time.Second)
+				maps.Copy(e, change)
+				return e
+			}
+			victimEnv := env(tc.victim)
+			victimEnv["BATCH_RUNNER_WORKER_ID"] = "victim"
+			victim := startProcess(t, bin, victimEnv)
+			jobID := enqueueBatch(t, victim.base)
+			currentProgress(t, victim.base, func(v batch.ProgressView) bool { return v.JobID == jobID })
+			// Started only now, so that the victim's one batch slot took the job.
+			survivorEnv := env(tc.survivor)
+			survivorEnv["BATCH_RUNNER_WORKER_ID"] = "survivor"
+			survivor := startProcess(t, bin, survivorEnv)
+			currentProgress(t, victim.base, tc.in)
+			killed := time.Now()
+			victim.kill(t)
+
+			// Nothing but the running batch row: no jobs, manifests or receipts, nothing for scorer.
+			var state string
+			var attempt int
+			require.NoError(t, pool.QueryRow(context.Background(),
+				`SELECT state, attempt FROM batch_runner.batches WHERE river_job_id = $1`, jobID).Scan(&state, &attempt))
+			require.Equal(t, "running", state)
+			require.Equal(t, 1, attempt)
+			require.Equal(t, map[string]int{
+				"batch_runner.batch_jobs": 0, "batch_runner.batch_manifests": 0, "batch_runner.batch_receipts": 0, "scorer.river_job": 0,
+			}, resultRows(t, pool))
+
+			done := waitDone(t, survivor.base, jobID, 3*time.Minute)
+			require.Equal(t, "done", done.State, "error: %v", done.Error)
+			require.Equal(t, 2, done.Attempt, "the takeover ran the batch as attempt 2")
+			requireCounts(t, tc.want, done)
+			e := requireTakenOverByLease(t, pool, done.ID, jobID, killed, "run_batch")
+			next := readRiverJob(t, pool, e.Data.TakenOverBy)
+			require.JSONEq(t, fmt.Sprintf(`{"batch_id": %d, "attempt": 1}`, done.ID), string(takeOverArgs(t, next.Args)))
+			require.Equal(t, []string{"survivor"}, next.AttemptedBy)
+			require.Equal(t, []string{"victim"}, readRiverJob(t, pool, jobID).AttemptedBy)
+			jobs := len(done.Jobs)
+			require.Equal(t, map[string]int{
+				"batch_runner.batch_jobs": jobs, "batch_runner.batch_manifests": miners - len(tc.scenario.Miners),
+				"batch_runner.batch_receipts": 3 * jobs, "scorer.river_job": 1,
+			}, resultRows(t, pool), "written once")
+			scores := scoreJobs(t, pool)
+			require.Len(t, scores, 1, "the batch is scored once")
+			require.Equal(t, done.ID, scores[0].BatchID)
+			require.Equal(t, 1.0, servicetest.Value(t, servicetest.Metrics(t, survivor.base), "drover_batch_runner_lease_takeovers_total",
+				map[string]string{"of": "batch"}), "the survivor's sweeper took it over")
+		})
+	}
+}
+
+// takeOverArgs returns the take_over member of a run_batch job's args.
+func takeOverArgs(t *testing.T, args []byte) json.RawMessage {
+	t.Helper()
+	var a struct {
+		TakeOver json.RawMessage `json:"take_over"`
+	}
+	require.NoError(t, json.Unmarshal(args, &a))
+	return a.TakeOver
+}
+
+// TestRescuedJobOfATakenOverBatchRunsNothing kills the process running a batch with a short
+// lease and a short JOB_TIMEOUT, so that River's rescuer brings the killed attempt's job back
+// after another replica has taken the batch over: that job finds the batch handed to the
+// takeover's job and completes without running anything, naming it.
+func TestRescuedJobOfATakenOverBatchRunsNothing(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
 	dbURL := testdb.New(t)
 	pool := testdb.NewPoolFor(t, dbURL)
-	const miners = 3
-	fleet := startFleet(t, pool, minersim.Config{
+	const miners = 2
+	startFleet(t, pool, minersim.Config{
 		Miners: miners, Manifest: protocol.Manifest{{Class: "always_on.test", Count: 1}}, SpinUp: 20 * time.Millisecond,
 	})
+	env := processEnv(dbURL, 5*time.Second)
+	env["BATCH_RUNNER_JOB_TIMEOUT"], env["BATCH_RUNNER_LEASE"], env["BATCH_RUNNER_LEASE_SWEEP"] = "10s", "2s", "500ms"
+	victim := startProcess(t, bin, env)
+	jobID := enqueueBatch(t, victim.base)
+	currentProgress(t, victim.base, func(v batch.ProgressView) bool { return v.JobID == jobID && v.Stage == "availability" })
+	env["BATCH_RUNNER_SPIN_UPS"] = "*:1s"
+	survivor := startProcess(t, bin, env)
+	victim.kill(t)
 
-	// A spin-up long enough to kill the process during it.
-	first := startProcess(t, bin, processEnv(dbURL, 5*time.Second))
-	jobID := enqueueBatch(t, first.base)
-	require.Eventually(t, func() bool {
-		return len(fleet.ArrivalsWhere(minersim.ArrivalFilter{MessageType: "V0InitialJobRequest"})) == miners
-	}, 10*time.Second, 10*time.Millisecond, "the batch did not reach the availability stage")
-	first.kill(t)
-
-	// Nothing but the running batch row: no jobs, manifests or receipts, nothing for scorer.
-	var state string
-	var attempt int
-	require.NoError(t, pool.QueryRow(context.Background(),
-		`SELECT state, attempt FROM batch_runner.batches WHERE river_job_id = $1`, jobID).Scan(&state, &attempt))
-	require.Equal(t, "running", state)
-	require.Equal(t, 1, attempt)
-	require.Equal(t, map[string]int{
-		"batch_runner.batch_jobs": 0, "batch_runner.batch_manifests": 0, "batch_runner.batch_receipts": 0, "scorer.river_job": 0,
-	}, resultRows(t, pool))
-
-	// The retry must see every miner complete: a spin-up a loaded machine's accepts cannot miss.
-	second := startProcess(t, bin, processEnv(dbURL, 2*time.Second))
-	done := waitDone(t, second.base, jobID, 40*time.Second)
+	done := waitDone(t, survivor.base, jobID, time.Minute)
 	require.Equal(t, "done", done.State, "error: %v", done.Error)
-	require.Equal(t, 2, done.Attempt, "the retry took the killed attempt's row over")
-	requireCounts(t, map[string]int{"completed": miners}, done)
+	require.Equal(t, 2, done.Attempt)
+	events := takeOvers(t, pool, done.ID)
+	require.Len(t, events, 1)
+	// River's rescuer (once the dead leader's lease lapsed and the job outran its timeout) hands
+	// the killed attempt's job out again: it runs nothing.
+	var dead riverJob
+	require.Eventually(t, func() bool {
+		dead = readRiverJob(t, pool, jobID)
+		return dead.State == "completed"
+	}, 2*time.Minute, 100*time.Millisecond, "the rescued job ends")
+	require.GreaterOrEqual(t, len(dead.AttemptedBy), 2, "River ran it again")
+	require.JSONEq(t, fmt.Sprintf(`{"batch_id": %d, "taken_over_by": %d}`, done.ID, events[0].Data.TakenOverBy), string(dead.Output))
+	b := waitDone(t, survivor.base, jobID, time.Second)
+	require.Equal(t, 2, b.Attempt, "no attempt more")
 	require.Equal(t, map[string]int{
 		"batch_runner.batch_jobs": miners, "batch_runner.batch_manifests": miners, "batch_runner.batch_receipts": 3 * miners, "scorer.river_job": 1,
-	}, resultRows(t, pool))
-	scores := scoreJobs(t, pool)
-	require.Len(t, scores, 1, "the batch is scored once")
-	require.Equal(t, done.ID, scores[0].BatchID)
-	var batches int
-	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM batch_runner.batches`).Scan(&batches))
-	require.Equal(t, 1, batches)
+	}, resultRows(t, pool), "written once")
 }

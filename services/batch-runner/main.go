@@ -32,7 +32,9 @@ type Config struct {
 	Cycle       time.Duration `envconfig:"CYCLE" default:"2h24m24s" desc:"period of batches (upstream: 722 blocks of 12 s)"`
 	RunOnStart  bool          `envconfig:"RUN_ON_START" default:"false" desc:"run a batch as soon as the service leads"`
 	PeakEvery   int64         `envconfig:"PEAK_EVERY" default:"1" desc:"every n-th batch is a peak batch for scoring"`
-	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch (or a shard) may run before River cancels it; River takes back the batch of a process that died within this and 30 s"`
+	JobTimeout  time.Duration `envconfig:"JOB_TIMEOUT" default:"15m" desc:"longest a batch (or a shard) may run before River cancels it (a process that died is noticed by its lease, not by this)"`
+	Lease       time.Duration `envconfig:"LEASE" default:"20s" desc:"how long a running batch (or shard) stays its process's without a renewal (renewed every quarter of it); once it runs out, another replica takes the batch over"`
+	LeaseSweep  time.Duration `envconfig:"LEASE_SWEEP" default:"10s" desc:"how often each replica looks for batches and shards whose lease ran out: a batch whose process died is taken over within LEASE + LEASE_SWEEP"`
 	RescueAfter time.Duration `envconfig:"RESCUE_AFTER" desc:"River's RescueStuckJobsAfter: how long a running job goes before River's rescuer looks at it, which takes it back once its kind's own timeout has passed too; at most the shortest job timeout (JOB_TIMEOUT, and 30s of a probe), which it is when zero"`
 
 	Generators   string        `envconfig:"GENERATORS" default:"*=hashcat,always_on.test=pow,always_on.cpu.8c.16gb=pow" desc:"job generator per executor class: pow (CPU) or hashcat (needs a GPU), e.g. *=pow,spin_up-4min.gpu-24gb=hashcat; a class without a GPU never gets hashcat: named, it stops the start; through *, the class is skipped with an event"`
@@ -81,6 +83,9 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err := checkSharding(cfg); err != nil {
 		return err
 	}
+	if err := checkLease(cfg); err != nil {
+		return err
+	}
 	spec := service.Spec{
 		Service:  queue.BatchRunner,
 		Config:   cfg.Common,
@@ -118,7 +123,22 @@ func (c Config) Check() []error {
 	if err := checkSharding(c); err != nil {
 		errs = append(errs, err)
 	}
+	if err := checkLease(c); err != nil {
+		errs = append(errs, err)
+	}
 	return errs
+}
+
+// checkLease refuses a lease a renewal could hardly keep (a renewal every quarter of it, each
+// given that quarter to get through) and a sweep that never runs.
+func checkLease(cfg Config) error {
+	switch {
+	case cfg.Lease < time.Second:
+		return fmt.Errorf("BATCH_RUNNER_LEASE %s: at least 1s", cfg.Lease)
+	case cfg.LeaseSweep <= 0:
+		return fmt.Errorf("BATCH_RUNNER_LEASE_SWEEP %s: must be positive", cfg.LeaseSweep)
+	}
+	return nil
 }
 
 // rescueAfter is River's RescueStuckJobsAfter. The rescuer (every 30 s) looks at running jobs

@@ -42,6 +42,7 @@ func testConfig(databaseURL string) Config {
 		ReceiptTimeout: time.Second, WriteTimeout: time.Second, SlowSend: 100 * time.Millisecond,
 		MaxFrameSize: 1 << 20, ExcuseMinStake: 30000,
 		ShardWorkers: 2, ShardWait: 5 * time.Second, SendMargin: 250 * time.Millisecond, ShardPoll: 10 * time.Millisecond,
+		Lease: 20 * time.Second, LeaseSweep: 10 * time.Second,
 	}
 }
 
@@ -93,6 +94,8 @@ func TestRunRefusesShardSettingsThatCannotMeet(t *testing.T) {
 		{"MarginWithinAPoll", func(c *Config) { c.SendMargin = c.ShardPoll }, "BATCH_RUNNER_SEND_MARGIN"},
 		{"TwoWaitsOutlastTheJob", func(c *Config) { c.ShardMiners, c.ShardWait = 50, c.JobTimeout/2 }, "BATCH_RUNNER_JOB_TIMEOUT"},
 		{"NegativeShard", func(c *Config) { c.ShardMiners = -1 }, "BATCH_RUNNER_SHARD_MINERS"},
+		{"LeaseNoRenewalCouldKeep", func(c *Config) { c.Lease = 100 * time.Millisecond }, "BATCH_RUNNER_LEASE 100ms: at least 1s"},
+		{"NoSweep", func(c *Config) { c.LeaseSweep = 0 }, "BATCH_RUNNER_LEASE_SWEEP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

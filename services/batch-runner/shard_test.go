@@ -29,6 +29,7 @@ type shardedView struct {
 		Shard        int        `json:"shard"`
 		State        string     `json:"state"`
 		Attempt      int        `json:"attempt"`
+		RiverJobID   int64      `json:"river_job_id"`
 		Miners       int        `json:"miners"`
 		OfferReadyAt *time.Time `json:"offer_ready_at"`
 		ReadyAt      *time.Time `json:"ready_at"`

@@ -64,11 +64,12 @@ func TestCheckNamesEveryProblem(t *testing.T) {
 	cfg := Config{
 		HTTPAddr: ":8082", Generators: "*=gpu-magic", JobTimeout: 15 * time.Minute, RescueAfter: time.Minute,
 		ShardWorkers: 2, ShardPoll: 25 * time.Millisecond, SendMargin: 250 * time.Millisecond,
+		Lease: 100 * time.Millisecond, LeaseSweep: 10 * time.Second,
 	}
 	got := errors.Join(cfg.Check()...)
-	for _, want := range []string{"no validator hotkey", "BATCH_RUNNER_GENERATORS", "BATCH_RUNNER_RESCUE_AFTER"} {
+	for _, want := range []string{"no validator hotkey", "BATCH_RUNNER_GENERATORS", "BATCH_RUNNER_RESCUE_AFTER", "BATCH_RUNNER_LEASE"} {
 		require.ErrorContains(t, got, want)
 	}
-	cfg.HotkeyURI, cfg.Generators, cfg.RescueAfter = "//Alice", "*=pow", 0
+	cfg.HotkeyURI, cfg.Generators, cfg.RescueAfter, cfg.Lease = "//Alice", "*=pow", 0, 20*time.Second
 	require.Empty(t, cfg.Check())
 }

@@ -19,45 +19,73 @@ import (
 type Started struct {
 	ID      int64
 	Attempt int
+	// JobID is the run_batch job working the attempt, which holds the batch's lease: the batch's
+	// own job, or the one a takeover handed it to.
+	JobID int64
 	// Retried is true when the attempt BatchStart took over had ended its River job for good:
 	// the job is delivered again only because someone pressed Retry in River UI.
 	Retried bool
 }
 
-// BatchStart creates the batch row of a run_batch job, or takes it over again when River retries
-// the job. A running batch of another job older than staleAfter belonged to a process that died
+// BatchStart creates the batch row of a run_batch job under a lease, or takes it over again when
+// River retries the job; a batch a takeover handed to another job gives ErrTakenOver. A running batch of another job older than staleAfter belonged to a process that died
 // and whose job River gave up on; it is marked failed so batches can go on (a sharded batch only
 // once no River job of an unfinished shard is left). Another batch still running gives
 // ErrConflict. This job's batch already done gives ErrAlreadyDone, and so does a sharded batch of
 // this job: its coordinator's work ended when the shards were created, and the shards, not a
 // retried coordinator, run it. With ErrAlreadyDone the batch's id and attempt are returned.
-func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter time.Duration) (Started, error) {
+func BatchStart(ctx context.Context, db postgres.DBTX, riverJobID int64, reason string, staleAfter, lease time.Duration) (Started, error) {
 	if err := queries.BatchFailAbandoned(ctx, db, dbsqlc.BatchFailAbandonedParams{
 		RiverJobID: riverJobID, StaleAfter: staleAfter.String(),
 	}); err != nil {
 		return Started{}, fmt.Errorf("fail stale batches: %w", err)
 	}
 	row, err := queries.BatchStart(ctx, db, dbsqlc.BatchStartParams{
-		RiverJobID: riverJobID, Reason: reason, EndedType: string(sysevent.TypeRiverJob),
+		RiverJobID: riverJobID, Reason: reason, LeaseSecs: lease.Seconds(), EndedType: string(sysevent.TypeRiverJob),
 		EndedSubtypes: []string{string(sysevent.JobDiscarded), string(sysevent.JobCancelled)},
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return batchEnded(ctx, db, riverJobID)
+		b, err := queries.BatchOfJobGet(ctx, db, riverJobID)
+		if err != nil {
+			return Started{}, fmt.Errorf("batch of job %d: %w", riverJobID, mapErr(err))
+		}
+		return batchEnded(dbsqlc.BatchOwnerGetRow(b), riverJobID)
 	}
 	if err != nil {
 		return Started{}, fmt.Errorf("start batch of job %d: %w", riverJobID, mapErr(err))
 	}
-	return Started{ID: row.ID, Attempt: int(row.Attempt), Retried: row.Retried}, nil
+	return Started{ID: row.ID, Attempt: int(row.Attempt), JobID: riverJobID, Retried: row.Retried}, nil
 }
 
-// batchEnded is ErrAlreadyDone for the batch of a job BatchStart may not start again, saying
-// what became of it.
-func batchEnded(ctx context.Context, db postgres.DBTX, riverJobID int64) (Started, error) {
-	b, err := queries.BatchOfJobGet(ctx, db, riverJobID)
-	if err != nil {
-		return Started{}, fmt.Errorf("batch of job %d: %w", riverJobID, mapErr(err))
+// BatchTakeOverStart begins the next attempt at batch batchID, under a lease, by the run_batch
+// job riverJobID a takeover handed it to (or by River's retry of that job). A batch handed to yet
+// another job gives ErrTakenOver, one done ErrAlreadyDone.
+func BatchTakeOverStart(ctx context.Context, db postgres.DBTX, batchID, riverJobID int64, lease time.Duration) (Started, error) {
+	row, err := queries.BatchTakeOverStart(ctx, db, dbsqlc.BatchTakeOverStartParams{
+		ID: batchID, LeaseJobID: riverJobID, LeaseSecs: lease.Seconds(), EndedType: string(sysevent.TypeRiverJob),
+		EndedSubtypes: []string{string(sysevent.JobDiscarded), string(sysevent.JobCancelled)},
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		b, err := queries.BatchOwnerGet(ctx, db, batchID)
+		if err != nil {
+			return Started{}, fmt.Errorf("batch %d: %w", batchID, mapErr(err))
+		}
+		return batchEnded(b, riverJobID)
 	}
-	s := Started{ID: b.ID, Attempt: int(b.Attempt)}
+	if err != nil {
+		return Started{}, fmt.Errorf("take batch %d over with job %d: %w", batchID, riverJobID, mapErr(err))
+	}
+	return Started{ID: row.ID, Attempt: int(row.Attempt), JobID: riverJobID, Retried: row.Retried}, nil
+}
+
+// batchEnded is ErrTakenOver or ErrAlreadyDone for batch b, which job riverJobID may not start,
+// saying what became of it.
+func batchEnded(b dbsqlc.BatchOwnerGetRow, riverJobID int64) (Started, error) {
+	s := Started{ID: b.ID, Attempt: int(b.Attempt), JobID: b.LeaseJobID}
+	if b.LeaseJobID != riverJobID {
+		return s, fmt.Errorf("batch %d was handed to run_batch job %d when job %d's lease ran out (the batch is %s): %w",
+			b.ID, b.LeaseJobID, riverJobID, b.State, ErrTakenOver)
+	}
 	if b.Shards > 0 {
 		return s, fmt.Errorf("batch %d of job %d was handed to its %d shards and is %s: %w", b.ID, riverJobID, b.Shards, b.State, ErrAlreadyDone)
 	}
@@ -76,7 +104,8 @@ func BatchPlanned(ctx context.Context, db postgres.DBTX, s Started, miners, prev
 }
 
 // BatchFinish writes a batch's results and marks it done, in tx, guarded so that only the
-// attempt that is running can finish it: a second finish is ErrConflict and writes nothing.
+// attempt that is running, while its job holds the lease, can finish it: a second finish, or one
+// after a takeover, is ErrLeaseLost (an ErrConflict) and writes nothing.
 func BatchFinish(ctx context.Context, tx pgx.Tx, s Started, res *batch.Result) error {
 	stages, _ := json.Marshal(res.Stages)
 	var release *time.Time
@@ -84,14 +113,14 @@ func BatchFinish(ctx context.Context, tx pgx.Tx, s Started, res *batch.Result) e
 		release = &res.HotRelease
 	}
 	n, err := queries.BatchFinish(ctx, tx, dbsqlc.BatchFinishParams{
-		ID: s.ID, Attempt: int32(s.Attempt), Stages: stages, PregeneratedUsed: int32(res.PregeneratedUsed),
+		ID: s.ID, Attempt: int32(s.Attempt), LeaseJobID: s.JobID, Stages: stages, PregeneratedUsed: int32(res.PregeneratedUsed),
 		ExtraGenerated: int32(res.ExtraGenerated), HotReleaseAt: release, SendSpreadUs: new(res.SendSpread.Microseconds()),
 	})
 	if err != nil {
 		return fmt.Errorf("finish batch %d: %w", s.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("finish batch %d attempt %d: %w", s.ID, s.Attempt, ErrConflict)
+		return fmt.Errorf("finish batch %d attempt %d: %w", s.ID, s.Attempt, ErrLeaseLost)
 	}
 	return writeResults(ctx, tx, s.ID, s.Attempt, nil, res)
 }
@@ -108,16 +137,21 @@ func writeResults(ctx context.Context, tx pgx.Tx, batchID int64, attempt int, sh
 }
 
 // BatchFail marks an attempt failed and keeps its events and stage timings, so a batch that
-// broke halfway still says what it saw.
+// broke halfway still says what it saw. An attempt that lost its lease writes nothing and gets
+// ErrLeaseLost.
 func BatchFail(ctx context.Context, tx pgx.Tx, s Started, cause error, res *batch.Result) error {
 	stages := []byte("[]")
 	if res != nil {
 		stages, _ = json.Marshal(res.Stages)
 	}
-	if err := queries.BatchFail(ctx, tx, dbsqlc.BatchFailParams{
-		ID: s.ID, Attempt: int32(s.Attempt), Error: new(cause.Error()), Stages: stages,
-	}); err != nil {
+	n, err := queries.BatchFail(ctx, tx, dbsqlc.BatchFailParams{
+		ID: s.ID, Attempt: int32(s.Attempt), LeaseJobID: s.JobID, Error: new(cause.Error()), Stages: stages,
+	})
+	if err != nil {
 		return fmt.Errorf("fail batch %d: %w", s.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("fail batch %d attempt %d: %w", s.ID, s.Attempt, ErrLeaseLost)
 	}
 	if res == nil {
 		return nil

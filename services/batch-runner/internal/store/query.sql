@@ -62,15 +62,17 @@ WHERE b.state = 'running' AND b.river_job_id <> @river_job_id
         AND j.state IN ('available', 'pending', 'retryable', 'running', 'scheduled'));
 
 -- name: BatchStart :one
--- BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
--- whose batch is neither done nor sharded (no row then). retried is true when the attempt taken
--- over had ended the River job for good (one of its events has a subtype of ended_subtypes): only
--- a Retry pressed in River UI delivers such a job again.
-INSERT INTO batches (river_job_id, reason) VALUES (@river_job_id, @reason)
+-- BatchStart creates the batch of a run_batch job under a lease of lease_secs, or takes it over
+-- again for a retried job whose batch is neither done nor sharded nor handed to another job by a
+-- takeover (no row then). retried is true when the attempt taken over had ended the River job
+-- for good (one of its events has a subtype of ended_subtypes): only a Retry pressed in River UI
+-- delivers such a job again.
+INSERT INTO batches (river_job_id, reason, lease_job_id, lease_until)
+VALUES (@river_job_id, @reason, @river_job_id, clock_timestamp() + make_interval(secs => @lease_secs::float8))
 ON CONFLICT (river_job_id) DO UPDATE
    SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-       started_at = clock_timestamp(), finished_at = NULL
- WHERE batches.state <> 'done' AND batches.shards = 0
+       started_at = clock_timestamp(), finished_at = NULL, lease_until = EXCLUDED.lease_until
+ WHERE batches.state <> 'done' AND batches.shards = 0 AND batches.lease_job_id = EXCLUDED.lease_job_id
 RETURNING id, attempt, EXISTS (
     SELECT 1 FROM batch_events e
     WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
@@ -78,23 +80,64 @@ RETURNING id, attempt, EXISTS (
 
 -- name: BatchOfJobGet :one
 -- BatchOfJobGet returns the batch of a run_batch job.
-SELECT id, attempt, state, shards FROM batches WHERE river_job_id = @river_job_id;
+SELECT id, attempt, state, shards, lease_job_id FROM batches WHERE river_job_id = @river_job_id;
+
+-- name: BatchTakeOverStart :one
+-- BatchTakeOverStart begins the next attempt at a batch that a takeover handed to the run_batch
+-- job lease_job_id, under a lease of lease_secs, or again when River retries that job; no row
+-- when the batch is done or was handed to yet another job. retried is as in BatchStart.
+UPDATE batches
+SET attempt = attempt + 1, state = 'running', error = NULL, started_at = clock_timestamp(), finished_at = NULL,
+    lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8)
+WHERE batches.id = @id AND batches.lease_job_id = @lease_job_id AND batches.state <> 'done' AND batches.shards = 0
+RETURNING batches.id, batches.attempt, EXISTS (
+    SELECT 1 FROM batch_events e
+    WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
+      AND e.type = @ended_type::text AND e.subtype = ANY(@ended_subtypes::text[]))::bool AS retried;
+
+-- name: BatchOwnerGet :one
+-- BatchOwnerGet returns a batch's attempt, state and the River job holding its lease.
+SELECT id, attempt, state, shards, lease_job_id FROM batches WHERE id = @id;
+
+-- name: BatchLeaseRenew :execrows
+-- BatchLeaseRenew extends the lease of a running attempt; no row once the attempt lost it.
+UPDATE batches SET lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8)
+WHERE id = @id AND attempt = @attempt AND lease_job_id = @lease_job_id AND state = 'running';
+
+-- name: BatchLeaseExpiredList :many
+-- BatchLeaseExpiredList returns the running batches, worked in one process, whose lease ran out.
+SELECT id, attempt, lease_job_id, lease_until::timestamptz AS lease_until, takeovers
+FROM batches
+WHERE state = 'running' AND shards = 0 AND lease_until < clock_timestamp()
+ORDER BY id;
+
+-- name: BatchLeaseTakeOver :execrows
+-- BatchLeaseTakeOver hands a batch whose lease ran out to the run_batch job new_lease_job_id,
+-- inserted first in the same transaction, with a fresh lease: guarded by the lease being the same
+-- and still expired, so that of replicas sweeping at once only one takes the batch over.
+UPDATE batches
+SET lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8), takeovers = takeovers + 1,
+    lease_job_id = @new_lease_job_id
+WHERE id = @id AND attempt = @attempt AND lease_job_id = @lease_job_id AND state = 'running'
+  AND lease_until < clock_timestamp();
 
 -- name: BatchSetPlan :exec
 UPDATE batches SET miners = @miners, previous_jobs = @previous_jobs, pregenerated = @pregenerated
 WHERE id = @id;
 
 -- name: BatchFinish :execrows
--- BatchFinish marks the batch of the running attempt done; no row for any other attempt.
+-- BatchFinish marks the batch of the running attempt done; no row for any other attempt, or once
+-- a takeover handed the batch to another job.
 UPDATE batches
 SET state = 'done', finished_at = clock_timestamp(), stages = @stages,
     pregenerated_used = @pregenerated_used, extra_generated = @extra_generated,
     hot_release_at = @hot_release_at, send_spread_us = @send_spread_us
-WHERE id = @id AND attempt = @attempt AND state = 'running';
+WHERE id = @id AND attempt = @attempt AND lease_job_id = @lease_job_id AND state = 'running';
 
--- name: BatchFail :exec
+-- name: BatchFail :execrows
+-- BatchFail marks the batch of the running attempt failed; no row for any other attempt.
 UPDATE batches SET state = 'failed', error = @error, stages = @stages, finished_at = clock_timestamp()
-WHERE id = @id AND attempt = @attempt AND state = 'running';
+WHERE id = @id AND attempt = @attempt AND lease_job_id = @lease_job_id AND state = 'running';
 
 -- name: BatchSetShards :exec
 UPDATE batches SET shards = @shards WHERE id = @id;
@@ -106,19 +149,46 @@ INSERT INTO batch_shards (batch_id, shard, miners, river_job_id)
 SELECT @batch_id::bigint, generate_series(0, cardinality(@sizes::int[]) - 1), unnest(@sizes::int[]), unnest(@river_job_ids::bigint[]);
 
 -- name: BatchShardStart :one
--- BatchShardStart begins an attempt at a shard not finished yet of a running batch.
+-- BatchShardStart begins an attempt, under a lease of lease_secs, at a shard not finished yet of a
+-- running batch, by the River job the shard is handed to (the coordinator's, or a takeover's).
 UPDATE batch_shards s
-SET state = 'running', attempt = s.attempt + 1, river_job_id = @river_job_id,
+SET state = 'running', attempt = s.attempt + 1,
     offer_ready_at = NULL, max_spin_us = NULL, ready_at = NULL, clock_skew_us = NULL, error = NULL,
-    started_at = clock_timestamp(), finished_at = NULL
+    started_at = clock_timestamp(), finished_at = NULL,
+    lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8)
 FROM batches b
 WHERE s.batch_id = @batch_id AND s.shard = @shard AND s.state IN ('pending', 'running')
-  AND b.id = s.batch_id AND b.state = 'running'
+  AND s.river_job_id = @river_job_id AND b.id = s.batch_id AND b.state = 'running'
 RETURNING s.attempt;
+
+-- name: BatchShardLeaseRenew :execrows
+-- BatchShardLeaseRenew extends the lease of a shard's running attempt; no row once it lost it.
+UPDATE batch_shards SET lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8)
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id AND state = 'running';
+
+-- name: BatchShardLeaseExpiredList :many
+-- BatchShardLeaseExpiredList returns the running shards of running batches whose lease ran out,
+-- with the args of the River job that worked them (read only).
+SELECT s.batch_id, s.shard, s.attempt, s.river_job_id::bigint AS river_job_id,
+       s.lease_until::timestamptz AS lease_until, s.takeovers, j.args
+FROM batch_shards s
+JOIN batches b ON b.id = s.batch_id
+JOIN river_job j ON j.id = s.river_job_id
+WHERE s.state = 'running' AND b.state = 'running' AND s.lease_until < clock_timestamp()
+ORDER BY s.batch_id, s.shard;
+
+-- name: BatchShardLeaseTakeOver :execrows
+-- BatchShardLeaseTakeOver hands a shard whose lease ran out to the run_batch_shard job
+-- new_river_job_id, as BatchLeaseTakeOver does a batch.
+UPDATE batch_shards
+SET lease_until = clock_timestamp() + make_interval(secs => @lease_secs::float8), takeovers = takeovers + 1,
+    river_job_id = @new_river_job_id
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id
+  AND state = 'running' AND lease_until < clock_timestamp();
 
 -- name: BatchShardGet :one
 -- BatchShardGet returns a shard's state and attempt with its batch's state.
-SELECT s.state, s.attempt, b.state AS batch_state
+SELECT s.state, s.attempt, s.river_job_id, b.state AS batch_state
 FROM batch_shards s JOIN batches b ON b.id = s.batch_id
 WHERE s.batch_id = @batch_id AND s.shard = @shard;
 
@@ -127,7 +197,7 @@ SELECT clock_timestamp()::timestamptz AS now;
 
 -- name: BatchShardSetReady :execrows
 UPDATE batch_shards SET ready_at = @ready_at, clock_skew_us = @clock_skew_us
-WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id AND state = 'running';
 
 -- name: BatchSendAtGet :one
 -- BatchSendAtGet returns the agreed send instant (null until fixed) and the shards still
@@ -149,15 +219,15 @@ UPDATE batch_shards
 SET state = 'done', finished_at = clock_timestamp(), stages = @stages,
     released_at = @released_at, send_spread_us = @send_spread_us, pregenerated = @pregenerated,
     pregenerated_used = @pregenerated_used, extra_generated = @extra_generated
-WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id AND state = 'running';
 
--- name: BatchShardFail :exec
+-- name: BatchShardFail :execrows
 UPDATE batch_shards SET state = 'failed', error = @error, stages = @stages, finished_at = clock_timestamp()
-WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id AND state = 'running';
 
 -- name: BatchShardSetOfferReady :execrows
 UPDATE batch_shards SET offer_ready_at = @offer_ready_at, max_spin_us = @max_spin_us
-WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND state = 'running';
+WHERE batch_id = @batch_id AND shard = @shard AND attempt = @attempt AND river_job_id = @river_job_id AND state = 'running';
 
 -- name: BatchOfferGet :one
 -- BatchOfferGet returns the agreed stagger (null until fixed) and the shards still expected:

@@ -14,14 +14,14 @@ import (
 // ErrConflict.
 func ShardOfferReady(ctx context.Context, db postgres.DBTX, s ShardStarted, at time.Time, maxSpin time.Duration) error {
 	n, err := queries.BatchShardSetOfferReady(ctx, db, dbsqlc.BatchShardSetOfferReadyParams{
-		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt),
+		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), RiverJobID: new(s.JobID),
 		OfferReadyAt: new(at), MaxSpinUs: new(maxSpin.Microseconds()),
 	})
 	if err != nil {
 		return fmt.Errorf("mark shard %d of batch %d ready to offer: %w", s.Shard, s.BatchID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("mark shard %d of batch %d attempt %d ready to offer: %w", s.Shard, s.BatchID, s.Attempt, ErrConflict)
+		return fmt.Errorf("mark shard %d of batch %d attempt %d ready to offer: %w", s.Shard, s.BatchID, s.Attempt, ErrLeaseLost)
 	}
 	return nil
 }

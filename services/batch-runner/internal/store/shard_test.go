@@ -44,10 +44,34 @@ func shardResult(miner string) *batch.Result {
 func shardedBatch(t *testing.T, tx pgx.Tx, riverJobID int64) Started {
 	t.Helper()
 	ctx := context.Background()
-	s, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour)
+	s, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, ShardsCreate(ctx, tx, s, []int{1, 1}, []int64{riverJobID*10 + 1, riverJobID*10 + 2}))
 	return s
+}
+
+// shardedBatchWithJobs creates a batch of riverJobID in two shards of one miner each, worked by
+// two run_batch_shard jobs inserted through River, in a transaction on a database of its own,
+// rolled back when the test ends.
+func shardedBatchWithJobs(t *testing.T, riverJobID int64) (pgx.Tx, Started, []int64) {
+	t.Helper()
+	ctx := context.Background()
+	pool := testdb.NewPool(t, "batch_runner")
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	ins, err := queue.NewInserter(pool, queue.BatchRunner)
+	require.NoError(t, err)
+	b, err := BatchStart(ctx, tx, riverJobID, "api", time.Hour, time.Minute)
+	require.NoError(t, err)
+	var jobIDs []int64
+	for shard := range 2 {
+		res, err := ins.InsertTx(ctx, tx, queue.RunBatchShardArgs{BatchID: b.ID, Shard: shard}, nil)
+		require.NoError(t, err)
+		jobIDs = append(jobIDs, res.Job.ID)
+	}
+	require.NoError(t, ShardsCreate(ctx, tx, b, []int{1, 1}, jobIDs))
+	return tx, b, jobIDs
 }
 
 func TestShardedBatch(t *testing.T) {
@@ -66,13 +90,13 @@ func TestShardedBatch(t *testing.T) {
 		t.Parallel()
 		tx := setup(t)
 		b := shardedBatch(t, tx, 301)
-		first, err := ShardStart(ctx, tx, b.ID, 0, 11)
+		first, err := ShardStart(ctx, tx, b.ID, 0, 3011, time.Minute)
 		require.NoError(t, err)
 		// The process working shard 0 died; River hands its job out again.
-		retry, err := ShardStart(ctx, tx, b.ID, 0, 11)
+		retry, err := ShardStart(ctx, tx, b.ID, 0, 3011, time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, 2, retry.Attempt)
-		other, err := ShardStart(ctx, tx, b.ID, 1, 12)
+		other, err := ShardStart(ctx, tx, b.ID, 1, 3012, time.Minute)
 		require.NoError(t, err)
 
 		require.ErrorIs(t, ShardFinish(ctx, tx, first, shardResult("m0")), ErrConflict, "a stale attempt writes nothing")
@@ -89,13 +113,13 @@ func TestShardedBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, end.Ended, "a batch ends once")
 
-		ended, err := ShardStart(ctx, tx, b.ID, 1, 12)
+		ended, err := ShardStart(ctx, tx, b.ID, 1, 3012, time.Minute)
 		require.ErrorIs(t, err, ErrAlreadyDone, "a shard job delivered after its shard finished runs nothing")
 		require.ErrorContains(t, err, fmt.Sprintf("shard 1 of batch %d is done (the batch is done)", b.ID))
-		require.Equal(t, ShardStarted{BatchID: b.ID, Shard: 1, Attempt: 1}, ended)
-		_, err = ShardStart(ctx, tx, b.ID, 7, 12)
+		require.Equal(t, ShardStarted{BatchID: b.ID, Shard: 1, Attempt: 1, JobID: 3012}, ended)
+		_, err = ShardStart(ctx, tx, b.ID, 7, 3012, time.Minute)
 		require.ErrorIs(t, err, ErrNotFound, "no such shard")
-		_, err = BatchStart(ctx, tx, 301, "api", time.Hour)
+		_, err = BatchStart(ctx, tx, 301, "api", time.Hour, time.Minute)
 		require.ErrorIs(t, err, ErrAlreadyDone)
 		got, err := BatchGet(ctx, tx, b.ID)
 		require.NoError(t, err)
@@ -121,14 +145,14 @@ func TestShardedBatch(t *testing.T) {
 		t.Parallel()
 		tx := setup(t)
 		b := shardedBatch(t, tx, 401)
-		s0, err := ShardStart(ctx, tx, b.ID, 0, 21)
+		s0, err := ShardStart(ctx, tx, b.ID, 0, 4011, time.Minute)
 		require.NoError(t, err)
 		_, err = ShardReady(ctx, tx, s0, time.Now())
 		require.NoError(t, err)
 		_, waiting, err := SendAtState(ctx, tx, b.ID)
 		require.NoError(t, err)
 		require.Empty(t, waiting, "shard 1 missed the offer instant: nobody waits for it to send")
-		s1, err := ShardStart(ctx, tx, b.ID, 1, 22)
+		s1, err := ShardStart(ctx, tx, b.ID, 1, 4012, time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, ShardOfferReady(ctx, tx, s1, time.Now(), time.Second))
 		sendAt, waiting, err := SendAtState(ctx, tx, b.ID)
@@ -153,7 +177,7 @@ func TestShardedBatch(t *testing.T) {
 		tx := setup(t)
 		b := shardedBatch(t, tx, 451)
 		for shard, spin := range []time.Duration{2 * time.Second, 4 * time.Minute} {
-			s, err := ShardStart(ctx, tx, b.ID, shard, int64(25+shard))
+			s, err := ShardStart(ctx, tx, b.ID, shard, int64(4511+shard), time.Minute)
 			require.NoError(t, err)
 			offer, waiting, err := OfferState(ctx, tx, b.ID)
 			require.NoError(t, err)
@@ -176,28 +200,14 @@ func TestShardedBatch(t *testing.T) {
 
 	t.Run("AbandonedOnlyWithoutALiveShardJob", func(t *testing.T) {
 		t.Parallel()
-		pool := testdb.NewPool(t, "batch_runner")
-		tx, err := pool.Begin(ctx)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-		ins, err := queue.NewInserter(pool, queue.BatchRunner)
-		require.NoError(t, err)
-		old, err := BatchStart(ctx, tx, 701, "api", time.Hour)
-		require.NoError(t, err)
-		var jobIDs []int64
-		for shard := range 2 {
-			res, err := ins.InsertTx(ctx, tx, queue.RunBatchShardArgs{BatchID: old.ID, Shard: shard}, nil)
-			require.NoError(t, err)
-			jobIDs = append(jobIDs, res.Job.ID)
-		}
-		require.NoError(t, ShardsCreate(ctx, tx, old, []int{1, 1}, jobIDs))
-		_, err = tx.Exec(ctx, `UPDATE batches SET started_at = started_at - interval '1 hour' WHERE id = $1`, old.ID)
+		tx, old, jobIDs := shardedBatchWithJobs(t, 701)
+		_, err := tx.Exec(ctx, `UPDATE batches SET started_at = started_at - interval '1 hour' WHERE id = $1`, old.ID)
 		require.NoError(t, err)
 
 		// A shard's job may still run (River retries a killed shard after RESCUE_AFTER).
 		sp, err := tx.Begin(ctx)
 		require.NoError(t, err)
-		_, err = BatchStart(ctx, sp, 702, "api", time.Minute)
+		_, err = BatchStart(ctx, sp, 702, "api", time.Minute, time.Minute)
 		require.ErrorIs(t, err, ErrConflict, "the sharded batch still runs")
 		require.NoError(t, sp.Rollback(ctx))
 
@@ -205,7 +215,7 @@ func TestShardedBatch(t *testing.T) {
 		for _, id := range jobIDs {
 			queuetest.Finish(ctx, t, tx, queue.BatchRunner.Schema(), id, rivertype.JobStateDiscarded)
 		}
-		_, err = BatchStart(ctx, tx, 702, "api", time.Minute)
+		_, err = BatchStart(ctx, tx, 702, "api", time.Minute, time.Minute)
 		require.NoError(t, err)
 		got, err := BatchGet(ctx, tx, old.ID)
 		require.NoError(t, err)
@@ -217,7 +227,7 @@ func TestShardedBatch(t *testing.T) {
 		tx := setup(t)
 		b := shardedBatch(t, tx, 501)
 		for shard := range 2 {
-			s, err := ShardStart(ctx, tx, b.ID, shard, int64(30+shard))
+			s, err := ShardStart(ctx, tx, b.ID, shard, int64(5011+shard), time.Minute)
 			require.NoError(t, err)
 			require.NoError(t, ShardFail(ctx, tx, s, errors.New("boom"), shardResult("m")))
 		}
@@ -251,7 +261,7 @@ func TestShardsEndingAtOnceEndTheBatchOnce(t *testing.T) {
 		}))
 		started := make([]ShardStarted, 2)
 		for i := range started {
-			s, err := ShardStart(ctx, pool, b.ID, i, int64(40+i))
+			s, err := ShardStart(ctx, pool, b.ID, i, (600+int64(round))*10+1+int64(i), time.Minute)
 			require.NoError(t, err)
 			started[i] = s
 		}

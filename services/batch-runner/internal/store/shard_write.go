@@ -20,6 +20,8 @@ type ShardStarted struct {
 	BatchID int64
 	Shard   int
 	Attempt int
+	// JobID is the River job working the attempt, which holds the shard's lease.
+	JobID int64
 }
 
 // ShardsCreate records that batch s runs as shards of the given numbers of miners, worked by
@@ -39,31 +41,38 @@ func ShardsCreate(ctx context.Context, tx pgx.Tx, s Started, sizes []int, riverJ
 	return nil
 }
 
-// ShardStart begins an attempt at a shard: the first delivery of its job, or River's retry of an
-// attempt whose process died. A shard already finished (done or failed), or whose batch is no
-// longer running, gives ErrAlreadyDone with the shard's last attempt: its job was delivered again
-// after it had ended, which only River UI's Retry does. A shard that does not exist gives
-// ErrNotFound.
-func ShardStart(ctx context.Context, db postgres.DBTX, batchID int64, shard int, riverJobID int64) (ShardStarted, error) {
+// ShardStart begins an attempt at a shard under a lease: the first delivery of its job, the job
+// a takeover handed it to, or River's retry of either. A shard handed to another job gives
+// ErrTakenOver. A shard already finished (done or failed), or whose batch is no longer running,
+// gives ErrAlreadyDone with the shard's last attempt: its job was delivered again after it had
+// ended, which only River UI's Retry does. A shard that does not exist gives ErrNotFound.
+func ShardStart(ctx context.Context, db postgres.DBTX, batchID int64, shard int, riverJobID int64, lease time.Duration) (ShardStarted, error) {
 	attempt, err := queries.BatchShardStart(ctx, db, dbsqlc.BatchShardStartParams{
-		BatchID: batchID, Shard: int32(shard), RiverJobID: new(riverJobID),
+		BatchID: batchID, Shard: int32(shard), RiverJobID: new(riverJobID), LeaseSecs: lease.Seconds(),
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return shardEnded(ctx, db, batchID, shard)
+		return shardEnded(ctx, db, batchID, shard, riverJobID)
 	}
 	if err != nil {
 		return ShardStarted{}, fmt.Errorf("start shard %d of batch %d: %w", shard, batchID, err)
 	}
-	return ShardStarted{BatchID: batchID, Shard: shard, Attempt: int(attempt)}, nil
+	return ShardStarted{BatchID: batchID, Shard: shard, Attempt: int(attempt), JobID: riverJobID}, nil
 }
 
-// shardEnded is ErrAlreadyDone for a shard ShardStart may not start, saying what became of it.
-func shardEnded(ctx context.Context, db postgres.DBTX, batchID int64, shard int) (ShardStarted, error) {
+// shardEnded is ErrTakenOver or ErrAlreadyDone for a shard job riverJobID may not start, saying
+// what became of it.
+func shardEnded(ctx context.Context, db postgres.DBTX, batchID int64, shard int, riverJobID int64) (ShardStarted, error) {
 	row, err := queries.BatchShardGet(ctx, db, dbsqlc.BatchShardGetParams{BatchID: batchID, Shard: int32(shard)})
 	if err != nil {
 		return ShardStarted{}, fmt.Errorf("shard %d of batch %d: %w", shard, batchID, mapErr(err))
 	}
 	s := ShardStarted{BatchID: batchID, Shard: shard, Attempt: int(row.Attempt)}
+	if row.RiverJobID != nil && *row.RiverJobID != riverJobID {
+		s.JobID = *row.RiverJobID
+		return s, fmt.Errorf("shard %d of batch %d was handed to run_batch_shard job %d when job %d's lease ran out (the shard is %s): %w",
+			shard, batchID, s.JobID, riverJobID, row.State, ErrTakenOver)
+	}
+	s.JobID = riverJobID
 	return s, fmt.Errorf("shard %d of batch %d is %s (the batch is %s): %w", shard, batchID, row.State, row.BatchState, ErrAlreadyDone)
 }
 
@@ -79,14 +88,14 @@ func ShardReady(ctx context.Context, db postgres.DBTX, s ShardStarted, readyAt t
 	got := time.Now()
 	skew := dbNow.Sub(sent.Add(got.Sub(sent) / 2))
 	n, err := queries.BatchShardSetReady(ctx, db, dbsqlc.BatchShardSetReadyParams{
-		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt),
+		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), RiverJobID: new(s.JobID),
 		ReadyAt: new(readyAt), ClockSkewUs: new(skew.Microseconds()),
 	})
 	if err != nil {
 		return 0, fmt.Errorf("mark shard %d of batch %d ready: %w", s.Shard, s.BatchID, err)
 	}
 	if n == 0 {
-		return 0, fmt.Errorf("mark shard %d of batch %d attempt %d ready: %w", s.Shard, s.BatchID, s.Attempt, ErrConflict)
+		return 0, fmt.Errorf("mark shard %d of batch %d attempt %d ready: %w", s.Shard, s.BatchID, s.Attempt, ErrLeaseLost)
 	}
 	return skew, nil
 }
@@ -112,12 +121,13 @@ func SendAtFix(ctx context.Context, db postgres.DBTX, batchID int64, margin time
 	return n == 1, nil
 }
 
-// ShardFinish writes a shard's results in tx, guarded so that only the running attempt can: a
-// second finish is ErrConflict and writes nothing.
+// ShardFinish writes a shard's results in tx, guarded so that only the running attempt, while its
+// job holds the shard's lease, can: a second finish, or one after a takeover, is ErrLeaseLost (an
+// ErrConflict) and writes nothing.
 func ShardFinish(ctx context.Context, tx pgx.Tx, s ShardStarted, res *batch.Result) error {
 	stages, _ := json.Marshal(res.Stages)
 	n, err := queries.BatchShardFinish(ctx, tx, dbsqlc.BatchShardFinishParams{
-		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), Stages: stages,
+		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), RiverJobID: new(s.JobID), Stages: stages,
 		ReleasedAt: ts(res.HotRelease), SendSpreadUs: new(res.SendSpread.Microseconds()),
 		Pregenerated: int32(res.Pregenerated), PregeneratedUsed: int32(res.PregeneratedUsed), ExtraGenerated: int32(res.ExtraGenerated),
 	})
@@ -125,7 +135,7 @@ func ShardFinish(ctx context.Context, tx pgx.Tx, s ShardStarted, res *batch.Resu
 		return fmt.Errorf("finish shard %d of batch %d: %w", s.Shard, s.BatchID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("finish shard %d of batch %d attempt %d: %w", s.Shard, s.BatchID, s.Attempt, ErrConflict)
+		return fmt.Errorf("finish shard %d of batch %d attempt %d: %w", s.Shard, s.BatchID, s.Attempt, ErrLeaseLost)
 	}
 	return writeResults(ctx, tx, s.BatchID, s.Attempt, &s.Shard, res)
 }
@@ -135,16 +145,21 @@ func ShardEventsWrite(ctx context.Context, tx pgx.Tx, s ShardStarted, events []s
 	return eventsWrite(ctx, tx, s.BatchID, s.Attempt, &s.Shard, events)
 }
 
-// ShardFail marks a shard's attempt failed, for good, with its stage timings and events.
+// ShardFail marks a shard's attempt failed, for good, with its stage timings and events; after a
+// takeover it writes nothing and gives ErrLeaseLost.
 func ShardFail(ctx context.Context, tx pgx.Tx, s ShardStarted, cause error, res *batch.Result) error {
 	stages := []byte("[]")
 	if res != nil {
 		stages, _ = json.Marshal(res.Stages)
 	}
-	if err := queries.BatchShardFail(ctx, tx, dbsqlc.BatchShardFailParams{
-		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), Error: new(cause.Error()), Stages: stages,
-	}); err != nil {
+	n, err := queries.BatchShardFail(ctx, tx, dbsqlc.BatchShardFailParams{
+		BatchID: s.BatchID, Shard: int32(s.Shard), Attempt: int32(s.Attempt), RiverJobID: new(s.JobID), Error: new(cause.Error()), Stages: stages,
+	})
+	if err != nil {
 		return fmt.Errorf("fail shard %d of batch %d: %w", s.Shard, s.BatchID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("fail shard %d of batch %d attempt %d: %w", s.Shard, s.BatchID, s.Attempt, ErrLeaseLost)
 	}
 	if res == nil {
 		return nil

@@ -7,5 +7,6 @@ ALTER TABLE miners SET SCHEMA miner_sync;
 
 CREATE TABLE river_job (
     id    bigint PRIMARY KEY,
-    state text   NOT NULL
+    state text   NOT NULL,
+    args  jsonb  NOT NULL
 );

@@ -5,6 +5,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,6 +27,16 @@ var ErrConflict = errors.New("conflict")
 // (or handed to its shards), and by ShardStart for a shard that has ended: the job was delivered
 // again after its outcome committed with its end, which only River UI's Retry does.
 var ErrAlreadyDone = errors.New("already ended")
+
+// ErrLeaseLost is returned for a write of an attempt that no longer holds its batch's (or
+// shard's) lease: the lease ran out and a takeover handed the batch to another River job, or the
+// attempt ended already. The attempt may write nothing more.
+var ErrLeaseLost = fmt.Errorf("lease lost: %w", ErrConflict)
+
+// ErrTakenOver is returned by BatchStart, BatchTakeOverStart and ShardStart for a job whose batch
+// or shard a takeover handed to another job: the job was the dead attempt's, delivered again by
+// River's rescuer, and has nothing left to do.
+var ErrTakenOver = errors.New("taken over by another job")
 
 // mapErr turns driver errors into the store's.
 func mapErr(err error) error {

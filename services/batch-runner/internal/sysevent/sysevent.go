@@ -73,11 +73,13 @@ const (
 	// JobCancelled: River UI's Cancel stopped the running job, and its batch or shard failed with
 	// it. JobRetried: River UI's Retry ran a failed batch again. RetryRefused: River UI's Retry
 	// delivered a job whose batch or shard had already ended; nothing ran and the job ended
-	// cancelled.
+	// cancelled. LeaseExpired: the attempt's lease ran out unrenewed (its process died, or lost
+	// the database for a whole lease) and a replica handed the batch or shard to a new River job.
 	JobDiscarded Subtype = "JOB_DISCARDED"
 	JobCancelled Subtype = "JOB_CANCELLED"
 	JobRetried   Subtype = "JOB_RETRIED"
 	RetryRefused Subtype = "RETRY_REFUSED"
+	LeaseExpired Subtype = "LEASE_EXPIRED"
 )
 
 // Event is one system event. Data is a JSON object with the ids involved.

@@ -30,14 +30,14 @@ func TestAgree(t *testing.T) {
 		var b store.Started
 		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 			var err error
-			if b, err = store.BatchStart(ctx, tx, 1, "api", time.Hour); err != nil {
+			if b, err = store.BatchStart(ctx, tx, 1, "api", time.Hour, time.Minute); err != nil {
 				return err
 			}
 			return store.ShardsCreate(ctx, tx, b, []int{1, 1}, []int64{10, 11})
 		}))
 		bundle := &testBundle{pool: pool}
 		for i := range 2 {
-			s, err := store.ShardStart(ctx, pool, b.ID, i, int64(10+i))
+			s, err := store.ShardStart(ctx, pool, b.ID, i, int64(10+i), time.Minute)
 			require.NoError(t, err)
 			bundle.shards = append(bundle.shards, &shardAgreement{Agreement: a, pool: pool, shard: s, events: sysevent.New(nil)})
 		}

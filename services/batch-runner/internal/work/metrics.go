@@ -26,6 +26,8 @@ type Metrics struct {
 	send    prometheus.Gauge
 	arrival prometheus.Gauge
 	cycle   prometheus.Gauge
+	// takeovers counts the batches and shards this process's sweeper took over.
+	takeovers *prometheus.CounterVec
 }
 
 // NewMetrics registers batch-runner's metrics on reg. cycle is the periodic batch's interval,
@@ -56,12 +58,18 @@ func NewMetrics(reg prometheus.Registerer, cycle time.Duration) *Metrics {
 			Name: "drover_batch_runner_cycle_seconds",
 			Help: "The configured interval between periodic batches.",
 		}),
+		takeovers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_batch_runner_lease_takeovers_total",
+			Help: "Batches (of=batch) and shards (of=shard) whose lease ran out, handed by this process's sweeper to a new job: a process died, or lost the database, while running them.",
+		}, []string{"of"}),
 	}
+	m.takeovers.WithLabelValues("batch")
+	m.takeovers.WithLabelValues("shard")
 	for _, o := range []store.BatchState{store.BatchDone, store.BatchFailed} {
 		m.batches.WithLabelValues(string(o))
 	}
 	m.cycle.Set(cycle.Seconds())
-	reg.MustRegister(m.batches, m.stages, m.jobs, m.send, m.arrival, m.cycle)
+	reg.MustRegister(m.batches, m.stages, m.jobs, m.send, m.arrival, m.cycle, m.takeovers)
 	return m
 }
 
@@ -101,6 +109,18 @@ func (m *Metrics) ended(outcome store.BatchState) {
 	if m != nil && outcome != "" {
 		m.batches.WithLabelValues(string(outcome)).Inc()
 	}
+}
+
+// tookOver counts a takeover of a batch, or of a shard.
+func (m *Metrics) tookOver(shard bool) {
+	if m == nil {
+		return
+	}
+	of := "batch"
+	if shard {
+		of = "shard"
+	}
+	m.takeovers.WithLabelValues(of).Inc()
 }
 
 // Gauges are batch-runner's gauges read at scrape time, by primary key, newest first.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,10 +40,11 @@ type RunBatchShardWorker struct {
 	Agreement Agreement
 	Metrics   *Metrics // nil counts nothing
 
-	// Headroom, JobTimeout and PeakEvery are as on RunBatchWorker.
+	// Headroom, JobTimeout, PeakEvery and Lease are as on RunBatchWorker.
 	Headroom   float64
 	JobTimeout time.Duration
 	PeakEvery  int64
+	Lease      time.Duration
 }
 
 // Timeout implements river.Worker: a shard lasts as long as a batch.
@@ -63,8 +65,17 @@ func (w *RunBatchShardWorker) NextRetry(*river.Job[queue.RunBatchShardArgs]) tim
 // Work implements river.Worker. A shard that fails is finished for good (its events kept): its
 // batch's send instant is gone, so a retry could only send out of step with the others.
 func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) error {
-	shard, plan, err := w.prepare(ctx, job)
+	attempt, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	shard, plan, err := w.prepare(attempt, job, lost)
+	defer plan.StopLease()
+	what := fmt.Sprintf("shard %d of batch %d attempt %d", shard.Shard, shard.BatchID, shard.Attempt)
 	switch {
+	case errors.Is(err, store.ErrTakenOver):
+		return takenOverEnd(ctx, w.Pool, w.Logger, job, shard.BatchID, shard.JobID, err)
+	case err != nil && shard.Attempt > 0 && leaseLost(attempt, err):
+		plan.StopLease()
+		return lostLeaseEnd(w.Logger, job.JobRow, what, err)
 	case errors.Is(err, store.ErrAlreadyDone):
 		return w.refuseRetry(ctx, job, shard, err)
 	case errors.Is(err, store.ErrNotFound):
@@ -75,14 +86,19 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, "stopped before the shard started; job cancelled", "error", err)
 		return err
 	case err != nil:
+		plan.StopLease()
 		return err
 	}
-	res, err := runPhase2(ctx, w.Batch, plan)
+	res, err := runPhase2(attempt, w.Batch, plan.Plan)
+	plan.StopLease()
 	res.Events = append(res.Events, plan.Events.Drain()...)
 	w.Metrics.ran(w.Logger, shard.BatchID, res)
 	var ended store.BatchState
-	if err == nil {
+	if err == nil && !leaseLost(attempt, nil) {
 		ended, err = w.finish(ctx, job, shard, res)
+	}
+	if leaseLost(attempt, err) {
+		return lostLeaseEnd(w.Logger, job.JobRow, what, err)
 	}
 	if err != nil {
 		return w.failed(ctx, job, shard, err, res)
@@ -126,30 +142,37 @@ func (w *RunBatchShardWorker) refuseRetry(ctx context.Context, job *river.Job[qu
 	return nil
 }
 
-// prepare is the shard's phase 1: it takes the shard over and plans its phase 2.
-func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchShardArgs]) (store.ShardStarted, batch.Plan, error) {
-	shard, err := store.ShardStart(ctx, w.Pool, job.Args.BatchID, job.Args.Shard, job.ID)
+// prepare is the shard's phase 1: it takes the shard over and plans its phase 2. Once the shard is
+// this attempt's, its lease is kept until StopLease; losing it cancels ctx through lost.
+func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], lost context.CancelCauseFunc) (store.ShardStarted, leasedPlan, error) {
+	plan := leasedPlan{StopLease: func() {}}
+	leased := time.Now()
+	shard, err := store.ShardStart(ctx, w.Pool, job.Args.BatchID, job.Args.Shard, job.ID, w.Lease)
 	if err != nil {
-		return shard, batch.Plan{}, err
+		return shard, plan, err
 	}
+	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, func(ctx context.Context) error {
+		return store.ShardLeaseRenew(ctx, w.Pool, shard, w.Lease)
+	}, lost, w.Logger.With("batch_id", shard.BatchID, "shard", shard.Shard, "attempt", shard.Attempt, "job_id", job.ID)))
 	miners := make([]batch.Miner, len(job.Args.Miners))
 	for i, m := range job.Args.Miners {
 		miners[i] = batch.Miner{Hotkey: m.Hotkey, IP: m.IP, Port: m.Port}
 	}
 	_, validators, err := store.MinerList(ctx, w.Pool)
 	if err != nil {
-		return shard, batch.Plan{}, err
+		return shard, plan, err
 	}
 	pool, err := w.pregenerate(ctx, miners)
 	if err != nil {
-		return shard, batch.Plan{}, err
+		return shard, plan, err
 	}
 	events := sysevent.New(nil)
 	agreement := &shardAgreement{Agreement: w.Agreement, pool: w.Pool, shard: shard, events: events}
-	return shard, batch.Plan{
+	plan.Plan = batch.Plan{
 		BatchID: shard.BatchID, Miners: miners, Validators: validators, Jobs: pool, Events: events,
 		AgreeOffer: agreement.agreeOffer, Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
-	}, nil
+	}
+	return shard, plan, nil
 }
 
 // pregenerate makes the shard's share of the jobs in advance: the previous batch's counts for

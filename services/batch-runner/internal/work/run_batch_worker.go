@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,24 +53,35 @@ type RunBatchWorker struct {
 	// ShardMiners, when positive, splits a batch of more miners than this into shards of at most
 	// this many, each a run_batch_shard job (see coordinate); 0 runs every batch here.
 	ShardMiners int
+	// Lease is how long a batch stays this attempt's without a renewal (see keepLease); a
+	// Sweeper hands a batch whose lease ran out to a new run_batch job.
+	Lease time.Duration
 }
 
-// Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone). River's
-// rescuer takes back the job of a process that died within JobTimeout and its 30 s cadence, as
-// long as the client's RescueStuckJobsAfter is at most JobTimeout.
+// Timeout implements river.Worker: a batch lasts minutes (the 4-minute spin-up alone). A batch
+// whose process died is taken over once its lease runs out (Sweeper), long before River's rescuer
+// takes its job back after JobTimeout; that job then finds its batch taken over and runs nothing.
 func (w *RunBatchWorker) Timeout(*river.Job[queue.RunBatchArgs]) time.Duration { return w.JobTimeout }
 
 // Work implements river.Worker.
 func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatchArgs]) error {
 	begun := time.Now()
-	if w.ShardMiners > 0 {
+	if w.ShardMiners > 0 && job.Args.TakeOver == nil {
 		if sharded, err := w.coordinate(ctx, job); sharded {
 			return err
 		}
 	}
-	started, plan, err := w.prepare(ctx, job)
+	attempt, lost := context.WithCancelCause(ctx)
+	defer lost(nil)
+	started, plan, err := w.prepare(attempt, job, lost)
+	defer plan.StopLease()
 	defer w.Progress.Done(plan.Progress)
 	switch {
+	case errors.Is(err, store.ErrTakenOver):
+		return takenOverEnd(ctx, w.Pool, w.Logger, job, started.ID, started.JobID, err)
+	case err != nil && started.ID != 0 && leaseLost(attempt, err):
+		plan.StopLease()
+		return lostLeaseEnd(w.Logger, job.JobRow, fmt.Sprintf("batch %d attempt %d", started.ID, started.Attempt), err)
 	case errors.Is(err, store.ErrAlreadyDone):
 		return w.refuseRetry(ctx, job, started, err)
 	case errors.Is(err, store.ErrConflict):
@@ -77,14 +89,19 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 	case err != nil && started.ID == 0:
 		return w.stopped(ctx, job, err)
 	case err != nil:
+		plan.StopLease()
 		return w.failed(ctx, job, started, err, nil)
 	}
-	res, err := runPhase2(ctx, w.Batch, plan)
+	res, err := runPhase2(attempt, w.Batch, plan.Plan)
+	plan.StopLease()
 	plan.Progress.SetPhase(batch.PhaseWrite)
 	res.Events = append(res.Events, plan.Events.Drain()...)
 	w.Metrics.ran(w.Logger, started.ID, res)
-	if err == nil {
+	if err == nil && !leaseLost(attempt, nil) {
 		err = w.finish(ctx, job, started, res)
+	}
+	if leaseLost(attempt, err) {
+		return lostLeaseEnd(w.Logger, job.JobRow, fmt.Sprintf("batch %d attempt %d", started.ID, started.Attempt), err)
 	}
 	if err != nil {
 		return w.failed(ctx, job, started, err, res)
@@ -127,22 +144,35 @@ func runPhase2(ctx context.Context, cfg batch.Config, plan batch.Plan) (res *bat
 	return batch.Run(ctx, cfg, plan)
 }
 
-// prepare is phase 1.
-func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchArgs]) (store.Started, batch.Plan, error) {
+// leasedPlan is a batch's plan with the renewal of its lease, which StopLease ends (and waits
+// for); it is safe to call more than once.
+type leasedPlan struct {
+	batch.Plan
+	StopLease func()
+}
+
+// prepare is phase 1. Once the batch row is this attempt's, its lease is kept (keepLease) until
+// StopLease; losing it cancels ctx through lost.
+func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBatchArgs], lost context.CancelCauseFunc) (store.Started, leasedPlan, error) {
 	var started store.Started
+	plan := leasedPlan{StopLease: func() {}}
+	leased := time.Now()
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
 		var err error
 		started, err = w.start(ctx, tx, job)
 		return err
 	})
-	if err != nil && !errors.Is(err, store.ErrAlreadyDone) {
+	if err != nil && !errors.Is(err, store.ErrAlreadyDone) && !errors.Is(err, store.ErrTakenOver) {
 		started = store.Started{} // rolled back: no batch row of this attempt
 	}
 	if err != nil {
-		return started, batch.Plan{}, err
+		return started, plan, err
 	}
+	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, func(ctx context.Context) error {
+		return store.BatchLeaseRenew(ctx, w.Pool, started, w.Lease)
+	}, lost, w.Logger.With("batch_id", started.ID, "attempt", started.Attempt, "job_id", job.ID)))
 	w.noteRetried(ctx, job, started)
-	plan := batch.Plan{
+	plan.Plan = batch.Plan{
 		BatchID: started.ID, Events: sysevent.New(nil),
 		Progress: w.Progress.Start(started.ID, job.ID, started.Attempt),
 	}
@@ -169,7 +199,13 @@ func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBa
 // job's output, so River UI shows which batch a running run_batch job runs. When River UI's Retry
 // brought back a job whose batch failed for good, an event on the batch says that it runs again.
 func (w *RunBatchWorker) start(ctx context.Context, tx pgx.Tx, job *river.Job[queue.RunBatchArgs]) (store.Started, error) {
-	started, err := store.BatchStart(ctx, tx, job.ID, job.Args.Reason, w.JobTimeout)
+	var started store.Started
+	var err error
+	if job.Args.TakeOver != nil {
+		started, err = store.BatchTakeOverStart(ctx, tx, job.Args.TakeOver.BatchID, job.ID, w.Lease)
+	} else {
+		started, err = store.BatchStart(ctx, tx, job.ID, job.Args.Reason, w.JobTimeout, w.Lease)
+	}
 	if err != nil {
 		return started, err
 	}

@@ -32,6 +32,9 @@ type Batch struct {
 	SendAt           *time.Time
 	OfferAt          *time.Time
 	MaxSpinUs        *int64
+	LeaseJobID       int64
+	LeaseUntil       *time.Time
+	Takeovers        int32
 }
 
 type BatchEvent struct {
@@ -105,6 +108,8 @@ type BatchShard struct {
 	FinishedAt       *time.Time
 	OfferReadyAt     *time.Time
 	MaxSpinUs        *int64
+	LeaseUntil       *time.Time
+	Takeovers        int32
 }
 
 type MinerSyncMiner struct {
@@ -125,6 +130,7 @@ type MinerSyncMiner struct {
 type RiverJob struct {
 	ID    int64
 	State string
+	Args  []byte
 }
 
 type SyncEvent struct {

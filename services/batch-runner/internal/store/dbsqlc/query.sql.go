@@ -55,26 +55,32 @@ func (q *Queries) BatchEventList(ctx context.Context, db DBTX, batchID int64) ([
 	return items, nil
 }
 
-const batchFail = `-- name: BatchFail :exec
+const batchFail = `-- name: BatchFail :execrows
 UPDATE batches SET state = 'failed', error = $1, stages = $2, finished_at = clock_timestamp()
-WHERE id = $3 AND attempt = $4 AND state = 'running'
+WHERE id = $3 AND attempt = $4 AND lease_job_id = $5 AND state = 'running'
 `
 
 type BatchFailParams struct {
-	Error   *string
-	Stages  []byte
-	ID      int64
-	Attempt int32
+	Error      *string
+	Stages     []byte
+	ID         int64
+	Attempt    int32
+	LeaseJobID int64
 }
 
-func (q *Queries) BatchFail(ctx context.Context, db DBTX, arg BatchFailParams) error {
-	_, err := db.Exec(ctx, batchFail,
+// BatchFail marks the batch of the running attempt failed; no row for any other attempt.
+func (q *Queries) BatchFail(ctx context.Context, db DBTX, arg BatchFailParams) (int64, error) {
+	result, err := db.Exec(ctx, batchFail,
 		arg.Error,
 		arg.Stages,
 		arg.ID,
 		arg.Attempt,
+		arg.LeaseJobID,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const batchFailAbandoned = `-- name: BatchFailAbandoned :exec
@@ -122,7 +128,7 @@ UPDATE batches
 SET state = 'done', finished_at = clock_timestamp(), stages = $1,
     pregenerated_used = $2, extra_generated = $3,
     hot_release_at = $4, send_spread_us = $5
-WHERE id = $6 AND attempt = $7 AND state = 'running'
+WHERE id = $6 AND attempt = $7 AND lease_job_id = $8 AND state = 'running'
 `
 
 type BatchFinishParams struct {
@@ -133,9 +139,11 @@ type BatchFinishParams struct {
 	SendSpreadUs     *int64
 	ID               int64
 	Attempt          int32
+	LeaseJobID       int64
 }
 
-// BatchFinish marks the batch of the running attempt done; no row for any other attempt.
+// BatchFinish marks the batch of the running attempt done; no row for any other attempt, or once
+// a takeover handed the batch to another job.
 func (q *Queries) BatchFinish(ctx context.Context, db DBTX, arg BatchFinishParams) (int64, error) {
 	result, err := db.Exec(ctx, batchFinish,
 		arg.Stages,
@@ -145,6 +153,7 @@ func (q *Queries) BatchFinish(ctx context.Context, db DBTX, arg BatchFinishParam
 		arg.SendSpreadUs,
 		arg.ID,
 		arg.Attempt,
+		arg.LeaseJobID,
 	)
 	if err != nil {
 		return 0, err
@@ -178,7 +187,7 @@ func (q *Queries) BatchFinishShards(ctx context.Context, db DBTX, arg BatchFinis
 }
 
 const batchGet = `-- name: BatchGet :one
-SELECT b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs, b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us, b.created_at, b.started_at, b.finished_at, b.shards, b.send_at, b.offer_at, b.max_spin_us,
+SELECT b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs, b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us, b.created_at, b.started_at, b.finished_at, b.shards, b.send_at, b.offer_at, b.max_spin_us, b.lease_job_id, b.lease_until, b.takeovers,
        (SELECT coalesce(jsonb_object_agg(c.outcome, c.n), '{}')
         FROM (SELECT j.outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY j.outcome) c)::jsonb AS counts
 FROM batches b
@@ -215,6 +224,9 @@ func (q *Queries) BatchGet(ctx context.Context, db DBTX, id int64) (BatchGetRow,
 		&i.Batch.SendAt,
 		&i.Batch.OfferAt,
 		&i.Batch.MaxSpinUs,
+		&i.Batch.LeaseJobID,
+		&i.Batch.LeaseUntil,
+		&i.Batch.Takeovers,
 		&i.Counts,
 	)
 	return i, err
@@ -348,8 +360,109 @@ func (q *Queries) BatchLatestFailedGet(ctx context.Context, db DBTX, arg BatchLa
 	return column_1, err
 }
 
+const batchLeaseExpiredList = `-- name: BatchLeaseExpiredList :many
+SELECT id, attempt, lease_job_id, lease_until::timestamptz AS lease_until, takeovers
+FROM batches
+WHERE state = 'running' AND shards = 0 AND lease_until < clock_timestamp()
+ORDER BY id
+`
+
+type BatchLeaseExpiredListRow struct {
+	ID         int64
+	Attempt    int32
+	LeaseJobID int64
+	LeaseUntil time.Time
+	Takeovers  int32
+}
+
+// BatchLeaseExpiredList returns the running batches, worked in one process, whose lease ran out.
+func (q *Queries) BatchLeaseExpiredList(ctx context.Context, db DBTX) ([]BatchLeaseExpiredListRow, error) {
+	rows, err := db.Query(ctx, batchLeaseExpiredList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BatchLeaseExpiredListRow
+	for rows.Next() {
+		var i BatchLeaseExpiredListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Attempt,
+			&i.LeaseJobID,
+			&i.LeaseUntil,
+			&i.Takeovers,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const batchLeaseRenew = `-- name: BatchLeaseRenew :execrows
+UPDATE batches SET lease_until = clock_timestamp() + make_interval(secs => $1::float8)
+WHERE id = $2 AND attempt = $3 AND lease_job_id = $4 AND state = 'running'
+`
+
+type BatchLeaseRenewParams struct {
+	LeaseSecs  float64
+	ID         int64
+	Attempt    int32
+	LeaseJobID int64
+}
+
+// BatchLeaseRenew extends the lease of a running attempt; no row once the attempt lost it.
+func (q *Queries) BatchLeaseRenew(ctx context.Context, db DBTX, arg BatchLeaseRenewParams) (int64, error) {
+	result, err := db.Exec(ctx, batchLeaseRenew,
+		arg.LeaseSecs,
+		arg.ID,
+		arg.Attempt,
+		arg.LeaseJobID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const batchLeaseTakeOver = `-- name: BatchLeaseTakeOver :execrows
+UPDATE batches
+SET lease_until = clock_timestamp() + make_interval(secs => $1::float8), takeovers = takeovers + 1,
+    lease_job_id = $2
+WHERE id = $3 AND attempt = $4 AND lease_job_id = $5 AND state = 'running'
+  AND lease_until < clock_timestamp()
+`
+
+type BatchLeaseTakeOverParams struct {
+	LeaseSecs     float64
+	NewLeaseJobID int64
+	ID            int64
+	Attempt       int32
+	LeaseJobID    int64
+}
+
+// BatchLeaseTakeOver hands a batch whose lease ran out to the run_batch job new_lease_job_id,
+// inserted first in the same transaction, with a fresh lease: guarded by the lease being the same
+// and still expired, so that of replicas sweeping at once only one takes the batch over.
+func (q *Queries) BatchLeaseTakeOver(ctx context.Context, db DBTX, arg BatchLeaseTakeOverParams) (int64, error) {
+	result, err := db.Exec(ctx, batchLeaseTakeOver,
+		arg.LeaseSecs,
+		arg.NewLeaseJobID,
+		arg.ID,
+		arg.Attempt,
+		arg.LeaseJobID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const batchList = `-- name: BatchList :many
-SELECT b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs, b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us, b.created_at, b.started_at, b.finished_at, b.shards, b.send_at, b.offer_at, b.max_spin_us,
+SELECT b.id, b.river_job_id, b.attempt, b.state, b.reason, b.error, b.miners, b.previous_jobs, b.pregenerated, b.pregenerated_used, b.extra_generated, b.stages, b.hot_release_at, b.send_spread_us, b.created_at, b.started_at, b.finished_at, b.shards, b.send_at, b.offer_at, b.max_spin_us, b.lease_job_id, b.lease_until, b.takeovers,
        (SELECT coalesce(jsonb_object_agg(c.outcome, c.n), '{}')
         FROM (SELECT j.outcome, count(*) AS n FROM batch_jobs j WHERE j.batch_id = b.id GROUP BY j.outcome) c)::jsonb AS counts
 FROM batches b
@@ -403,6 +516,9 @@ func (q *Queries) BatchList(ctx context.Context, db DBTX, arg BatchListParams) (
 			&i.Batch.SendAt,
 			&i.Batch.OfferAt,
 			&i.Batch.MaxSpinUs,
+			&i.Batch.LeaseJobID,
+			&i.Batch.LeaseUntil,
+			&i.Batch.Takeovers,
 			&i.Counts,
 		); err != nil {
 			return nil, err
@@ -429,14 +545,15 @@ func (q *Queries) BatchLock(ctx context.Context, db DBTX, id int64) (string, err
 }
 
 const batchOfJobGet = `-- name: BatchOfJobGet :one
-SELECT id, attempt, state, shards FROM batches WHERE river_job_id = $1
+SELECT id, attempt, state, shards, lease_job_id FROM batches WHERE river_job_id = $1
 `
 
 type BatchOfJobGetRow struct {
-	ID      int64
-	Attempt int32
-	State   string
-	Shards  int32
+	ID         int64
+	Attempt    int32
+	State      string
+	Shards     int32
+	LeaseJobID int64
 }
 
 // BatchOfJobGet returns the batch of a run_batch job.
@@ -448,6 +565,7 @@ func (q *Queries) BatchOfJobGet(ctx context.Context, db DBTX, riverJobID int64) 
 		&i.Attempt,
 		&i.State,
 		&i.Shards,
+		&i.LeaseJobID,
 	)
 	return i, err
 }
@@ -494,6 +612,32 @@ func (q *Queries) BatchOfferGet(ctx context.Context, db DBTX, id int64) (BatchOf
 	row := db.QueryRow(ctx, batchOfferGet, id)
 	var i BatchOfferGetRow
 	err := row.Scan(&i.OfferAt, &i.MaxSpinUs, &i.Waiting)
+	return i, err
+}
+
+const batchOwnerGet = `-- name: BatchOwnerGet :one
+SELECT id, attempt, state, shards, lease_job_id FROM batches WHERE id = $1
+`
+
+type BatchOwnerGetRow struct {
+	ID         int64
+	Attempt    int32
+	State      string
+	Shards     int32
+	LeaseJobID int64
+}
+
+// BatchOwnerGet returns a batch's attempt, state and the River job holding its lease.
+func (q *Queries) BatchOwnerGet(ctx context.Context, db DBTX, id int64) (BatchOwnerGetRow, error) {
+	row := db.QueryRow(ctx, batchOwnerGet, id)
+	var i BatchOwnerGetRow
+	err := row.Scan(
+		&i.ID,
+		&i.Attempt,
+		&i.State,
+		&i.Shards,
+		&i.LeaseJobID,
+	)
 	return i, err
 }
 
@@ -661,28 +805,33 @@ func (q *Queries) BatchShardCreate(ctx context.Context, db DBTX, arg BatchShardC
 	return err
 }
 
-const batchShardFail = `-- name: BatchShardFail :exec
+const batchShardFail = `-- name: BatchShardFail :execrows
 UPDATE batch_shards SET state = 'failed', error = $1, stages = $2, finished_at = clock_timestamp()
-WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND state = 'running'
+WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND river_job_id = $6 AND state = 'running'
 `
 
 type BatchShardFailParams struct {
-	Error   *string
-	Stages  []byte
-	BatchID int64
-	Shard   int32
-	Attempt int32
+	Error      *string
+	Stages     []byte
+	BatchID    int64
+	Shard      int32
+	Attempt    int32
+	RiverJobID *int64
 }
 
-func (q *Queries) BatchShardFail(ctx context.Context, db DBTX, arg BatchShardFailParams) error {
-	_, err := db.Exec(ctx, batchShardFail,
+func (q *Queries) BatchShardFail(ctx context.Context, db DBTX, arg BatchShardFailParams) (int64, error) {
+	result, err := db.Exec(ctx, batchShardFail,
 		arg.Error,
 		arg.Stages,
 		arg.BatchID,
 		arg.Shard,
 		arg.Attempt,
+		arg.RiverJobID,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const batchShardFinish = `-- name: BatchShardFinish :execrows
@@ -690,7 +839,7 @@ UPDATE batch_shards
 SET state = 'done', finished_at = clock_timestamp(), stages = $1,
     released_at = $2, send_spread_us = $3, pregenerated = $4,
     pregenerated_used = $5, extra_generated = $6
-WHERE batch_id = $7 AND shard = $8 AND attempt = $9 AND state = 'running'
+WHERE batch_id = $7 AND shard = $8 AND attempt = $9 AND river_job_id = $10 AND state = 'running'
 `
 
 type BatchShardFinishParams struct {
@@ -703,6 +852,7 @@ type BatchShardFinishParams struct {
 	BatchID          int64
 	Shard            int32
 	Attempt          int32
+	RiverJobID       *int64
 }
 
 func (q *Queries) BatchShardFinish(ctx context.Context, db DBTX, arg BatchShardFinishParams) (int64, error) {
@@ -716,6 +866,7 @@ func (q *Queries) BatchShardFinish(ctx context.Context, db DBTX, arg BatchShardF
 		arg.BatchID,
 		arg.Shard,
 		arg.Attempt,
+		arg.RiverJobID,
 	)
 	if err != nil {
 		return 0, err
@@ -724,7 +875,7 @@ func (q *Queries) BatchShardFinish(ctx context.Context, db DBTX, arg BatchShardF
 }
 
 const batchShardGet = `-- name: BatchShardGet :one
-SELECT s.state, s.attempt, b.state AS batch_state
+SELECT s.state, s.attempt, s.river_job_id, b.state AS batch_state
 FROM batch_shards s JOIN batches b ON b.id = s.batch_id
 WHERE s.batch_id = $1 AND s.shard = $2
 `
@@ -737,6 +888,7 @@ type BatchShardGetParams struct {
 type BatchShardGetRow struct {
 	State      string
 	Attempt    int32
+	RiverJobID *int64
 	BatchState string
 }
 
@@ -744,8 +896,125 @@ type BatchShardGetRow struct {
 func (q *Queries) BatchShardGet(ctx context.Context, db DBTX, arg BatchShardGetParams) (BatchShardGetRow, error) {
 	row := db.QueryRow(ctx, batchShardGet, arg.BatchID, arg.Shard)
 	var i BatchShardGetRow
-	err := row.Scan(&i.State, &i.Attempt, &i.BatchState)
+	err := row.Scan(
+		&i.State,
+		&i.Attempt,
+		&i.RiverJobID,
+		&i.BatchState,
+	)
 	return i, err
+}
+
+const batchShardLeaseExpiredList = `-- name: BatchShardLeaseExpiredList :many
+SELECT s.batch_id, s.shard, s.attempt, s.river_job_id::bigint AS river_job_id,
+       s.lease_until::timestamptz AS lease_until, s.takeovers, j.args
+FROM batch_shards s
+JOIN batches b ON b.id = s.batch_id
+JOIN river_job j ON j.id = s.river_job_id
+WHERE s.state = 'running' AND b.state = 'running' AND s.lease_until < clock_timestamp()
+ORDER BY s.batch_id, s.shard
+`
+
+type BatchShardLeaseExpiredListRow struct {
+	BatchID    int64
+	Shard      int32
+	Attempt    int32
+	RiverJobID int64
+	LeaseUntil time.Time
+	Takeovers  int32
+	Args       []byte
+}
+
+// BatchShardLeaseExpiredList returns the running shards of running batches whose lease ran out,
+// with the args of the River job that worked them (read only).
+func (q *Queries) BatchShardLeaseExpiredList(ctx context.Context, db DBTX) ([]BatchShardLeaseExpiredListRow, error) {
+	rows, err := db.Query(ctx, batchShardLeaseExpiredList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BatchShardLeaseExpiredListRow
+	for rows.Next() {
+		var i BatchShardLeaseExpiredListRow
+		if err := rows.Scan(
+			&i.BatchID,
+			&i.Shard,
+			&i.Attempt,
+			&i.RiverJobID,
+			&i.LeaseUntil,
+			&i.Takeovers,
+			&i.Args,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const batchShardLeaseRenew = `-- name: BatchShardLeaseRenew :execrows
+UPDATE batch_shards SET lease_until = clock_timestamp() + make_interval(secs => $1::float8)
+WHERE batch_id = $2 AND shard = $3 AND attempt = $4 AND river_job_id = $5 AND state = 'running'
+`
+
+type BatchShardLeaseRenewParams struct {
+	LeaseSecs  float64
+	BatchID    int64
+	Shard      int32
+	Attempt    int32
+	RiverJobID *int64
+}
+
+// BatchShardLeaseRenew extends the lease of a shard's running attempt; no row once it lost it.
+func (q *Queries) BatchShardLeaseRenew(ctx context.Context, db DBTX, arg BatchShardLeaseRenewParams) (int64, error) {
+	result, err := db.Exec(ctx, batchShardLeaseRenew,
+		arg.LeaseSecs,
+		arg.BatchID,
+		arg.Shard,
+		arg.Attempt,
+		arg.RiverJobID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const batchShardLeaseTakeOver = `-- name: BatchShardLeaseTakeOver :execrows
+UPDATE batch_shards
+SET lease_until = clock_timestamp() + make_interval(secs => $1::float8), takeovers = takeovers + 1,
+    river_job_id = $2
+WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND river_job_id = $6
+  AND state = 'running' AND lease_until < clock_timestamp()
+`
+
+type BatchShardLeaseTakeOverParams struct {
+	LeaseSecs     float64
+	NewRiverJobID *int64
+	BatchID       int64
+	Shard         int32
+	Attempt       int32
+	RiverJobID    *int64
+}
+
+// BatchShardLeaseTakeOver hands a shard whose lease ran out to the run_batch_shard job
+// new_river_job_id, as BatchLeaseTakeOver does a batch.
+func (q *Queries) BatchShardLeaseTakeOver(ctx context.Context, db DBTX, arg BatchShardLeaseTakeOverParams) (int64, error) {
+	result, err := db.Exec(ctx, batchShardLeaseTakeOver,
+		arg.LeaseSecs,
+		arg.NewRiverJobID,
+		arg.BatchID,
+		arg.Shard,
+		arg.Attempt,
+		arg.RiverJobID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const batchShardList = `-- name: BatchShardList :many
@@ -817,7 +1086,7 @@ func (q *Queries) BatchShardList(ctx context.Context, db DBTX, batchID int64) ([
 
 const batchShardSetOfferReady = `-- name: BatchShardSetOfferReady :execrows
 UPDATE batch_shards SET offer_ready_at = $1, max_spin_us = $2
-WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND state = 'running'
+WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND river_job_id = $6 AND state = 'running'
 `
 
 type BatchShardSetOfferReadyParams struct {
@@ -826,6 +1095,7 @@ type BatchShardSetOfferReadyParams struct {
 	BatchID      int64
 	Shard        int32
 	Attempt      int32
+	RiverJobID   *int64
 }
 
 func (q *Queries) BatchShardSetOfferReady(ctx context.Context, db DBTX, arg BatchShardSetOfferReadyParams) (int64, error) {
@@ -835,6 +1105,7 @@ func (q *Queries) BatchShardSetOfferReady(ctx context.Context, db DBTX, arg Batc
 		arg.BatchID,
 		arg.Shard,
 		arg.Attempt,
+		arg.RiverJobID,
 	)
 	if err != nil {
 		return 0, err
@@ -844,7 +1115,7 @@ func (q *Queries) BatchShardSetOfferReady(ctx context.Context, db DBTX, arg Batc
 
 const batchShardSetReady = `-- name: BatchShardSetReady :execrows
 UPDATE batch_shards SET ready_at = $1, clock_skew_us = $2
-WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND state = 'running'
+WHERE batch_id = $3 AND shard = $4 AND attempt = $5 AND river_job_id = $6 AND state = 'running'
 `
 
 type BatchShardSetReadyParams struct {
@@ -853,6 +1124,7 @@ type BatchShardSetReadyParams struct {
 	BatchID     int64
 	Shard       int32
 	Attempt     int32
+	RiverJobID  *int64
 }
 
 func (q *Queries) BatchShardSetReady(ctx context.Context, db DBTX, arg BatchShardSetReadyParams) (int64, error) {
@@ -862,6 +1134,7 @@ func (q *Queries) BatchShardSetReady(ctx context.Context, db DBTX, arg BatchShar
 		arg.BatchID,
 		arg.Shard,
 		arg.Attempt,
+		arg.RiverJobID,
 	)
 	if err != nil {
 		return 0, err
@@ -895,44 +1168,54 @@ func (q *Queries) BatchShardStageList(ctx context.Context, db DBTX, batchID int6
 
 const batchShardStart = `-- name: BatchShardStart :one
 UPDATE batch_shards s
-SET state = 'running', attempt = s.attempt + 1, river_job_id = $1,
+SET state = 'running', attempt = s.attempt + 1,
     offer_ready_at = NULL, max_spin_us = NULL, ready_at = NULL, clock_skew_us = NULL, error = NULL,
-    started_at = clock_timestamp(), finished_at = NULL
+    started_at = clock_timestamp(), finished_at = NULL,
+    lease_until = clock_timestamp() + make_interval(secs => $1::float8)
 FROM batches b
 WHERE s.batch_id = $2 AND s.shard = $3 AND s.state IN ('pending', 'running')
-  AND b.id = s.batch_id AND b.state = 'running'
+  AND s.river_job_id = $4 AND b.id = s.batch_id AND b.state = 'running'
 RETURNING s.attempt
 `
 
 type BatchShardStartParams struct {
-	RiverJobID *int64
+	LeaseSecs  float64
 	BatchID    int64
 	Shard      int32
+	RiverJobID *int64
 }
 
-// BatchShardStart begins an attempt at a shard not finished yet of a running batch.
+// BatchShardStart begins an attempt, under a lease of lease_secs, at a shard not finished yet of a
+// running batch, by the River job the shard is handed to (the coordinator's, or a takeover's).
 func (q *Queries) BatchShardStart(ctx context.Context, db DBTX, arg BatchShardStartParams) (int32, error) {
-	row := db.QueryRow(ctx, batchShardStart, arg.RiverJobID, arg.BatchID, arg.Shard)
+	row := db.QueryRow(ctx, batchShardStart,
+		arg.LeaseSecs,
+		arg.BatchID,
+		arg.Shard,
+		arg.RiverJobID,
+	)
 	var attempt int32
 	err := row.Scan(&attempt)
 	return attempt, err
 }
 
 const batchStart = `-- name: BatchStart :one
-INSERT INTO batches (river_job_id, reason) VALUES ($1, $2)
+INSERT INTO batches (river_job_id, reason, lease_job_id, lease_until)
+VALUES ($1, $2, $1, clock_timestamp() + make_interval(secs => $3::float8))
 ON CONFLICT (river_job_id) DO UPDATE
    SET attempt = batches.attempt + 1, state = 'running', error = NULL,
-       started_at = clock_timestamp(), finished_at = NULL
- WHERE batches.state <> 'done' AND batches.shards = 0
+       started_at = clock_timestamp(), finished_at = NULL, lease_until = EXCLUDED.lease_until
+ WHERE batches.state <> 'done' AND batches.shards = 0 AND batches.lease_job_id = EXCLUDED.lease_job_id
 RETURNING id, attempt, EXISTS (
     SELECT 1 FROM batch_events e
     WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
-      AND e.type = $3::text AND e.subtype = ANY($4::text[]))::bool AS retried
+      AND e.type = $4::text AND e.subtype = ANY($5::text[]))::bool AS retried
 `
 
 type BatchStartParams struct {
 	RiverJobID    int64
 	Reason        string
+	LeaseSecs     float64
 	EndedType     string
 	EndedSubtypes []string
 }
@@ -943,18 +1226,61 @@ type BatchStartRow struct {
 	Retried bool
 }
 
-// BatchStart creates the batch of a run_batch job, or takes it over again for a retried job
-// whose batch is neither done nor sharded (no row then). retried is true when the attempt taken
-// over had ended the River job for good (one of its events has a subtype of ended_subtypes): only
-// a Retry pressed in River UI delivers such a job again.
+// BatchStart creates the batch of a run_batch job under a lease of lease_secs, or takes it over
+// again for a retried job whose batch is neither done nor sharded nor handed to another job by a
+// takeover (no row then). retried is true when the attempt taken over had ended the River job
+// for good (one of its events has a subtype of ended_subtypes): only a Retry pressed in River UI
+// delivers such a job again.
 func (q *Queries) BatchStart(ctx context.Context, db DBTX, arg BatchStartParams) (BatchStartRow, error) {
 	row := db.QueryRow(ctx, batchStart,
 		arg.RiverJobID,
 		arg.Reason,
+		arg.LeaseSecs,
 		arg.EndedType,
 		arg.EndedSubtypes,
 	)
 	var i BatchStartRow
+	err := row.Scan(&i.ID, &i.Attempt, &i.Retried)
+	return i, err
+}
+
+const batchTakeOverStart = `-- name: BatchTakeOverStart :one
+UPDATE batches
+SET attempt = attempt + 1, state = 'running', error = NULL, started_at = clock_timestamp(), finished_at = NULL,
+    lease_until = clock_timestamp() + make_interval(secs => $1::float8)
+WHERE batches.id = $2 AND batches.lease_job_id = $3 AND batches.state <> 'done' AND batches.shards = 0
+RETURNING batches.id, batches.attempt, EXISTS (
+    SELECT 1 FROM batch_events e
+    WHERE e.batch_id = batches.id AND e.attempt = batches.attempt - 1 AND e.shard IS NULL
+      AND e.type = $4::text AND e.subtype = ANY($5::text[]))::bool AS retried
+`
+
+type BatchTakeOverStartParams struct {
+	LeaseSecs     float64
+	ID            int64
+	LeaseJobID    int64
+	EndedType     string
+	EndedSubtypes []string
+}
+
+type BatchTakeOverStartRow struct {
+	ID      int64
+	Attempt int32
+	Retried bool
+}
+
+// BatchTakeOverStart begins the next attempt at a batch that a takeover handed to the run_batch
+// job lease_job_id, under a lease of lease_secs, or again when River retries that job; no row
+// when the batch is done or was handed to yet another job. retried is as in BatchStart.
+func (q *Queries) BatchTakeOverStart(ctx context.Context, db DBTX, arg BatchTakeOverStartParams) (BatchTakeOverStartRow, error) {
+	row := db.QueryRow(ctx, batchTakeOverStart,
+		arg.LeaseSecs,
+		arg.ID,
+		arg.LeaseJobID,
+		arg.EndedType,
+		arg.EndedSubtypes,
+	)
+	var i BatchTakeOverStartRow
 	err := row.Scan(&i.ID, &i.Attempt, &i.Retried)
 	return i, err
 }
