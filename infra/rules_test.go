@@ -70,9 +70,9 @@ func family(series string) string {
 	return series
 }
 
-// registered matches a metric's name where the code declares it (prometheus.*Opts and the
-// gauges read from Postgres alike: Name: "drover_...").
-var registered = regexp.MustCompile(`\bName:\s+"((?:drover|http)_[a-z0-9_]+)"`)
+// registered matches a metric's name where the code declares it: Name: "drover_..." (the
+// prometheus.*Opts and the gauges read from Postgres) or prometheus.NewDesc("drover_...").
+var registered = regexp.MustCompile(`(?:\bName:\s+|NewDesc\(\s*)"((?:drover|http)_[a-z0-9_]+)"`)
 
 // knownMetrics reads every metric name the repository's Go code (tests aside) declares.
 func knownMetrics(t *testing.T) map[string]bool {
