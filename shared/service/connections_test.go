@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"sync"
 	"testing"
@@ -26,13 +24,7 @@ func TestObservedConnectionsMatchTheBudget(t *testing.T) {
 	dbURL := testdb.New(t)
 	cfg := servicetest.Config(dbURL)
 	cfg.DBMaxConns = 3
-	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		spec := Spec{Service: queue.Scorer, Config: cfg, Settings: &struct{}{}, Listener: ln}
-		return Run(ctx, spec, stdout, func(d *Deps) error {
-			_, err := d.NewClient()
-			return err
-		})
-	})
+	base := startServiceWith(t, queue.Scorer, cfg)
 	budget := int(cfg.ProcessConns(queue.Scorer.EnvPrefix()))
 	require.Equal(t, 3+config.ListenerConns, budget)
 
