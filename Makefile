@@ -31,6 +31,7 @@ run: build ## migrate, start all services, run the demos, serve until Ctrl-C (ON
 .PHONY: test
 test: ## run every module's tests with the race detector against a real Postgres
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
+	@$(MAKE) --no-print-directory rules
 
 .PHONY: bench
 bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh; BENCH=build runs one)
@@ -41,12 +42,24 @@ generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its quer
 	@for d in $(SQLC_DIRS); do echo "sqlc $$d"; (cd $$d && $(abspath $(TOOLS))/sqlc generate) || exit 1; done
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## docs stand alone, no SQL writes River's tables, gofmt, sqlc code current (sqlc diff), golangci-lint module by module
+lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## commit subjects, docs stand alone, alert rules load, no SQL writes River's tables, gofmt, sqlc diff, golangci-lint
+	@scripts/check-commits.sh
 	@scripts/check-docs.sh
+	@$(MAKE) --no-print-directory rules
 	@scripts/check-river-writes.sh
-	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); echo "gofmt: the files above need formatting"; exit 1; }
+	@test -z "$$(gofmt -l $(MODULES) infra)" || { gofmt -l $(MODULES) infra; echo "gofmt: the files above need formatting"; exit 1; }
 	@for d in $(SQLC_DIRS); do (cd $$d && $(abspath $(TOOLS))/sqlc diff) || { echo "sqlc: $$d/dbsqlc is stale, run make generate"; exit 1; }; done
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
+	@echo "lint infra" && cd infra && GOWORK=off $(abspath $(TOOLS))/golangci-lint run ./...
+
+# infra is a module outside go.work: the Prometheus module's dependencies stay out of the services'.
+.PHONY: rules
+rules: ## load the alert rules and the dashboards' queries with Prometheus's own parsers (infra)
+	@cd infra && GOWORK=off go test -count=1 ./...
+
+.PHONY: hooks
+hooks: ## install the git hooks of scripts/githooks (commit-msg refuses a subject over 72 characters)
+	@git config core.hooksPath scripts/githooks && echo "git hooks: core.hooksPath = scripts/githooks"
 
 $(TOOLS)/golangci-lint:
 	@mkdir -p $(TOOLS)
@@ -70,4 +83,4 @@ compose-check: ## validate docker-compose.yml and infra/k8s; run every binary's 
 
 .PHONY: fmt
 fmt: ## format every Go file
-	@gofmt -w $(MODULES)
+	@gofmt -w $(MODULES) infra

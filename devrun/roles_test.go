@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/migrations"
+	"drover.dev/shared/config"
 	"drover.dev/shared/testdb"
 )
 
@@ -52,15 +55,17 @@ func TestEveryServiceRunsAsItsOwnRole(t *testing.T) {
 	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: "roles-test-token", once: true}
 
 	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, opts.databaseURL)
+	require.NoError(t, err)
+	defer admin.Close(ctx)
+	peaks := watchConnections(t, opts.databaseURL)
+
 	p := newPrinter(testLog{t})
 	f, err := startFleet(ctx, opts, p)
 	t.Cleanup(func() { f.stop(p) })
 	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
 	require.NoError(t, runDemos(ctx, opts, f, p), "the demos, every service as its own role (logs in %s)", opts.logs)
-
-	admin, err := pgx.Connect(ctx, opts.databaseURL)
-	require.NoError(t, err)
-	defer admin.Close(ctx)
+	requireWithinBudget(t, peaks())
 	connected := map[string]bool{}
 	rows, err := admin.Query(ctx, "SELECT DISTINCT usename FROM pg_stat_activity WHERE datname = current_database()")
 	require.NoError(t, err)
@@ -103,6 +108,55 @@ func TestEveryServiceRunsAsItsOwnRole(t *testing.T) {
 		if !u.Owner {
 			requireDenied(t, execSQL(ctx, conn, "CREATE TABLE "+home+".intruder (id int)"), u.Role(), "create a table in its home schema")
 		}
+	}
+}
+
+// watchConnections samples pg_stat_activity every 10 ms until the returned function is called,
+// which returns the peak number of connections each application_name had.
+func watchConnections(t *testing.T, databaseURL string) func() map[string]int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), databaseURL)
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	peaks := map[string]int{}
+	done := make(chan error, 1)
+	go func() {
+		defer conn.Close(context.Background())
+		for ctx.Err() == nil {
+			rows, err := conn.Query(ctx, `SELECT application_name, count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND application_name LIKE 'drover-%' GROUP BY 1`)
+			if err != nil {
+				done <- err
+				return
+			}
+			var name string
+			var n int
+			_, err = pgx.ForEachRow(rows, []any{&name, &n}, func() error { peaks[name] = max(peaks[name], n); return nil })
+			if err != nil && ctx.Err() == nil {
+				done <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		done <- nil
+	}()
+	return func() map[string]int {
+		stop()
+		require.NoError(t, <-done)
+		return peaks
+	}
+}
+
+// requireWithinBudget requires every process's peak connections to stay within what the
+// connection budget counts for it: its pool (the default share) and River's listener.
+func requireWithinBudget(t *testing.T, peaks map[string]int) {
+	t.Helper()
+	t.Logf("peak connections by process: %v", peaks)
+	for prefix := range config.DBBudget {
+		name := "drover-" + strings.ReplaceAll(strings.ToLower(prefix), "_", "-")
+		budget := int(config.Common{}.ProcessConns(prefix))
+		require.Contains(t, peaks, name, "%s never connected under its application_name", name)
+		require.LessOrEqual(t, peaks[name], budget, "%s opened more than its pool and River's listener", name)
 	}
 }
 

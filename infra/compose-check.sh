@@ -16,6 +16,10 @@
 #    Kubernetes gives it (devrun/cmd/deploy-check: variables from env.example, ConfigMaps,
 #    Secrets, mounted Secret files), twice: from the files read directly, and from
 #    `docker-compose config`'s output and (with kubectl) `kubectl kustomize`'s rendering.
+# 5. The connection budget fits a default Postgres (97 usable connections): every process opens
+#    its pool and River's listener; compose's stack with a migration, and Kubernetes' rollout of
+#    every Deployment with its maxSurge pods while the six migrate Jobs run (deploy-check prints
+#    the sums).
 #
 # Exits non-zero on any problem. Installs Debian's docker-compose when missing and run as root.
 set -euo pipefail

@@ -96,7 +96,13 @@ func (f Files) Workloads(tmp string) ([]Workload, []string, error) {
 	for _, b := range Missing(k8s) {
 		problems = append(problems, fmt.Sprintf("infra/k8s runs no %s", b))
 	}
-	return append(compose, k8s...), problems, nil
+	ws := append(compose, k8s...)
+	for _, source := range []string{"compose", "kubernetes"} {
+		if p := ConnectionBudget(ws, source).Problem(); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	return ws, problems, nil
 }
 
 // CheckAll resolves every workload and runs each binary's check-config with its environment.

@@ -36,6 +36,8 @@ type Workload struct {
 	Binary   string            // the command the image runs: scorer, migrate, build-worker, …
 	Env      map[string]string // the whole environment the binary gets
 	Problems []string          // what would keep it from starting before the binary runs
+	Replicas int               // processes it runs (replicas; a Job's parallelism)
+	Surge    int               // extra processes during a rolling update (a Deployment's maxSurge)
 }
 
 func (w Workload) String() string { return w.Source + "/" + w.Name }
@@ -90,7 +92,8 @@ func Compose(tree map[string]any, vars map[string]string, projectDir string) ([]
 		if cmd == "" {
 			continue
 		}
-		w := Workload{Source: "compose", Name: name, Binary: path.Base(cmd), Env: map[string]string{}}
+		deploy, _ := svc["deploy"].(map[string]any)
+		w := Workload{Source: "compose", Name: name, Binary: path.Base(cmd), Env: map[string]string{}, Replicas: replicas(deploy["replicas"])}
 		interp := func(s string) string {
 			v, err := Interpolate(s, vars)
 			if err != nil {

@@ -128,8 +128,9 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 	// Compose: what each service's environment must hold.
 	composeEnv := map[string][]string{
 		"migrate": {"DATABASE_URL"}, "miner-sync": {"DATABASE_URL", "API_TOKENS", "MINER_SYNC_METAGRAPH_URL"},
-		"batch-runner": {"DATABASE_URL", "API_TOKENS", "HOST_WALLET_DIR", "BITTENSOR_WALLET_NAME"},
-		"scorer":       {"DATABASE_URL", "API_TOKENS"}, "build-scheduler": {"DATABASE_URL", "API_TOKENS"},
+		"batch-runner":    {"DATABASE_URL", "API_TOKENS", "HOST_WALLET_DIR", "BITTENSOR_WALLET_NAME"},
+		"scorer":          {"DATABASE_URL", "API_TOKENS", "SCORER_SUBTENSOR_URL", "HOST_WALLET_DIR", "BITTENSOR_WALLET_NAME"},
+		"build-scheduler": {"DATABASE_URL", "API_TOKENS"},
 		"populate-worker": {"DATABASE_URL", "API_TOKENS"}, "build-worker": {"DATABASE_URL", "API_TOKENS", "BUILD_WORKER_TARGETS"},
 	}
 	for svc, vars := range composeEnv {
@@ -142,13 +143,15 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 			}})
 		}
 	}
-	// Compose: batch-runner's wallet mount.
-	removals = append(removals, removal{"/wallets", func(f *Files) bool {
-		svc := f.Compose["services"].(map[string]any)["batch-runner"].(map[string]any)
-		_, ok := svc["volumes"]
-		delete(svc, "volumes")
-		return ok
-	}})
+	// Compose: batch-runner's and scorer's wallet mount.
+	for _, name := range []string{"batch-runner", "scorer"} {
+		removals = append(removals, removal{"/wallets", func(f *Files) bool {
+			svc := f.Compose["services"].(map[string]any)[name].(map[string]any)
+			_, ok := svc["volumes"]
+			delete(svc, "volumes")
+			return ok
+		}})
+	}
 
 	// Kubernetes: every key of the Secrets, and the ConfigMap keys without a default.
 	for obj, keys := range map[string][]string{
@@ -157,7 +160,7 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 			"db-password-scorer", "db-password-build-scheduler", "db-password-build-worker", "db-password-populate-worker",
 		},
 		"Secret/drover-wallet": {"hotkey"},
-		"ConfigMap/drover":     {"DROVER_DB_HOST", "DROVER_DB_NAME", "DROVER_DB_SSLMODE", "MINER_SYNC_METAGRAPH_URL"},
+		"ConfigMap/drover":     {"DROVER_DB_HOST", "DROVER_DB_NAME", "DROVER_DB_SSLMODE", "MINER_SYNC_METAGRAPH_URL", "SCORER_SUBTENSOR_URL"},
 	} {
 		for _, key := range keys {
 			removals = append(removals, removal{key, func(f *Files) bool {
@@ -178,7 +181,7 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 	k8sEnv := map[string][]string{
 		"Job/migrate-scorer": {"DATABASE_URL"}, "Deployment/miner-sync": {"DATABASE_URL", "DROVER_DB_PASSWORD", "API_TOKENS"},
 		"Deployment/batch-runner": {"DATABASE_URL", "DROVER_DB_PASSWORD", "API_TOKENS", "HOST_WALLET_DIR", "BITTENSOR_WALLET_NAME"},
-		"Deployment/scorer":       {"DATABASE_URL", "DROVER_DB_PASSWORD", "API_TOKENS"},
+		"Deployment/scorer":       {"DATABASE_URL", "DROVER_DB_PASSWORD", "API_TOKENS", "HOST_WALLET_DIR", "BITTENSOR_WALLET_NAME"},
 		"Deployment/build-worker": {"DATABASE_URL", "DROVER_DB_PASSWORD", "API_TOKENS", "BUILD_WORKER_TARGETS"},
 	}
 	for obj, vars := range k8sEnv {
@@ -195,15 +198,17 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 			}})
 		}
 	}
-	removals = append(removals, removal{"wallet", func(f *Files) bool {
-		c := container(object(f.K8s, "Deployment/batch-runner"))
-		mounts := c["volumeMounts"].([]any)
-		n := len(mounts)
-		c["volumeMounts"] = slices.DeleteFunc(mounts, func(m any) bool { return m.(map[string]any)["name"] == "wallet" })
-		return len(c["volumeMounts"].([]any)) < n
-	}})
+	for _, obj := range []string{"Deployment/batch-runner", "Deployment/scorer"} {
+		removals = append(removals, removal{"wallet", func(f *Files) bool {
+			c := container(object(f.K8s, obj))
+			mounts := c["volumeMounts"].([]any)
+			n := len(mounts)
+			c["volumeMounts"] = slices.DeleteFunc(mounts, func(m any) bool { return m.(map[string]any)["name"] == "wallet" })
+			return len(c["volumeMounts"].([]any)) < n
+		}})
+	}
 
-	require.Len(t, removals, len(read(t).Vars)+len(composeEnv)*2+5+1+9+1+4+14+1)
+	require.Len(t, removals, len(read(t).Vars)+len(composeEnv)*2+5+3+2+9+1+5+14+2+2)
 	tmp := t.TempDir()
 	ws, _, err := read(t).Workloads(tmp)
 	require.NoError(t, err)
@@ -218,6 +223,45 @@ func TestRemovingARequiredSettingFails(t *testing.T) {
 		require.NotEmpty(t, fails, "the check passes without %s", r.name)
 		require.True(t, slices.ContainsFunc(fails, func(s string) bool { return strings.Contains(s, r.name) }),
 			"without %s the check fails without naming it:\n%s", r.name, strings.Join(fails, "\n"))
+	}
+}
+
+func TestConnectionBudgetFitsADefaultPostgres(t *testing.T) {
+	t.Parallel()
+	ws, _, err := read(t).Workloads(t.TempDir())
+	require.NoError(t, err)
+	k8s := ConnectionBudget(ws, "kubernetes")
+	require.Equal(t, 6, k8s.Migrations)
+	require.Empty(t, k8s.Problem(), "a rollout of every Deployment during the migrate Jobs")
+	for _, c := range k8s.Services {
+		require.Equal(t, 2, c.Processes, "%s: one replica and one surge pod", c.Workload.Name)
+	}
+	require.Empty(t, ConnectionBudget(ws, "compose").Problem())
+
+	// A second replica of populate-worker no longer fits: the check says so with the figures.
+	f := read(t)
+	object(f.K8s, "Deployment/populate-worker")["spec"].(map[string]any)["replicas"] = 2
+	ws, problems, err := f.Workloads(t.TempDir())
+	require.NoError(t, err)
+	require.Contains(t, strings.Join(problems, "\n"), "kubernetes opens up to 111 Postgres connections at once")
+	require.Contains(t, ConnectionBudget(ws, "kubernetes").String(), "Deployment/populate-worker 3×15")
+}
+
+func TestSurgeCountsAsKubernetesDoes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec     string
+		replicas int
+		want     int
+	}{
+		{`{}`, 1, 1}, {`{}`, 4, 1}, {`{}`, 5, 2},
+		{`{strategy: {rollingUpdate: {maxSurge: 1}}}`, 3, 1},
+		{`{strategy: {rollingUpdate: {maxSurge: "50%"}}}`, 3, 2},
+		{`{strategy: {type: Recreate}}`, 3, 0},
+	} {
+		spec, err := ReadYAML([]byte(tc.spec))
+		require.NoError(t, err)
+		require.Equal(t, tc.want, surge(spec, tc.replicas), "%s with %d replicas", tc.spec, tc.replicas)
 	}
 }
 

@@ -115,7 +115,17 @@ func Kubernetes(docs []map[string]any, filesDir string, overrides map[string]str
 			if binary == "" {
 				continue
 			}
+			spec, _ := d["spec"].(map[string]any)
 			w := Workload{Source: "kubernetes", Name: kind + "/" + name, Binary: binary}
+			switch kind {
+			case "Deployment":
+				w.Replicas = replicas(spec["replicas"])
+				w.Surge = surge(spec, w.Replicas)
+			case "Job":
+				w.Replicas = replicas(spec["parallelism"])
+			default:
+				w.Replicas = replicas(spec["replicas"])
+			}
 			if len(containers) > 1 {
 				w.Name += "/" + scalar(c["name"])
 			}

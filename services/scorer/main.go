@@ -45,7 +45,8 @@ type Config struct {
 	NonPeakPenalty    float64 `envconfig:"NON_PEAK_PENALTY" default:"0.8" desc:"multiplier for a miner keeping too few of its peak executors in a non-peak batch"`
 	NonPeakMinRatio   float64 `envconfig:"NON_PEAK_MIN_RATIO" default:"0.1" desc:"share of its peak executors, per class, a miner must keep outside the peak"`
 
-	PylonAddress     string        `envconfig:"PYLON_ADDRESS" desc:"Pylon's http(s)://host:port: the weights are set on chain through it; when empty they are only served on GET /v1/weights"`
+	WeightsMode      string        `envconfig:"WEIGHTS_MODE" default:"set" desc:"set: the weights go to the chain, through PYLON_ADDRESS or signed here for SUBTENSOR_URL (or BITTENSOR_NETWORK), and a configuration with neither is refused; serve-only: they are only served on GET /v1/weights, the chain settings ignored"`
+	PylonAddress     string        `envconfig:"PYLON_ADDRESS" desc:"Pylon's http(s)://host:port: the weights are set on chain through it"`
 	PylonIdentity    string        `envconfig:"PYLON_IDENTITY_NAME" default:"validator" desc:"the identity Pylon sets weights for"`
 	PylonToken       string        `envconfig:"PYLON_IDENTITY_TOKEN" secret:"true" desc:"bearer token sent to Pylon"`
 	PylonTimeout     time.Duration `envconfig:"PYLON_TIMEOUT" default:"30s" desc:"longest each call to Pylon may take, answer included"`
@@ -78,7 +79,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.forMode().withDefaults()
 	if cfg.PylonAddress, err = pylonAddress(cfg); err != nil {
 		return err
 	}
@@ -144,13 +145,48 @@ func (c Config) Check() []error {
 	if _, err := c.params(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := pylonAddress(c.withDefaults()); err != nil {
+	if err := c.checkWeightsMode(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := directClient(c.withDefaults()); err != nil {
+	if _, err := pylonAddress(c.forMode().withDefaults()); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := directClient(c.forMode().withDefaults()); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
+}
+
+// Weights modes (WEIGHTS_MODE).
+const (
+	weightsSet       = "set"
+	weightsServeOnly = "serve-only"
+)
+
+// forMode drops the chain settings of a serve-only scorer, so that it never sets weights
+// whatever else its environment holds (a shared ConfigMap's subtensor URL).
+func (c Config) forMode() Config {
+	if c.WeightsMode == weightsServeOnly {
+		c.PylonAddress, c.SubtensorURL, c.Network = "", "", ""
+	}
+	return c
+}
+
+// checkWeightsMode refuses a scorer that would neither set weights nor say it only serves them:
+// a validator whose weights never reach the chain loses its subnet's emissions silently.
+func (c Config) checkWeightsMode() error {
+	chain := c.PylonAddress != "" || c.SubtensorURL != "" || c.Network != ""
+	switch c.WeightsMode {
+	case weightsSet:
+		if !chain {
+			return fmt.Errorf("SCORER_WEIGHTS_MODE is %q but nothing sets the weights on chain: set SCORER_PYLON_ADDRESS (Pylon), "+
+				"or SCORER_SUBTENSOR_URL or BITTENSOR_NETWORK with the validator hotkey; or SCORER_WEIGHTS_MODE=%s to only serve them", weightsSet, weightsServeOnly)
+		}
+	case weightsServeOnly:
+	default:
+		return fmt.Errorf("SCORER_WEIGHTS_MODE: %q, want %s or %s", c.WeightsMode, weightsSet, weightsServeOnly)
+	}
+	return nil
 }
 
 // params reads the scoring constants; a service with meaningless ones refuses to start.
@@ -186,7 +222,7 @@ func addWeightSetting(deps *service.Deps, cfg Config, signer *direct.Client, m *
 		deps.Logger.Info("no PYLON_ADDRESS: set_weights is signed here and submitted to the subtensor node",
 			"node", signer.URL, "netuid", signer.Netuid, "hotkey", w.Validator)
 	default:
-		deps.Logger.Info("no PYLON_ADDRESS nor SUBTENSOR_URL: weights are served on GET /v1/weights, not set on chain")
+		deps.Logger.Info("weights are served on GET /v1/weights, not set on chain (SCORER_WEIGHTS_MODE=serve-only, or a test)")
 		return
 	}
 	river.AddWorker(deps.Workers, w)

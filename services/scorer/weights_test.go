@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -146,7 +147,11 @@ func TestRunSetsWeightsDirectly(t *testing.T) {
 	require.Equal(t, subtensor.ExtrinsicHash(sent[0]), got.ExtrinsicHash)
 	m := servicetest.Metrics(t, base)
 	require.Equal(t, 1.0, servicetest.Value(t, m, "drover_scorer_weight_submissions_total", map[string]string{"outcome": "sent"}))
+	servicetest.RequireMetrics(t, base, weightsSentAge)
 }
+
+// weightsSentAge is the gauge of the last weights sent, which the stale-weights alert watches.
+const weightsSentAge = "drover_scorer_weights_sent_age_seconds"
 
 func TestRunRefusesDirectSigningWithoutAHotkey(t *testing.T) {
 	t.Parallel()
@@ -167,6 +172,35 @@ func TestRunRefusesDirectSigningWithoutAHotkey(t *testing.T) {
 			cfg := testConfig("postgres://127.0.0.1:1/none")
 			tc.cfg(&cfg)
 			require.ErrorContains(t, run(context.Background(), cfg, nil, io.Discard), tc.want)
+		})
+	}
+}
+
+func TestCheckRefusesAScorerThatNeitherSetsNorOnlyServesWeights(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  func(*Config)
+		want string // "" when the configuration is fine
+	}{
+		{"NothingSetsWeights", func(c *Config) {}, "nothing sets the weights on chain: set SCORER_PYLON_ADDRESS"},
+		{"ServeOnly", func(c *Config) { c.WeightsMode = "serve-only" }, ""},
+		{"Pylon", func(c *Config) { c.PylonAddress = "http://pylon:8000" }, ""},
+		{"Subtensor", func(c *Config) { c.SubtensorURL, c.HotkeyURI = "ws://127.0.0.1:9944", "//Alice" }, ""},
+		{"ServeOnlyIgnoresTheChain", func(c *Config) { c.WeightsMode, c.SubtensorURL = "serve-only", "ws://127.0.0.1:9944" }, ""},
+		{"UnknownMode", func(c *Config) { c.WeightsMode = "sometimes" }, `SCORER_WEIGHTS_MODE: "sometimes", want set or serve-only`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig("postgres://127.0.0.1:1/none")
+			cfg.HTTPAddr, cfg.WeightsMode = ":8083", "set"
+			tc.cfg(&cfg)
+			err := errors.Join(cfg.Check()...)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
 		})
 	}
 }

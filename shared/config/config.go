@@ -42,25 +42,53 @@ type Common struct {
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"total budget to drain HTTP and stop River on SIGTERM"`
 	SoftStopTimeout time.Duration `envconfig:"SOFT_STOP_TIMEOUT" default:"20s" desc:"part of the budget running jobs get to finish before they are cancelled"`
 
-	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"0" desc:"largest size of the Postgres pool; 0 is the process's share of the connection budget (miner-sync 6, batch-runner 8, scorer 6, build-scheduler 10, build-worker 6, populate-worker 14)"`
+	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"0" desc:"largest size of the Postgres pool (River's listener opens one connection more); 0 is the process's share of the connection budget (miner-sync 4, batch-runner 6, scorer 4, build-scheduler 6, build-worker 4, populate-worker 14)"`
 	WorkerID   string `envconfig:"WORKER_ID" desc:"River client id of this replica; host name and start time when empty"`
 }
 
 // DBBudget is each process's share of the connection budget by env prefix: its pool's size when
-// <PREFIX>_DB_MAX_CONNS is 0 (unset). The six shares (50) and a migration (MigrateConns, 3) fit a
-// default Postgres's 100 connections with half of them to spare; the README's "Connection budget"
-// says what each pool holds and how to size bigger deployments.
+// <PREFIX>_DB_MAX_CONNS is 0 (unset). Each process opens its pool plus ListenerConns. The shares
+// are sized for the worst moment of a Kubernetes deployment: every Deployment rolling with one
+// surge pod (two of each process) while the six migrate Jobs run, 2 × (38 + 6) + 8 = 96, within
+// a default Postgres's UsableConns (97). The README's "Connection budget" says what each pool
+// holds and how to size bigger deployments.
 var DBBudget = map[string]int32{
-	"MINER_SYNC":      6,
-	"BATCH_RUNNER":    8,
-	"SCORER":          6,
-	"BUILD_SCHEDULER": 10,
-	"BUILD_WORKER":    6,
+	"MINER_SYNC":      4,
+	"BATCH_RUNNER":    6,
+	"SCORER":          4,
+	"BUILD_SCHEDULER": 6,
+	"BUILD_WORKER":    4,
 	"POPULATE_WORKER": 14,
 }
 
-// MigrateConns is the most connections a migration holds at once.
+// ListenerConns is what a process opens beyond its pool: River's listener takes a pooled
+// connection and hijacks it for good (riverpgxv5), so the pool opens another in its place.
+const ListenerConns = 1
+
+// MigrateConns is the most connections a migration holds at once: the advisory lock's, River's
+// migrations and grants', and goose's.
 const MigrateConns = 3
+
+// MigrateWaitConns is what a migration waiting for another's advisory lock holds meanwhile.
+const MigrateWaitConns = 1
+
+// UsableConns is what a default Postgres lets non-superusers open: max_connections (100) minus
+// superuser_reserved_connections (3).
+const UsableConns = 97
+
+// MigrationsConns is the most connections n migrations started together hold at once: one runs
+// (MigrateConns), the others wait for its lock.
+func MigrationsConns(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return MigrateConns + (n-1)*MigrateWaitConns
+}
+
+// ProcessConns is what a process with env prefix opens at most: its pool and River's listener.
+func (c Common) ProcessConns(prefix string) int32 {
+	return c.PoolSize(prefix) + ListenerConns
+}
 
 // PoolSize is the pool size of the process with env prefix: DB_MAX_CONNS when set, else the
 // process's share of the budget (DBBudget), else pgx's default (0).

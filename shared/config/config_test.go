@@ -55,11 +55,22 @@ func TestPoolSizeIsTheSettingElseTheProcessShare(t *testing.T) {
 	require.Equal(t, int32(14), Common{}.PoolSize("POPULATE_WORKER"))
 	require.Equal(t, int32(3), Common{DBMaxConns: 3}.PoolSize("POPULATE_WORKER"))
 	require.Equal(t, int32(0), Common{}.PoolSize("UNKNOWN"), "pgx's default")
-	var total int32
-	for _, share := range DBBudget {
-		total += share
+	require.Equal(t, int32(15), Common{}.ProcessConns("POPULATE_WORKER"), "the pool and River's listener")
+	var processes int
+	for prefix := range DBBudget {
+		processes += int(Common{}.ProcessConns(prefix))
 	}
-	require.LessOrEqual(t, total+MigrateConns, int32(100-3-40), "the whole stack fits a default Postgres (100, 3 reserved for superusers) beside 40 other connections")
+	require.LessOrEqual(t, processes+MigrateConns, UsableConns-40,
+		"the whole stack fits a default Postgres (100, 3 reserved for superusers) beside 40 other connections")
+	require.LessOrEqual(t, 2*processes+MigrationsConns(len(DBBudget)), UsableConns,
+		"a rollout of every Deployment with one surge pod, during the migrate Jobs, fits a default Postgres")
+}
+
+func TestMigrationsConnsCountsOneRunningAndTheRestWaiting(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, 0, MigrationsConns(0))
+	require.Equal(t, MigrateConns, MigrationsConns(1))
+	require.Equal(t, MigrateConns+5*MigrateWaitConns, MigrationsConns(6))
 }
 
 func TestLoadNamesEveryVariableThatFails(t *testing.T) {

@@ -29,6 +29,10 @@ type Options struct {
 	// without a schema. Empty leaves search_path alone.
 	Schema string
 
+	// AppName is the application_name every connection of the pool reports (pg_stat_activity
+	// tells each process's connections apart by it), unless databaseURL sets one.
+	AppName string
+
 	// MaxConns caps the pool; pgx's default applies when zero.
 	MaxConns int32
 
@@ -55,6 +59,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["application_name"]; !set && opts.AppName != "" {
+		cfg.ConnConfig.RuntimeParams["application_name"] = opts.AppName
 	}
 	maps.Copy(cfg.ConnConfig.RuntimeParams, opts.Params)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)

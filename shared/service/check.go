@@ -30,8 +30,9 @@ func Check(envPrefix string, settings any) error {
 	return errors.Join(errs...)
 }
 
-// MinPool is the smallest pool a service works with: River's listener holds one connection for
-// good, the rest of the process needs at least one more.
+// MinPool is the smallest pool a service works with: River's producers, leader and maintenance
+// share it with every request and job, and one connection would serialize them all. River's
+// listener is not in it (config.ListenerConns).
 const MinPool = 2
 
 // CheckCommon checks the settings every service has: the database URL parses (nothing connects),
@@ -64,7 +65,7 @@ func CheckCommon(envPrefix string, c config.Common) []error {
 	case c.DBMaxConns < 0:
 		errs = append(errs, fmt.Errorf("%s: %d, want 0 (the process's share of the connection budget) or a pool size", key("DB_MAX_CONNS"), c.DBMaxConns))
 	case pool == 1:
-		errs = append(errs, fmt.Errorf("%s: a pool of 1: River's listener holds a connection for good, so nothing else would ever get one (at least %d)", key("DB_MAX_CONNS"), MinPool))
+		errs = append(errs, fmt.Errorf("%s: a pool of 1 would serialize River's fetches, its maintenance, every job and every request (at least %d)", key("DB_MAX_CONNS"), MinPool))
 	}
 	if c.BodyLimit < 1 {
 		errs = append(errs, fmt.Errorf("%s: %d, want at least 1", key("BODY_LIMIT"), c.BodyLimit))

@@ -66,7 +66,12 @@ func TestCheckConfigOK(t *testing.T) {
 	var out bytes.Buffer
 	run := func(context.Context, io.Writer) error { t.Fatal("check-config must not run the service"); return nil }
 	require.NoError(t, mainErr(t.Context(), "CHECKOK", &checkSpec{}, []string{ModeCheckConfig}, &out, run))
-	require.Equal(t, "checkok: configuration OK\n", out.String())
+	require.Equal(t, "checkok: configuration OK; Postgres connections: pgx's default pool + River's listener\n", out.String())
+
+	t.Setenv("CHECKOK_DB_MAX_CONNS", "5")
+	out.Reset()
+	require.NoError(t, mainErr(t.Context(), "CHECKOK", &checkSpec{}, []string{ModeCheckConfig}, &out, run))
+	require.Equal(t, "checkok: configuration OK; Postgres connections: at most 6 (pool 5 + River's listener 1)\n", out.String())
 }
 
 func TestHealthcheck(t *testing.T) {

@@ -76,10 +76,26 @@ func mainErr(ctx context.Context, envPrefix string, settings any, args []string,
 		return err
 	}
 	if mode == ModeCheckConfig {
-		fmt.Fprintf(stdout, "%s: configuration OK\n", strings.ToLower(strings.ReplaceAll(envPrefix, "_", "-")))
+		fmt.Fprintf(stdout, "%s: configuration OK%s\n", strings.ToLower(strings.ReplaceAll(envPrefix, "_", "-")), connections(envPrefix, settings))
 		return nil
 	}
 	return run(ctx, stdout)
+}
+
+// connections says what the process opens at most in Postgres: its pool and River's listener,
+// the figure a deployment's connection budget adds up (README, Connection budget).
+func connections(envPrefix string, settings any) string {
+	c, ok := settings.(interface{ CommonConfig() *config.Common })
+	if !ok {
+		return ""
+	}
+	common := *c.CommonConfig()
+	pool := common.PoolSize(envPrefix)
+	if pool == 0 {
+		return "; Postgres connections: pgx's default pool + River's listener"
+	}
+	return fmt.Sprintf("; Postgres connections: at most %d (pool %d + River's listener %d)",
+		common.ProcessConns(envPrefix), pool, config.ListenerConns)
 }
 
 // Problems splits an error joined with errors.Join (a configuration's problems) into its parts.

@@ -168,7 +168,7 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 	name := cmp.Or(spec.Name, string(spec.Service))
 	pool, err := postgres.Open(ctx, cfg.DatabaseURL, postgres.Options{
 		Schema: spec.Service.Schema(), MaxConns: cfg.PoolSize(strings.ToUpper(strings.ReplaceAll(name, "-", "_"))),
-		Params: spec.DBParams,
+		AppName: "drover-" + name, Params: spec.DBParams,
 		OnFailure: func(attempt int, err error) {
 			waiting.set("database", err.Error())
 			if attempt == 1 || attempt%12 == 0 {
@@ -187,7 +187,7 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 	}
 	d.Pool, d.Inserters = pool, inserters
 	d.failures = metrics.NewQueryFailures()
-	d.Server.Metrics.MustRegister(d.failures)
+	d.Server.Metrics.MustRegister(d.failures, metrics.NewPool(pool))
 	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service, d.Logger)
 	return nil
 }

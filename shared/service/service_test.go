@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"drover.dev/queue"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -25,8 +26,14 @@ func TestMain(m *testing.M) {
 
 func startService(t *testing.T, svc queue.Service, databaseURL string) string {
 	t.Helper()
+	return startServiceWith(t, svc, servicetest.Config(databaseURL))
+}
+
+// startServiceWith starts svc with the common settings cfg and no workers of its own.
+func startServiceWith(t *testing.T, svc queue.Service, cfg config.Common) string {
+	t.Helper()
 	return servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		spec := Spec{Service: svc, Config: servicetest.Config(databaseURL), Settings: &struct{}{}, Listener: ln}
+		spec := Spec{Service: svc, Config: cfg, Settings: &struct{}{}, Listener: ln}
 		return Run(ctx, spec, stdout, func(d *Deps) error {
 			_, err := d.NewClient()
 			return err

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 
 	"drover.dev/devrun/deploycheck"
+	"drover.dev/shared/config"
 )
 
 func main() {
@@ -63,6 +64,13 @@ func run(root, bin, composeRendered, k8sRendered string) error {
 	results, problems, err := files.CheckAll(context.Background(), bin, tmp)
 	if err != nil {
 		return err
+	}
+	ws := make([]deploycheck.Workload, len(results))
+	for i, r := range results {
+		ws[i] = r.Workload
+	}
+	for _, source := range []string{"compose", "kubernetes"} {
+		fmt.Printf("connections %s: %s (at most %d)\n", source, deploycheck.ConnectionBudget(ws, source), config.UsableConns)
 	}
 	failed := len(problems)
 	for _, p := range problems {
