@@ -40,6 +40,7 @@ type Config struct {
 	Examples              bool          `envconfig:"EXAMPLES" default:"true" desc:"register the example pipelines and serve their HTTP function"`
 	ExamplesFunctionURL   string        `envconfig:"EXAMPLES_FUNCTION_URL" desc:"URL of the example energy function; this service's own when empty"`
 	ExamplesSeed          bool          `envconfig:"EXAMPLES_SEED" default:"false" desc:"serve POST /v1/examples/seed, which inserts example upstream rows (demo only)"`
+	FunctionSecret        []string      `envconfig:"FUNCTION_SECRET" secret:"true" desc:"secret shared with the HTTP function makes: every call is signed with it (Drover-Signature header, HMAC-SHA256 of time and body) and the example function refuses unsigned calls; comma separated to sign with several while rotating; empty: calls go unsigned (a warning at start), which the Python library's serve refuses"`
 }
 
 func main() {

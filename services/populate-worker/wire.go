@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/api"
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/services/populate-worker/internal/signing"
 	"drover.dev/services/populate-worker/internal/work"
 	"drover.dev/shared/service"
 )
@@ -25,15 +27,22 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if err := reg.Check(ctx, deps.Pool); err != nil {
 		return err
 	}
-	var tables []string
+	var tables, functions []string
 	for _, t := range reg.All() {
 		tables = append(tables, t.Name)
+		if t.FunctionURL != "" {
+			functions = append(functions, t.Name)
+		}
+	}
+	if len(functions) > 0 && len(cfg.FunctionSecret) == 0 {
+		deps.Logger.Warn("function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", functions)
 	}
 	deps.Gauges(populate.JobGauges(tables)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
-		Metrics: populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
+		Metrics:    populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
+		HTTPClient: functionClient(cfg.FunctionSecret),
 	})
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err
@@ -45,7 +54,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed}, cfg.WriteTimeout)
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout)
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
@@ -76,6 +85,16 @@ func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// functionClient calls the HTTP function makes, signing every call with secrets when there are
+// any; a make may take up to 5 minutes to answer.
+func functionClient(secrets []string) *http.Client {
+	c := &http.Client{Timeout: 5 * time.Minute}
+	if len(secrets) > 0 {
+		c.Transport = signing.Transport(secrets, http.DefaultTransport)
+	}
+	return c
 }
 
 // reclaimLoop returns dead workers' reservations to scheduled on every replica; the sweep is one
