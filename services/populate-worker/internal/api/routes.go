@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -38,7 +37,7 @@ func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Du
 	s.API.POST("/jobs/:table/:key_hash/ignore", handleJobIgnore(e))
 	s.API.POST("/jobs/:table/:key_hash/reschedule", handleJobReschedule(e))
 	if ex.Function {
-		var fn http.Handler = examples.EnergyFunction(e.Pool())
+		fn := examples.EnergyFunction(e.Pool())
 		if len(ex.FunctionSecret) > 0 {
 			fn = signing.Middleware(ex.FunctionSecret, 1<<16, fn)
 		}

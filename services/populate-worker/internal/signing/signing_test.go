@@ -61,16 +61,20 @@ func TestTransportAndMiddleware(t *testing.T) {
 	})))
 	t.Cleanup(srv.Close)
 
-	signed := &http.Client{Transport: Transport([]string{"s3cret"}, http.DefaultTransport)}
-	resp, err := signed.Post(srv.URL, "application/json", bytes.NewReader([]byte(`{"key":{}}`)))
-	require.NoError(t, err)
+	post := func(c *http.Client) *http.Response {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, bytes.NewReader([]byte(`{"key":{}}`)))
+		require.NoError(t, err)
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	resp := post(&http.Client{Transport: Transport([]string{"s3cret"}, http.DefaultTransport)})
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.JSONEq(t, `{"key":{}}`, string(got), "the handler reads the body the signature covered")
 
 	for _, c := range []*http.Client{http.DefaultClient, {Transport: Transport([]string{"other"}, http.DefaultTransport)}} {
-		resp, err = c.Post(srv.URL, "application/json", bytes.NewReader([]byte(`{"key":{}}`)))
-		require.NoError(t, err)
+		resp = post(c)
 		var doc map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 		require.NoError(t, resp.Body.Close())
