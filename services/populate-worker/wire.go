@@ -2,9 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"drover.dev/queue"
@@ -27,22 +32,23 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if err := reg.Check(ctx, deps.Pool); err != nil {
 		return err
 	}
-	var tables, functions []string
+	var tables []string
 	for _, t := range reg.All() {
 		tables = append(tables, t.Name)
-		if t.FunctionURL != "" {
-			functions = append(functions, t.Name)
-		}
 	}
-	if len(functions) > 0 && len(cfg.FunctionSecret) == 0 {
-		deps.Logger.Warn("function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", functions)
+	keys, unsigned, err := functionKeys(reg, cfg.FunctionSecret, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if len(unsigned) > 0 {
+		deps.Logger.Warn("function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", unsigned)
 	}
 	deps.Gauges(populate.JobGauges(tables)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
 		Metrics:    populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
-		HTTPClient: functionClient(cfg.FunctionSecret),
+		HTTPClient: &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, http.DefaultTransport)},
 	})
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err
@@ -87,14 +93,57 @@ func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
 	return reg, nil
 }
 
-// functionClient calls the HTTP function makes, signing every call with secrets when there are
-// any; a make may take up to 5 minutes to answer.
-func functionClient(secrets []string) *http.Client {
-	c := &http.Client{Timeout: 5 * time.Minute}
-	if len(secrets) > 0 {
-		c.Transport = signing.Transport(secrets, http.DefaultTransport)
+// functionKeys says which secrets sign the calls to each function make: those in the variable a
+// table's function_secret_env names, else FUNCTION_SECRET (service). It lists the function tables
+// whose calls go unsigned (neither is set), and fails when a table's variable is unset or two
+// tables call one URL with different secrets.
+func functionKeys(reg *populate.Registry, service []string, getenv func(string) string) (signing.Keys, []string, error) {
+	byURL := map[string][]string{}
+	var unsigned []string
+	var errs []error
+	for _, t := range reg.All() {
+		if t.FunctionURL == "" {
+			continue
+		}
+		secrets := service
+		if t.FunctionSecretEnv != "" {
+			secrets = splitSecrets(getenv(t.FunctionSecretEnv))
+			if len(secrets) == 0 {
+				errs = append(errs, fmt.Errorf("table %s: %s, its function_secret_env, is not set", t.Name, t.FunctionSecretEnv))
+				continue
+			}
+		}
+		if len(secrets) == 0 {
+			unsigned = append(unsigned, t.Name)
+		}
+		u, err := url.Parse(t.FunctionURL)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("table %s: function_url: %w", t.Name, err))
+			continue
+		}
+		if prev, ok := byURL[u.String()]; ok && !slices.Equal(prev, secrets) {
+			errs = append(errs, fmt.Errorf("table %s: function_url %s is another table's, with another secret", t.Name, t.FunctionURL))
+		}
+		byURL[u.String()] = secrets
 	}
-	return c
+	keys := func(req *http.Request) []string {
+		if s, ok := byURL[req.URL.String()]; ok {
+			return s
+		}
+		return service
+	}
+	return keys, unsigned, errors.Join(errs...)
+}
+
+// splitSecrets reads a comma-separated list of secrets, as FUNCTION_SECRET is read.
+func splitSecrets(v string) []string {
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // reclaimLoop returns dead workers' reservations to scheduled on every replica; the sweep is one

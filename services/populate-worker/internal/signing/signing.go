@@ -94,18 +94,30 @@ func Verify(secrets []string, header string, body []byte, now time.Time) error {
 	return ErrBadSignature
 }
 
-// Transport signs every request it sends with secrets, then sends it with next.
-func Transport(secrets []string, next http.RoundTripper) http.RoundTripper {
-	return &transport{secrets: secrets, next: next, now: time.Now}
+// Keys picks the secrets a request is signed with; none leaves it unsigned.
+type Keys func(req *http.Request) []string
+
+// Static signs every request with secrets.
+func Static(secrets []string) Keys {
+	return func(*http.Request) []string { return secrets }
+}
+
+// Transport signs every request it sends with the secrets keys picks, then sends it with next.
+func Transport(keys Keys, next http.RoundTripper) http.RoundTripper {
+	return &transport{keys: keys, next: next, now: time.Now}
 }
 
 type transport struct {
-	secrets []string
-	next    http.RoundTripper
-	now     func() time.Time
+	keys Keys
+	next http.RoundTripper
+	now  func() time.Time
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	secrets := t.keys(req)
+	if len(secrets) == 0 {
+		return t.next.RoundTrip(req)
+	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		var err error
@@ -118,7 +130,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	signed := req.Clone(req.Context())
 	signed.Body = io.NopCloser(bytes.NewReader(body))
 	signed.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	signed.Header.Set(Header, Sign(t.secrets, t.now(), body))
+	signed.Header.Set(Header, Sign(secrets, t.now(), body))
 	return t.next.RoundTrip(signed)
 }
 

@@ -68,12 +68,12 @@ func TestTransportAndMiddleware(t *testing.T) {
 		require.NoError(t, err)
 		return resp
 	}
-	resp := post(&http.Client{Transport: Transport([]string{"s3cret"}, http.DefaultTransport)})
+	resp := post(&http.Client{Transport: Transport(Static([]string{"s3cret"}), http.DefaultTransport)})
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.JSONEq(t, `{"key":{}}`, string(got), "the handler reads the body the signature covered")
 
-	for _, c := range []*http.Client{http.DefaultClient, {Transport: Transport([]string{"other"}, http.DefaultTransport)}} {
+	for _, c := range []*http.Client{http.DefaultClient, {Transport: Transport(Static([]string{"other"}), http.DefaultTransport)}} {
 		resp = post(c)
 		var doc map[string]any
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
