@@ -42,7 +42,8 @@ class ComputedTable:
     The fields are populate-worker's table definition (an entry of its TABLES_FILE): ``name`` is
     how the API and the jobs table name it, ``target`` the table the rows go to, ``primary_key``
     its key columns, ``key_source`` the SQL producing every key that should exist, ``upstream``
-    the tables key_source reads (inserts there schedule keys, deletes clean jobs up).
+    the tables key_source reads (inserts there schedule keys, deletes clean jobs up),
+    ``secret_env`` the worker's variable holding this table's own signing secret, if it has one.
     """
 
     name: str
@@ -51,10 +52,11 @@ class ComputedTable:
     key_source: str
     make: MakeFunc
     upstream: list[str] = field(default_factory=list)
+    secret_env: str | None = None
 
     def definition(self, base_url: str) -> dict[str, Any]:
         """The table's entry in populate-worker's TABLES_FILE, its make served under base_url."""
-        return {
+        d: dict[str, Any] = {
             "name": self.name,
             "target": self.target,
             "primary_key": list(self.primary_key),
@@ -62,6 +64,9 @@ class ComputedTable:
             "upstream": list(self.upstream),
             "function_url": base_url.rstrip("/") + "/make/" + quote(self.name, safe=""),
         }
+        if self.secret_env:
+            d["function_secret_env"] = self.secret_env
+        return d
 
     def call(self, key: Key) -> list[Row]:
         """Runs the make for key and returns its rows as the worker expects them."""
@@ -102,10 +107,13 @@ class Pipeline:
         key_source: str,
         upstream: Iterable[str] = (),
         name: str | None = None,
+        secret_env: str | None = None,
     ) -> Callable[[MakeFunc], MakeFunc]:
         """Registers the decorated function as the make of a computed table.
 
-        ``name`` defaults to ``target`` without its schema. The function itself is returned
+        ``name`` defaults to ``target`` without its schema. ``secret_env`` names the worker's
+        environment variable holding this table's own signing secret (its tables file entry's
+        ``function_secret_env``); the worker's FUNCTION_SECRET signs its calls without one. The function itself is returned
         unchanged, so it can still be called (and tested) directly.
         """
         pk = list(primary_key)
@@ -120,6 +128,7 @@ class Pipeline:
                 key_source=key_source,
                 make=fn,
                 upstream=list(upstream),
+                secret_env=secret_env,
             )
             if table.name in self._tables:
                 raise ValueError(f"computed table {table.name!r} registered twice")

@@ -16,7 +16,13 @@ import drover
 def _pipeline() -> drover.Pipeline:
     p = drover.Pipeline()
 
-    @p.computed(target="lab.stats", primary_key=["subject_id", "session"], key_source="SELECT subject_id, session FROM lab.session", upstream=["lab.session"])
+    @p.computed(
+        target="lab.stats",
+        primary_key=["subject_id", "session"],
+        key_source="SELECT subject_id, session FROM lab.session",
+        upstream=["lab.session"],
+        secret_env="LAB_SECRET",
+    )
     def stats(key):
         if key["session"] == 0:
             raise ValueError(f"session {key['session']} has no data")
@@ -78,6 +84,7 @@ class FunctionContractTest(unittest.TestCase):
             },
         )
         self.assertEqual(defs[1]["name"], "stats", "the name defaults to the target without its schema")
+        self.assertEqual(defs[1]["function_secret_env"], "LAB_SECRET")
 
     def test_a_make_answers_its_rows(self):
         status, body = self.post("/make/stats", {"table": "stats", "key": {"subject_id": 1, "session": 5}})
