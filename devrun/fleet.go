@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -47,6 +48,9 @@ func services() []*service {
 		{name: "populate-worker", prefix: "POPULATE_WORKER", port: 8085, env: map[string]string{
 			// Lets the demo seed the example pipelines' manual table over the API.
 			"POPULATE_WORKER_EXAMPLES_SEED": "true",
+			// Signs the calls to the example function make, which then refuses unsigned ones;
+			// a fresh secret each run, as nothing outside the worker needs it.
+			"POPULATE_WORKER_FUNCTION_SECRET": rand.Text(),
 		}},
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"time"
 
 	"drover.dev/queue"
@@ -40,6 +41,7 @@ type Config struct {
 	Examples              bool          `envconfig:"EXAMPLES" default:"true" desc:"register the example pipelines and serve their HTTP function"`
 	ExamplesFunctionURL   string        `envconfig:"EXAMPLES_FUNCTION_URL" desc:"URL of the example energy function; this service's own when empty"`
 	ExamplesSeed          bool          `envconfig:"EXAMPLES_SEED" default:"false" desc:"serve POST /v1/examples/seed, which inserts example upstream rows (demo only)"`
+	FunctionSecret        []string      `envconfig:"FUNCTION_SECRET" secret:"true" desc:"secret shared with the HTTP function makes: every call is signed with it (Drover-Signature header, HMAC-SHA256 of time and body) and the example function refuses unsigned calls; comma separated to sign with several while rotating; a table of TABLES_FILE may name its own variable (function_secret_env); empty: calls go unsigned (a warning at start), which the Python library's serve refuses"`
 }
 
 func main() {
@@ -136,8 +138,10 @@ func (c Config) Check() []error {
 	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := registry(c, "http://127.0.0.1/examples/functions/energy"); err != nil {
+	if reg, err := registry(c, "http://127.0.0.1/examples/functions/energy"); err != nil {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_TABLES_FILE or _EXAMPLES_FUNCTION_URL: %w", err))
+	} else if _, _, err := functionKeys(reg, c.FunctionSecret, os.Getenv); err != nil {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_TABLES_FILE: %w", err))
 	}
 	return errs
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -42,25 +43,24 @@ func TestHelperPythonWorker(t *testing.T) {
 	require.NoError(t, run(ctx, cfg, ln, os.Stdout))
 }
 
-// TestPythonClient runs the Python library's unittest suite (clients/python/tests) against a
-// populate-worker process on a fresh database: the suite's pipeline (tests/pipeline.py) is
-// registered through the tables file `python3 -m drover tables` writes, and its makes are
-// served by the suite itself on a listener this test passes it. Under CI=true a missing python3
-// fails the test instead of skipping it.
+// TestPythonClient installs the Python library with pip in a fresh venv and runs its unittest
+// suite (clients/python/tests, copied elsewhere so that `import drover` is the installed package)
+// against a populate-worker process on a fresh database: the suite's pipeline (tests/pipeline.py)
+// is registered through the tables file `python -m drover tables` writes, and its makes are
+// served by the suite itself on a listener this test passes it, checking the worker's signatures
+// with the secret both are given. Under CI=true a missing python3 or venv fails the test instead
+// of skipping it.
 func TestPythonClient(t *testing.T) {
 	t.Parallel()
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is not installed; the Python library's tests need Python 3.10 or later")
-		}
-		t.Skip("python3 is not installed; the Python library's tests need Python 3.10 or later")
-	}
-	if out, err := exec.CommandContext(t.Context(), python, "-c", "import sys; sys.exit(sys.version_info < (3, 10))").CombinedOutput(); err != nil {
-		t.Fatalf("python3 is older than 3.10, which the Python library needs: %v %s", err, out)
-	}
-	dir, err := filepath.Abs(pythonDir)
-	require.NoError(t, err)
+	venv := pythonVenv(t)
+	pipInstall(t, venv, pythonSource(t))
+	dir := filepath.Join(t.TempDir(), "suite")
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "tests"), os.DirFS(filepath.Join(pythonSource(t), "tests"))))
+	python := venv.python
+	out, err := exec.CommandContext(t.Context(), python, "-c", "import drover; print(drover.__file__)").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.True(t, strings.HasPrefix(string(out), venv.dir), "the suite imports the installed package, not %s", out)
+	const secret = "python-test-secret"
 
 	// The suite's target tables, beside example_signal whose rows it seeds through the API.
 	dbURL := testdb.New(t)
@@ -81,10 +81,10 @@ func TestPythonClient(t *testing.T) {
 	py := func(ctx context.Context, args ...string) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, python, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "DROVER_FUNCTION_SECRET="+secret)
 		return cmd
 	}
-	out, err := py(t.Context(), "-m", "drover", "tables", "tests.pipeline", "--url", "http://"+fnLn.Addr().String(), "-o", tablesFile).CombinedOutput()
+	out, err = py(t.Context(), "-m", "drover", "tables", "tests.pipeline", "--url", "http://"+fnLn.Addr().String(), "-o", tablesFile).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	// The worker: keys are scheduled only when the suite asks and made only by its populate runs
@@ -98,7 +98,7 @@ func TestPythonClient(t *testing.T) {
 	for k, v := range map[string]string{
 		"DATABASE_URL": dbURL, "API_TOKENS": servicetest.Token, "TABLES_FILE": tablesFile,
 		"EXAMPLES_SEED": "true", "MAKE_WORKERS": "0", "RUN_WORKERS": "2", "MIN_SCHEDULING_INTERVAL": "1ms",
-		"LISTEN_FLUSH_EVERY": "1h", "SCHEDULE_EVERY": "1h", "DB_MAX_CONNS": "6", "LOG_LEVEL": "warn",
+		"LISTEN_FLUSH_EVERY": "1h", "SCHEDULE_EVERY": "1h", "DB_MAX_CONNS": "6", "LOG_LEVEL": "warn", "FUNCTION_SECRET": secret,
 	} {
 		worker.Env = append(worker.Env, queue.PopulateWorker.EnvPrefix()+"_"+k+"="+v)
 	}
@@ -119,9 +119,10 @@ func TestPythonClient(t *testing.T) {
 	suite.Env = append(suite.Env, "DROVER_URL=http://"+workerLn.Addr().String(), "DROVER_TOKEN="+servicetest.Token, "DROVER_FUNCTION_FD=3")
 	suite.ExtraFiles = []*os.File{fnFile}
 	out, err = suite.CombinedOutput()
-	t.Logf("python3 -m unittest (clients/python):\n%s", out)
+	t.Logf("python -m unittest (clients/python, installed in a venv):\n%s", out)
 	require.NoError(t, err, "the Python library's tests failed")
 	require.NotContains(t, string(out), "needs a populate-worker", "the suite found the worker")
+	require.NotContains(t, string(out), "HTTP 401", "the worker's calls were signed as the makes want")
 
 	// What the Python makes answered is in the target, key columns filled in by the worker.
 	var rows, right int
@@ -129,6 +130,84 @@ func TestPythonClient(t *testing.T) {
 		AND label = 's' || signal_id) FROM populate_worker.py_signal_square`).Scan(&rows, &right))
 	require.Positive(t, rows)
 	require.Equal(t, rows, right, "rows as the make returned them")
+}
+
+// TestPythonPackage installs the Python library as its README says, with pip and offline (the
+// in-tree build backend needs nothing from PyPI): editable, where the package is the source
+// folder, then from its sdist, where it is a copy with py.typed and the drover command.
+func TestPythonPackage(t *testing.T) {
+	t.Parallel()
+	venv := pythonVenv(t)
+	src := pythonSource(t)
+	where := func() string {
+		out, err := exec.CommandContext(t.Context(), venv.python, "-c", "import drover; print(drover.__file__)").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		return strings.TrimSpace(string(out))
+	}
+
+	pipInstall(t, venv, "-e", src)
+	require.Equal(t, filepath.Join(src, "drover", "__init__.py"), where(), "editable: the source itself")
+
+	sdistDir := t.TempDir()
+	build := exec.CommandContext(t.Context(), venv.python, "-c", "import sys; sys.path.insert(0, '_build'); import backend; print(backend.build_sdist(sys.argv[1]))", sdistDir)
+	build.Dir = src
+	build.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	pipInstall(t, venv, filepath.Join(sdistDir, strings.TrimSpace(string(out))))
+	installed := where()
+	require.True(t, strings.HasPrefix(installed, venv.dir), "from the sdist: a copy in the venv, not %s", installed)
+	require.FileExists(t, filepath.Join(filepath.Dir(installed), "py.typed"))
+	out, err = exec.CommandContext(t.Context(), filepath.Join(venv.dir, "bin", "drover"), "serve", "--help").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "--insecure")
+}
+
+// venv is a Python virtual environment: its folder and its interpreter.
+type venv struct{ dir, python string }
+
+// pythonVenv creates a fresh venv (with pip, from the interpreter's own ensurepip) with the
+// machine's python3, 3.10 or later. It skips the test without one, or fails it under CI=true.
+func pythonVenv(t *testing.T) venv {
+	t.Helper()
+	unavailable := func(why string) {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		unavailable("python3 is not installed; the Python library's tests need Python 3.10 or later")
+	}
+	if out, err := exec.CommandContext(t.Context(), python, "-c", "import sys; sys.exit(sys.version_info < (3, 10))").CombinedOutput(); err != nil {
+		t.Fatalf("python3 is older than 3.10, which the Python library needs: %v %s", err, out)
+	}
+	if err := exec.CommandContext(t.Context(), python, "-c", "import ensurepip, venv").Run(); err != nil {
+		unavailable("python3 cannot create a venv with pip (on Debian: apt-get install python3-venv)")
+	}
+	v := venv{dir: filepath.Join(t.TempDir(), "venv")}
+	out, err := exec.CommandContext(t.Context(), python, "-m", "venv", v.dir).CombinedOutput()
+	require.NoError(t, err, "python3 -m venv: %s", out)
+	v.python = filepath.Join(v.dir, "bin", "python")
+	return v
+}
+
+// pipInstall runs pip install args in v, as the README says to, offline: nothing is fetched.
+func pipInstall(t *testing.T, v venv, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), v.python, append([]string{"-m", "pip", "install", "--quiet"}, args...)...)
+	cmd.Env = append(os.Environ(), "PIP_DISABLE_PIP_VERSION_CHECK=1", "PIP_NO_INPUT=1", "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "pip install %v: %s", args, out)
+}
+
+// pythonSource is the absolute path of the Python library's folder.
+func pythonSource(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs(pythonDir)
+	require.NoError(t, err)
+	return dir
 }
 
 // listenerFile listens on a free loopback port and returns the listener (for its address) and a

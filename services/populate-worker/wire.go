@@ -2,14 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/api"
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/services/populate-worker/internal/signing"
 	"drover.dev/services/populate-worker/internal/work"
 	"drover.dev/shared/service"
 )
@@ -29,11 +36,19 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	for _, t := range reg.All() {
 		tables = append(tables, t.Name)
 	}
+	keys, unsigned, err := functionKeys(reg, cfg.FunctionSecret, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if len(unsigned) > 0 {
+		deps.Logger.Warn("function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", unsigned)
+	}
 	deps.Gauges(populate.JobGauges(tables)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
-		Metrics: populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
+		Metrics:    populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
+		HTTPClient: &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, http.DefaultTransport)},
 	})
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err
@@ -45,7 +60,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed}, cfg.WriteTimeout)
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout)
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
@@ -76,6 +91,59 @@ func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
 		}
 	}
 	return reg, nil
+}
+
+// functionKeys says which secrets sign the calls to each function make: those in the variable a
+// table's function_secret_env names, else FUNCTION_SECRET (service). It lists the function tables
+// whose calls go unsigned (neither is set), and fails when a table's variable is unset or two
+// tables call one URL with different secrets.
+func functionKeys(reg *populate.Registry, service []string, getenv func(string) string) (signing.Keys, []string, error) {
+	byURL := map[string][]string{}
+	var unsigned []string
+	var errs []error
+	for _, t := range reg.All() {
+		if t.FunctionURL == "" {
+			continue
+		}
+		secrets := service
+		if t.FunctionSecretEnv != "" {
+			secrets = splitSecrets(getenv(t.FunctionSecretEnv))
+			if len(secrets) == 0 {
+				errs = append(errs, fmt.Errorf("table %s: %s, its function_secret_env, is not set", t.Name, t.FunctionSecretEnv))
+				continue
+			}
+		}
+		if len(secrets) == 0 {
+			unsigned = append(unsigned, t.Name)
+		}
+		u, err := url.Parse(t.FunctionURL)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("table %s: function_url: %w", t.Name, err))
+			continue
+		}
+		if prev, ok := byURL[u.String()]; ok && !slices.Equal(prev, secrets) {
+			errs = append(errs, fmt.Errorf("table %s: function_url %s is another table's, with another secret", t.Name, t.FunctionURL))
+		}
+		byURL[u.String()] = secrets
+	}
+	keys := func(req *http.Request) []string {
+		if s, ok := byURL[req.URL.String()]; ok {
+			return s
+		}
+		return service
+	}
+	return keys, unsigned, errors.Join(errs...)
+}
+
+// splitSecrets reads a comma-separated list of secrets, as FUNCTION_SECRET is read.
+func splitSecrets(v string) []string {
+	var out []string
+	for s := range strings.SplitSeq(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // reclaimLoop returns dead workers' reservations to scheduled on every replica; the sweep is one

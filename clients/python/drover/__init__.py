@@ -4,23 +4,36 @@ function makes, and a client that schedules, populates, follows runs and manages
 Standard library only; Python 3.10 or later.
 """
 
-from .client import RUN_STATES, STATUSES, Client, DroverError, Job, KeyFailure, PopulateError, Progress, Run
+__version__ = "0.1.0"
+
+from .client import RUN_STATES, STATUSES, Client, Job, KeyFailure, Progress, Run
+from .errors import DroverConnectionError, DroverError, IncompatibleWorker, PopulateError, ProblemError, WaitTimeout
 from .functions import ComputedTable, FunctionServer, Pipeline
-from .progress import ProgressLine, format_line
+from .progress import ProgressLine, TqdmBar, format_line, progress_bar
+from .signature import SignatureError, sign, verify
 
 __all__ = [
     "STATUSES",
     "RUN_STATES",
     "Client",
     "ComputedTable",
+    "DroverConnectionError",
     "DroverError",
     "FunctionServer",
+    "IncompatibleWorker",
     "Job",
     "KeyFailure",
     "Pipeline",
     "PopulateError",
+    "ProblemError",
     "Progress",
     "ProgressLine",
     "Run",
+    "SignatureError",
+    "TqdmBar",
+    "WaitTimeout",
     "format_line",
+    "progress_bar",
+    "sign",
+    "verify",
 ]

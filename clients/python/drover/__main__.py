@@ -1,10 +1,12 @@
 """python3 -m drover: serve a pipeline's makes, or write populate-worker's tables file for them.
 
     python3 -m drover tables MODULE[:PIPELINE] --url http://HOST:PORT [-o tables.json]
-    python3 -m drover serve MODULE[:PIPELINE] [--host 127.0.0.1] [--port 8090]
+    python3 -m drover serve MODULE[:PIPELINE] [--host 127.0.0.1] [--port 8090] [--insecure]
 
 MODULE is imported (from the current directory or PYTHONPATH); PIPELINE names its
-drover.Pipeline, `pipeline` by default.
+drover.Pipeline, `pipeline` by default. serve accepts only calls signed with the secret in
+DROVER_FUNCTION_SECRET (the worker's POPULATE_WORKER_FUNCTION_SECRET); --insecure accepts
+unsigned ones instead.
 """
 
 from __future__ import annotations
@@ -36,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("pipeline", help="MODULE[:PIPELINE]")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8090)
+    s.add_argument(
+        "--insecure",
+        action="store_true",
+        help="accept unsigned calls when DROVER_FUNCTION_SECRET is unset (a worker without FUNCTION_SECRET)",
+    )
     args = p.parse_args(argv)
     pipeline = load(args.pipeline)
     if args.cmd == "tables":
@@ -45,8 +52,12 @@ def main(argv: list[str] | None = None) -> int:
             json.dump(pipeline.definitions(args.url), sys.stdout, indent=2)
             sys.stdout.write("\n")
         return 0
-    srv = pipeline.server(args.host, args.port)
-    print(f"serving {', '.join(t.name for t in pipeline.tables)} on {srv.url}", flush=True)
+    try:
+        srv = pipeline.server(args.host, args.port, insecure=args.insecure)
+    except ValueError as e:
+        raise SystemExit(f"drover serve: {e}") from None
+    checks = "signed calls only" if srv.secrets else "UNSIGNED calls accepted (--insecure)"
+    print(f"serving {', '.join(t.name for t in pipeline.tables)} on {srv.url}: {checks}", flush=True)
     try:
         srv.serve_forever()
     except KeyboardInterrupt:

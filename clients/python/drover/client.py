@@ -3,15 +3,19 @@ list, reschedule and ignore errors."""
 
 from __future__ import annotations
 
+import email.utils
+import http.client
 import json
+import random
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
-from .progress import ProgressLine
+from .errors import DroverConnectionError, IncompatibleWorker, PopulateError, ProblemError, WaitTimeout
+from .progress import progress_bar
 
 Restriction = dict[str, Any]
 
@@ -20,28 +24,11 @@ STATUSES = ("scheduled", "reserved", "error", "ignore", "success")
 # States of a populate run; every one but running is final.
 RUN_STATES = ("running", "done", "interrupted", "failed")
 
-
-class DroverError(Exception):
-    """An answer other than 2xx: the status and the problem document's type, detail and field."""
-
-    def __init__(self, status: int, detail: str, type_: str = "", field_: str = "", body: Any = None) -> None:
-        self.status = status
-        self.detail = detail
-        self.type = type_
-        self.field = field_
-        self.body = body
-        where = f" ({field_})" if field_ else ""
-        super().__init__(f"HTTP {status}{where}: {detail}")
-
-
-class PopulateError(Exception):
-    """A populate run that ended failed: a make raised and suppress_errors was off, so the run
-    took no more keys, as DataJoint's populate raises the make's error. ``run`` is the run."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        first = run.error_list[0].error_message if run.error_list else "a make failed"
-        super().__init__(f"populate run {run.id} of {run.table} failed: {first}")
+# Answers that mean "not now": rate limited (429), or a proxy or the service unavailable for a
+# moment (502, 503, 504).
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+# Methods that change nothing more when repeated.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
 @dataclass
@@ -149,37 +136,84 @@ class Progress:
 
 
 class Client:
-    """populate-worker's API at url (e.g. http://127.0.0.1:8085), with a bearer token."""
+    """populate-worker's API at url (e.g. http://127.0.0.1:8085), with a bearer token.
 
-    def __init__(self, url: str, token: str, timeout: float = 30.0) -> None:
+    A call that could not reach the worker, or got 429, 502, 503 or 504, is tried again up to
+    ``retries`` times, after ``backoff`` seconds doubling each time (with jitter, at most
+    ``max_backoff``), or after the answer's Retry-After when it gives one (up to
+    ``max_retry_after``; a longer one is raised at once). Only calls that are safe to repeat are
+    retried after they may have reached the worker: reads and the calls that are idempotent
+    (schedule, cancel, reschedule, ignore, cleanup). Starting a populate run is retried only when
+    the connection was refused or the answer was 429, since the worker then did nothing.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        timeout: float = 30.0,
+        *,
+        retries: int = 4,
+        backoff: float = 0.5,
+        max_backoff: float = 10.0,
+        max_retry_after: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = token
         self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.max_retry_after = max_retry_after
+        self._sleep = sleep
 
     # --- plumbing
 
-    def _call(self, method: str, path: str, body: Any = None, timeout: float | None = None) -> tuple[int, Any]:
+    def _call(
+        self, method: str, path: str, body: Any = None, timeout: float | None = None, idempotent: bool | None = None
+    ) -> tuple[int, Any]:
+        """One API call, retried as the class says; returns the status and the decoded answer."""
+        safe = method in IDEMPOTENT_METHODS if idempotent is None else idempotent
+        url = self.url + path
+        attempt = 0
+        while True:
+            attempt += 1
+            last = attempt > self.retries
+            try:
+                return self._once(method, url, body, timeout or self.timeout)
+            except urllib.error.HTTPError as e:
+                err = _problem(e)
+                if last or e.code not in RETRY_STATUSES or not (safe or e.code == 429):
+                    raise err from None
+                delay = _retry_after(e.headers.get("Retry-After"))
+                if delay is None:
+                    delay = self._backoff(attempt)
+                elif delay > self.max_retry_after:
+                    raise err from None
+            except (urllib.error.URLError, OSError, http.client.HTTPException) as e:
+                reason = e.reason if isinstance(e, urllib.error.URLError) else e
+                refused = isinstance(reason, ConnectionRefusedError)
+                if last or not (safe or refused):
+                    raise DroverConnectionError(method, url, reason if isinstance(reason, BaseException) else e, attempt) from e
+                delay = self._backoff(attempt)
+            self._sleep(delay)
+
+    def _once(self, method: str, url: str, body: Any, timeout: float) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.url + path, data=data, method=method)
+        req = urllib.request.Request(url, data=data, method=method)
         req.add_header("Authorization", "Bearer " + self.token)
-        req.add_header("Accept", "application/json")
+        req.add_header("Accept", "application/json, application/problem+json")
         if data is not None:
             req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout or self.timeout) as resp:
-                raw = resp.read()
-                return resp.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as e:
-            raw = e.read()
-            try:
-                doc = json.loads(raw)
-            except ValueError:
-                doc = None
-            if isinstance(doc, dict):
-                raise DroverError(
-                    e.code, doc.get("detail") or doc.get("title") or str(raw[:500]), doc.get("type", ""), doc.get("field", ""), doc
-                ) from None
-            raise DroverError(e.code, raw[:500].decode(errors="replace")) from None
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            raw = resp.read()
+            return resp.status, json.loads(raw) if raw else None
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with equal jitter: between half and all of backoff * 2^(attempt-1)."""
+        d = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        return d / 2 + random.uniform(0, d / 2)
 
     @staticmethod
     def _t(table: str) -> str:
@@ -206,7 +240,7 @@ class Client:
             body["restriction"] = restriction
         if min_scheduling_interval is not None:
             body["min_scheduling_interval"] = min_scheduling_interval
-        return self._call("POST", f"/v1/tables/{self._t(table)}/schedule", body)[1]
+        return self._call("POST", f"/v1/tables/{self._t(table)}/schedule", body, idempotent=True)[1]
 
     def progress(self, table: str, restriction: Restriction | None = None) -> Progress:
         """How many keys key_source has (in restriction), how many are not made yet, and the
@@ -217,7 +251,7 @@ class Client:
 
     def cleanup(self, table: str) -> int:
         """cleanup_jobs now: removes jobs whose key left key_source or whose target row is gone."""
-        return self._call("POST", f"/v1/tables/{self._t(table)}/cleanup", {})[1]["removed"]
+        return self._call("POST", f"/v1/tables/{self._t(table)}/cleanup", {}, idempotent=True)[1]["removed"]
 
     # --- populate runs
 
@@ -259,7 +293,7 @@ class Client:
             timeout = self.timeout + wait
         d = self._call("POST", path, body, timeout=timeout)[1]
         if not isinstance(d, dict) or "id" not in d:
-            raise DroverError(200, "this populate-worker answered the populate call inline, without a run: it has no populate runs")
+            raise IncompatibleWorker("this populate-worker answered the populate call inline, without a run: it has no populate runs")
         return Run.from_json(d)
 
     def run(self, run_id: int) -> Run:
@@ -268,7 +302,7 @@ class Client:
 
     def cancel(self, run_id: int) -> Run:
         """Stops a running populate run; its in-flight makes are recorded as KeyboardInterrupt."""
-        return Run.from_json(self._call("POST", f"/v1/populate-runs/{int(run_id)}/cancel", {})[1])
+        return Run.from_json(self._call("POST", f"/v1/populate-runs/{int(run_id)}/cancel", {}, idempotent=True)[1])
 
     def follow(
         self,
@@ -282,7 +316,7 @@ class Client:
         ETA) on stream (stderr) when display_progress. Ctrl-C cancels the run, as it stops
         DataJoint's populate, unless cancel_on_interrupt is False."""
         cur = run if isinstance(run, Run) else self.run(run)
-        line = ProgressLine(cur.table, stream) if display_progress else None
+        line = progress_bar(cur.table, stream) if display_progress else None
         try:
             while True:
                 if line is not None:
@@ -295,6 +329,9 @@ class Client:
             if cancel_on_interrupt:
                 self.cancel(cur.id)
             raise
+        finally:
+            if line is not None:
+                line.close()
 
     def populate(
         self,
@@ -330,21 +367,25 @@ class Client:
         (the rate measured here). Returns the last progress."""
         start = time.monotonic()
         p = self.progress(table, restriction)
-        line = ProgressLine(table, stream) if display_progress else None
+        line = progress_bar(table, stream) if display_progress else None
         first_made = p.made
-        while True:
-            done = p.pending == 0
+        try:
+            while True:
+                done = p.pending == 0
+                if line is not None:
+                    elapsed = time.monotonic() - start
+                    rate = (p.made - first_made) / elapsed if elapsed > 0 and p.made > first_made else None
+                    eta = p.pending / rate if rate else None
+                    line.update(p.made, p.total, p.jobs.get("error", 0), rate, eta, final=done)
+                if done:
+                    return p
+                if timeout is not None and time.monotonic() - start > timeout:
+                    raise WaitTimeout(f"{table}: {p.pending} keys still scheduled or reserved after {timeout} s")
+                time.sleep(interval)
+                p = self.progress(table, restriction)
+        finally:
             if line is not None:
-                elapsed = time.monotonic() - start
-                rate = (p.made - first_made) / elapsed if elapsed > 0 and p.made > first_made else None
-                eta = p.pending / rate if rate else None
-                line.update(p.made, p.total, p.jobs.get("error", 0), rate, eta, final=done)
-            if done:
-                return p
-            if timeout is not None and time.monotonic() - start > timeout:
-                raise TimeoutError(f"{table}: {p.pending} keys still scheduled or reserved after {timeout} s")
-            time.sleep(interval)
-            p = self.progress(table, restriction)
+                line.close()
 
     # --- jobs: errors, reschedule, ignore
 
@@ -378,7 +419,7 @@ class Client:
 
     def reschedule(self, job: Job | tuple[str, str]) -> Job:
         """Schedules an errored or ignored job again; a worker makes it."""
-        return Job.from_json(self._call("POST", self._job_path(job) + "/reschedule", {})[1])
+        return Job.from_json(self._call("POST", self._job_path(job) + "/reschedule", {}, idempotent=True)[1])
 
     def reschedule_errors(self, table: str) -> int:
         """Reschedules every errored job of table; returns how many."""
@@ -390,11 +431,44 @@ class Client:
     def ignore(self, table: str, key: dict[str, Any]) -> Job:
         """DataJoint's jobs.ignore(key): the key (in key_source) is set aside, whether it has a
         job yet or not; schedule_jobs leaves it alone unless forced."""
-        return Job.from_json(self._call("POST", f"/v1/tables/{self._t(table)}/ignore", {"key": key})[1])
+        return Job.from_json(self._call("POST", f"/v1/tables/{self._t(table)}/ignore", {"key": key}, idempotent=True)[1])
 
     def ignore_job(self, job: Job | tuple[str, str]) -> Job:
         """Ignores a job by its table and key hash."""
-        return Job.from_json(self._call("POST", self._job_path(job) + "/ignore", {})[1])
+        return Job.from_json(self._call("POST", self._job_path(job) + "/ignore", {}, idempotent=True)[1])
+
+
+def _problem(e: urllib.error.HTTPError) -> ProblemError:
+    """The error for an error answer, from its problem+json document when it is one."""
+    raw = e.read()
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict):
+        return ProblemError(
+            e.code,
+            doc.get("detail") or doc.get("title") or raw[:500].decode(errors="replace"),
+            doc.get("type", ""),
+            doc.get("field", ""),
+            doc,
+            doc.get("title", ""),
+        )
+    return ProblemError(e.code, raw[:500].decode(errors="replace") or str(e.reason))
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Retry-After's seconds: a number of seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def _seconds(s: float) -> str:

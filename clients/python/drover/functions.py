@@ -7,6 +7,10 @@ in from the key) or, with any status, ``{"error": {"class", "message", "stack"}}
 worker records in the jobs table as ``"<class>: <message>"`` with the stack. The worker inserts
 the rows, in the transaction that finishes the job, itself: a make computes, it never writes the
 target table.
+
+Every call is signed by the worker (see :mod:`drover.signature`); the server refuses a call that
+is unsigned, signed with another secret or older than five minutes with 401 and a problem+json
+document, before any make runs.
 """
 
 from __future__ import annotations
@@ -17,8 +21,11 @@ import threading
 import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Sequence
 from typing import Any, Callable, Iterable
 from urllib.parse import quote, unquote
+
+from .signature import HEADER, SECRET_ENV, SignatureError, secrets_from_env, verify
 
 Key = dict[str, Any]
 Row = dict[str, Any]
@@ -35,7 +42,8 @@ class ComputedTable:
     The fields are populate-worker's table definition (an entry of its TABLES_FILE): ``name`` is
     how the API and the jobs table name it, ``target`` the table the rows go to, ``primary_key``
     its key columns, ``key_source`` the SQL producing every key that should exist, ``upstream``
-    the tables key_source reads (inserts there schedule keys, deletes clean jobs up).
+    the tables key_source reads (inserts there schedule keys, deletes clean jobs up),
+    ``secret_env`` the worker's variable holding this table's own signing secret, if it has one.
     """
 
     name: str
@@ -44,10 +52,11 @@ class ComputedTable:
     key_source: str
     make: MakeFunc
     upstream: list[str] = field(default_factory=list)
+    secret_env: str | None = None
 
     def definition(self, base_url: str) -> dict[str, Any]:
         """The table's entry in populate-worker's TABLES_FILE, its make served under base_url."""
-        return {
+        d: dict[str, Any] = {
             "name": self.name,
             "target": self.target,
             "primary_key": list(self.primary_key),
@@ -55,6 +64,9 @@ class ComputedTable:
             "upstream": list(self.upstream),
             "function_url": base_url.rstrip("/") + "/make/" + quote(self.name, safe=""),
         }
+        if self.secret_env:
+            d["function_secret_env"] = self.secret_env
+        return d
 
     def call(self, key: Key) -> list[Row]:
         """Runs the make for key and returns its rows as the worker expects them."""
@@ -95,10 +107,13 @@ class Pipeline:
         key_source: str,
         upstream: Iterable[str] = (),
         name: str | None = None,
+        secret_env: str | None = None,
     ) -> Callable[[MakeFunc], MakeFunc]:
         """Registers the decorated function as the make of a computed table.
 
-        ``name`` defaults to ``target`` without its schema. The function itself is returned
+        ``name`` defaults to ``target`` without its schema. ``secret_env`` names the worker's
+        environment variable holding this table's own signing secret (its tables file entry's
+        ``function_secret_env``); the worker's FUNCTION_SECRET signs its calls without one. The function itself is returned
         unchanged, so it can still be called (and tested) directly.
         """
         pk = list(primary_key)
@@ -113,6 +128,7 @@ class Pipeline:
                 key_source=key_source,
                 make=fn,
                 upstream=list(upstream),
+                secret_env=secret_env,
             )
             if table.name in self._tables:
                 raise ValueError(f"computed table {table.name!r} registered twice")
@@ -159,13 +175,34 @@ class Pipeline:
             return 500, _error(type(e).__name__, str(e), traceback.format_exc())
         return 200, {"rows": rows}
 
-    def server(self, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None) -> FunctionServer:
-        """An HTTP server for these makes, on host:port or on an already listening socket."""
-        return FunctionServer(self, host, port, sock)
+    def server(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        sock: socket.socket | None = None,
+        *,
+        secret: str | Sequence[str] | None = None,
+        insecure: bool = False,
+    ) -> FunctionServer:
+        """An HTTP server for these makes, on host:port or on an already listening socket.
 
-    def serve(self, host: str = "127.0.0.1", port: int = 8090) -> None:
-        """Serves the makes until interrupted."""
-        srv = self.server(host, port)
+        It accepts only calls signed with secret (the worker's POPULATE_WORKER_FUNCTION_SECRET;
+        several while rotating), by default DROVER_FUNCTION_SECRET's. Without a secret it
+        refuses to start unless insecure, which accepts every call: only for a worker without
+        FUNCTION_SECRET on loopback or a private network."""
+        secrets = secrets_from_env() if secret is None else ([secret] if isinstance(secret, str) else list(secret))
+        if not secrets and not insecure:
+            raise ValueError(
+                f"no secret to check the worker's signatures with: set {SECRET_ENV} to the worker's "
+                "POPULATE_WORKER_FUNCTION_SECRET, or pass insecure=True (--insecure) to accept unsigned calls"
+            )
+        return FunctionServer(self, host, port, sock, secrets=secrets)
+
+    def serve(
+        self, host: str = "127.0.0.1", port: int = 8090, *, secret: str | Sequence[str] | None = None, insecure: bool = False
+    ) -> None:
+        """Serves the makes until interrupted (see :meth:`server` for secret and insecure)."""
+        srv = self.server(host, port, secret=secret, insecure=insecure)
         try:
             srv.serve_forever()
         finally:
@@ -191,6 +228,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         body = self.rfile.read(length)
+        if self.server.secrets:
+            try:
+                verify(self.server.secrets, self.headers.get(HEADER), body)
+            except SignatureError as e:
+                self._send(401, {"type": "about:blank", "title": "Unauthorized", "status": 401, "detail": str(e)}, "application/problem+json")
+                return
         status, out = self.server.pipeline.handle(unquote(path[len("/make/"):]), body)
         self._send(status, out)
 
@@ -200,11 +243,13 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, _error("LookupError", "not found", ""))
 
-    def _send(self, status: int, body: dict[str, Any]) -> None:
+    def _send(self, status: int, body: dict[str, Any], content_type: str = "application/json") -> None:
         raw = json.dumps(body).encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
+            if status == 401:
+                self.send_header("WWW-Authenticate", HEADER)
             self.send_header("Content-Length", str(len(raw)))
             self.end_headers()
             self.wfile.write(raw)
@@ -219,7 +264,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FunctionServer(ThreadingHTTPServer):
-    """Serves a pipeline's makes: POST /make/{table} per computed table, GET /healthz.
+    """Serves a pipeline's makes: POST /make/{table} per computed table, GET /healthz. Built by
+    :meth:`Pipeline.server`, which gives it the secrets a call must be signed with.
 
     Each call runs in its own thread, so the worker's concurrent makes (its River workers and a
     populate's processes) run at once.
@@ -227,8 +273,12 @@ class FunctionServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, pipeline: Pipeline, host: str, port: int, sock: socket.socket | None = None) -> None:
+    def __init__(
+        self, pipeline: Pipeline, host: str, port: int, sock: socket.socket | None = None, *, secrets: Sequence[str] = ()
+    ) -> None:
         self.pipeline = pipeline
+        # The secrets a call must be signed with; none: every call is accepted.
+        self.secrets = list(secrets)
         self.log_requests = False
         self._thread: threading.Thread | None = None
         if sock is None:

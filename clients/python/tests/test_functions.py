@@ -3,6 +3,9 @@
 import io
 import json
 import math
+import sys
+import time
+import types
 import unittest
 import urllib.error
 import urllib.request
@@ -13,7 +16,13 @@ import drover
 def _pipeline() -> drover.Pipeline:
     p = drover.Pipeline()
 
-    @p.computed(target="lab.stats", primary_key=["subject_id", "session"], key_source="SELECT subject_id, session FROM lab.session", upstream=["lab.session"])
+    @p.computed(
+        target="lab.stats",
+        primary_key=["subject_id", "session"],
+        key_source="SELECT subject_id, session FROM lab.session",
+        upstream=["lab.session"],
+        secret_env="LAB_SECRET",
+    )
     def stats(key):
         if key["session"] == 0:
             raise ValueError(f"session {key['session']} has no data")
@@ -32,20 +41,34 @@ def _pipeline() -> drover.Pipeline:
     return p
 
 
+SECRET = "s3cret"
+
+
+def post(server, path, body, signature=None):
+    """POSTs body as the worker does, signed with SECRET unless signature says otherwise ("" for
+    no header); returns the status, the decoded answer and its content type."""
+    raw = json.dumps(body).encode()
+    req = urllib.request.Request(server.url + path, data=raw, method="POST")
+    req.add_header("Content-Type", "application/json")
+    if signature is None:
+        signature = drover.sign(SECRET, raw)
+    if signature:
+        req.add_header("Drover-Signature", signature)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.load(resp), resp.headers["Content-Type"]
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e), e.headers["Content-Type"]
+
+
 class FunctionContractTest(unittest.TestCase):
     def setUp(self):
         self.pipeline = _pipeline()
-        self.server = self.pipeline.server().start()
+        self.server = self.pipeline.server(secret=SECRET).start()
         self.addCleanup(self.server.stop)
 
     def post(self, path, body):
-        req = urllib.request.Request(self.server.url + path, data=json.dumps(body).encode(), method="POST")
-        req.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=10) as resp:
-                return resp.status, json.load(resp)
-        except urllib.error.HTTPError as e:
-            return e.code, json.load(e)
+        return post(self.server, path, body)[:2]
 
     def test_definitions_are_the_workers_tables_file(self):
         defs = self.pipeline.definitions("http://fn:8090/")
@@ -61,6 +84,7 @@ class FunctionContractTest(unittest.TestCase):
             },
         )
         self.assertEqual(defs[1]["name"], "stats", "the name defaults to the target without its schema")
+        self.assertEqual(defs[1]["function_secret_env"], "LAB_SECRET")
 
     def test_a_make_answers_its_rows(self):
         status, body = self.post("/make/stats", {"table": "stats", "key": {"subject_id": 1, "session": 5}})
@@ -90,6 +114,66 @@ class FunctionContractTest(unittest.TestCase):
     def test_a_table_is_registered_once(self):
         with self.assertRaises(ValueError):
             self.pipeline.computed(target="other.stats", primary_key=["a"], key_source="SELECT 1 AS a")(lambda key: {})
+
+
+class SignatureTest(unittest.TestCase):
+    KEY = {"table": "stats", "key": {"subject_id": 1, "session": 5}}
+
+    def setUp(self):
+        self.pipeline = _pipeline()
+        self.calls = 0
+        self.pipeline.table("stats").make = self.counted(self.pipeline.table("stats").make)
+        self.server = self.pipeline.server(secret=[SECRET, "old"]).start()
+        self.addCleanup(self.server.stop)
+
+    def counted(self, make):
+        def wrapped(key):
+            self.calls += 1
+            return make(key)
+
+        return wrapped
+
+    def test_the_workers_signature(self):
+        # The same value populate-worker's signing package computes (its TestVerify).
+        body = b'{"table":"t","key":{"id":1}}'
+        want = "t=1700000000,v1=b5ef63e1fe7ae205144c1f1de28d7cba0e8cce8715190de365ad651a7b4eaff1"
+        self.assertEqual(drover.sign(SECRET, body, timestamp=1_700_000_000), want)
+        drover.verify(SECRET, want, body, now=1_700_000_000 + 299)
+        with self.assertRaises(drover.SignatureError) as cm:
+            drover.verify(SECRET, want, body, now=1_700_000_000 + 301)
+        self.assertEqual(cm.exception.reason, "stale")
+        self.assertIsInstance(cm.exception, drover.DroverError)
+
+    def test_a_signed_call_is_made(self):
+        self.assertEqual(post(self.server, "/make/stats", self.KEY)[:2], (200, {"rows": [{"mean": 2.5}]}))
+        # Signed with the old secret too, as the worker does while a secret is rotated.
+        raw = json.dumps(self.KEY).encode()
+        self.assertEqual(post(self.server, "/make/stats", self.KEY, drover.sign(["new", "old"], raw))[0], 200)
+        self.assertEqual(self.calls, 2)
+
+    def test_unsigned_badly_signed_and_stale_calls_are_refused_before_the_make(self):
+        raw = json.dumps(self.KEY).encode()
+        for name, signature, reason in (
+            ("unsigned", "", "unsigned call"),
+            ("other secret", drover.sign("guess", raw), "bad signature"),
+            ("other body", drover.sign(SECRET, b"{}"), "bad signature"),
+            ("malformed", "Bearer " + SECRET, "bad signature"),
+            ("stale", drover.sign(SECRET, raw, timestamp=time.time() - 301), "stale signature"),
+            ("ahead", drover.sign(SECRET, raw, timestamp=time.time() + 301), "stale signature"),
+        ):
+            status, body, ctype = post(self.server, "/make/stats", self.KEY, signature)
+            self.assertEqual((status, ctype), (401, "application/problem+json"), name)
+            self.assertEqual((body["status"], body["title"]), (401, "Unauthorized"), name)
+            self.assertIn(reason, body["detail"], name)
+        self.assertEqual(self.calls, 0, "no make ran")
+
+    def test_a_server_needs_a_secret_unless_insecure(self):
+        with self.assertRaises(ValueError) as cm:
+            self.pipeline.server(secret=[])
+        self.assertIn("DROVER_FUNCTION_SECRET", str(cm.exception))
+        srv = self.pipeline.server(secret=[], insecure=True).start()
+        self.addCleanup(srv.stop)
+        self.assertEqual(post(srv, "/make/stats", self.KEY, "")[0], 200)
 
 
 class ProgressLineTest(unittest.TestCase):
@@ -130,6 +214,75 @@ class ProgressLineTest(unittest.TestCase):
         self.assertEqual(text.count("\n"), 1)
         self.assertTrue(text.endswith("\n"))
         self.assertIn("1/10 made [00:00, 2.0 keys/s, ETA 00:04]", text)
+
+
+class FakeTqdm:
+    """Records what a tqdm bar is told."""
+
+    made = []
+
+    def __init__(self, total=None, desc="", unit="", file=None, leave=True):
+        self.total, self.desc, self.n, self.postfix, self.closed = total, desc, 0, "", False
+        FakeTqdm.made.append(self)
+
+    def update(self, n):
+        self.n += n
+
+    def refresh(self):
+        pass
+
+    def set_postfix_str(self, s, refresh=True):
+        self.postfix = s
+
+    def close(self):
+        self.closed = True
+
+
+class ProgressBarTest(unittest.TestCase):
+    """progress_bar picks tqdm on a terminal when it is installed, the \r line without it, and
+    plain lines on anything that is not a terminal."""
+
+    class TTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    def with_tqdm(self, installed):
+        auto = types.ModuleType("tqdm.auto")
+        auto.tqdm = FakeTqdm
+        pkg = types.ModuleType("tqdm")
+        pkg.auto = auto
+        saved = {k: sys.modules.get(k) for k in ("tqdm", "tqdm.auto")}
+        sys.modules.update({"tqdm": pkg if installed else None, "tqdm.auto": auto if installed else None})
+
+        def restore():
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+
+        self.addCleanup(restore)
+
+    def test_tqdm_on_a_terminal(self):
+        self.with_tqdm(True)
+        bar = drover.progress_bar("stats", self.TTY())
+        self.assertIsInstance(bar, drover.TqdmBar)
+        bar.update(3, 10, errors=1)
+        bar.update(9, 10, errors=1, final=True)
+        fake = FakeTqdm.made[-1]
+        self.assertEqual((fake.desc, fake.total, fake.n, fake.postfix, fake.closed), ("stats", 10, 10, "9 made, 1 error", True))
+
+    def test_the_line_without_tqdm(self):
+        self.with_tqdm(False)
+        bar = drover.progress_bar("stats", self.TTY())
+        self.assertIsInstance(bar, drover.ProgressLine)
+        self.assertTrue(bar.tty)
+
+    def test_plain_lines_in_a_log_even_with_tqdm(self):
+        self.with_tqdm(True)
+        bar = drover.progress_bar("stats", io.StringIO())
+        self.assertIsInstance(bar, drover.ProgressLine)
+        self.assertFalse(bar.tty)
 
 
 if __name__ == "__main__":

@@ -7,14 +7,18 @@ import (
 
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/services/populate-worker/internal/signing"
 	"drover.dev/shared/web"
 )
 
 // Examples says which example routes a service serves: the HTTP function make of
-// example_signal_energy (open, as an external function would be) and POST /v1/examples/seed.
+// example_signal_energy (outside /v1, as an external function would be) and POST
+// /v1/examples/seed. With FunctionSecret the function refuses calls not signed with it, as an
+// external function checks the worker's signature; without, it is open.
 type Examples struct {
-	Function bool
-	Seed     bool
+	Function       bool
+	Seed           bool
+	FunctionSecret []string
 }
 
 // Routes lists every route of the service: the populate API under /v1 and the examples ex
@@ -33,7 +37,11 @@ func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Du
 	s.API.POST("/jobs/:table/:key_hash/ignore", handleJobIgnore(e))
 	s.API.POST("/jobs/:table/:key_hash/reschedule", handleJobReschedule(e))
 	if ex.Function {
-		s.Echo.POST("/examples/functions/energy", echo.WrapHandler(examples.EnergyFunction(e.Pool())))
+		fn := examples.EnergyFunction(e.Pool())
+		if len(ex.FunctionSecret) > 0 {
+			fn = signing.Middleware(ex.FunctionSecret, 1<<16, fn)
+		}
+		s.Echo.POST("/examples/functions/energy", echo.WrapHandler(fn))
 	}
 	if ex.Seed {
 		s.API.POST("/examples/seed", handleSeed(e))

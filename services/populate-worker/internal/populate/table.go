@@ -50,6 +50,11 @@ type Table struct {
 	// FunctionURL, when set, makes each key by POSTing it as JSON to the URL.
 	FunctionURL string `json:"function_url,omitempty"`
 
+	// FunctionSecretEnv names the environment variable holding the secret this table's function
+	// calls are signed with, instead of the service's FUNCTION_SECRET (the secret itself never
+	// goes in a tables file).
+	FunctionSecretEnv string `json:"function_secret_env,omitempty"`
+
 	// Make, Fetch and Compute are the Go makes: Make alone, or Fetch and Compute (three-part),
 	// or Fetch, Compute and Make together.
 	Make    MakeFunc    `json:"-"`
