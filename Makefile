@@ -41,9 +41,10 @@ generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its quer
 	@for d in $(SQLC_DIRS); do echo "sqlc $$d"; (cd $$d && $(abspath $(TOOLS))/sqlc generate) || exit 1; done
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## docs stand alone, no SQL writes River's tables, gofmt, sqlc code current (sqlc diff), golangci-lint module by module
+lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## docs stand alone, no SQL writes River's tables, no test bounds elapsed time, gofmt, sqlc code current (sqlc diff), golangci-lint module by module
 	@scripts/check-docs.sh
 	@scripts/check-river-writes.sh
+	@scripts/check-test-clock.sh
 	@test -z "$$(gofmt -l $(MODULES))" || { gofmt -l $(MODULES); echo "gofmt: the files above need formatting"; exit 1; }
 	@for d in $(SQLC_DIRS); do (cd $$d && $(abspath $(TOOLS))/sqlc diff) || { echo "sqlc: $$d/dbsqlc is stale, run make generate"; exit 1; }; done
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
