@@ -105,7 +105,7 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	requireCounts(t, map[string]int{"completed": 8}, b.batchView) // every executor judged
 	require.Equal(t, 2, b.ShardCount)
 	require.NotNil(t, b.SendAt)
-	requireOneRelease(t, b, cfg.SendMargin)
+	requireOneRelease(t, b)
 	requireScoredOnce(t, pool, fleet, b.ID)
 
 	var clients int
@@ -121,37 +121,38 @@ func TestShardedBatchOnTwoReplicas(t *testing.T) {
 	require.Equal(t, []string{"1/RETRY_REFUSED"}, riverJobEvents(t, base, b.ID))
 }
 
-// requireOneRelease checks that every initial request of the batch went out after the agreed
-// offer instant and soon after it (one class: no stagger), that both shards were ready and
-// opened their gates at the agreed send instant (not before, and soon after), and that every job
-// request of the batch went out soon after it. Not before is exact. Soon is the margin plus the
-// late wake-ups of a loaded 2-core -race run with two instances and a fleet in one process, where
-// a sleeping goroutine can wake tenths of a second late: still well short of anything a shard
-// that did not wait for the agreed instant, or waited for something else (the other shard, a
-// ShardWait), would show.
-func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
+// requireOneRelease checks the order of a batch whose shards met at both instants: both shards
+// were ready to offer before the agreed offer instant, and every initial request went out after
+// it; both were ready to send before the agreed send instant, opened their gates at it, not
+// before, and every job request went out after it; and no shard waited for the other past the
+// wait or came late (no ShardNotReady, no ShardLate). How soon after the instants the requests
+// went out is the hot phase's benchmark, logged here, not asserted.
+func requireOneRelease(t *testing.T, b shardedView) {
 	t.Helper()
-	soon := margin + time.Second
 	require.NotNil(t, b.OfferAt)
-	var offerLag time.Duration
-	for _, j := range b.Jobs {
-		require.NotNil(t, j.InitialSentAt)
-		require.False(t, j.InitialSentAt.Before(*b.OfferAt), "an initial request left before offer_at")
-		offerLag = max(offerLag, j.InitialSentAt.Sub(*b.OfferAt))
-	}
-	require.Less(t, offerLag, soon, "an initial request left late")
+	require.NotNil(t, b.SendAt)
 	require.Len(t, b.Shards, 2)
 	for _, s := range b.Shards {
 		require.Equal(t, "done", s.State)
 		require.Equal(t, 2, s.Miners)
+		require.NotNil(t, s.OfferReadyAt)
+		require.False(t, s.OfferReadyAt.After(*b.OfferAt), "shard %d ready to offer after offer_at", s.Shard)
 		require.NotNil(t, s.ReadyAt)
+		require.False(t, s.ReadyAt.After(*b.SendAt), "shard %d ready to send after send_at", s.Shard)
 		require.NotNil(t, s.ClockSkewUS)
 		require.NotNil(t, s.ReleaseLagUS, "shard %d released", s.Shard)
 		require.GreaterOrEqual(t, *s.ReleaseLagUS, int64(0), "shard %d opened before send_at", s.Shard)
-		require.Less(t, *s.ReleaseLagUS, soon.Microseconds(), "shard %d opened late", s.Shard)
 	}
+	for _, e := range b.Events {
+		require.NotContains(t, []sysevent.Subtype{sysevent.ShardNotReady, sysevent.ShardLate}, e.Subtype,
+			"shard %v: both shards met both instants", e.Shard)
+	}
+	var offerLag time.Duration
 	var first, last time.Time
 	for _, j := range b.Jobs {
+		require.NotNil(t, j.InitialSentAt)
+		require.False(t, j.InitialSentAt.Before(*b.OfferAt), "an initial request left before offer_at")
+		offerLag = max(offerLag, j.InitialSentAt.Sub(*b.OfferAt))
 		require.NotNil(t, j.BeforeSendAt)
 		require.False(t, j.BeforeSendAt.Before(*b.SendAt), "a job request left before send_at")
 		if first.IsZero() || j.BeforeSendAt.Before(first) {
@@ -161,7 +162,6 @@ func requireOneRelease(t *testing.T, b shardedView, margin time.Duration) {
 			last = *j.AfterSendAt
 		}
 	}
-	require.Less(t, last.Sub(first), soon, "the batch's send spread across shards")
 	t.Logf("initial requests by %s after offer_at; release lag shard 0 %d µs, shard 1 %d µs; batch send spread %s",
 		offerLag, *b.Shards[0].ReleaseLagUS, *b.Shards[1].ReleaseLagUS, last.Sub(first))
 }
@@ -211,7 +211,9 @@ func TestShardNotReadyHoldsNobody(t *testing.T) {
 	require.Len(t, shards[sysevent.ShardNotReady], 1, "the first shard went on without the other, once")
 	first := shards[sysevent.ShardNotReady][0]
 	require.Equal(t, []int{1 - first, 1 - first}, shards[sysevent.ShardLate], "the other came late to both instants")
-	waited := b.OfferAt.Sub(*b.Shards[first].OfferReadyAt)
-	require.GreaterOrEqual(t, waited, wait, "the first shard waited")
-	require.Less(t, waited, wait+2*time.Second, "no longer than the wait and the margin")
+	require.GreaterOrEqual(t, b.OfferAt.Sub(*b.Shards[first].OfferReadyAt), wait, "the first shard waited")
+	// It held nobody: both instants were fixed before the other shard was ready for them.
+	other := b.Shards[1-first]
+	require.True(t, b.OfferAt.Before(*other.OfferReadyAt), "offer_at fixed before shard %d was ready to offer", other.Shard)
+	require.True(t, b.SendAt.Before(*other.ReadyAt), "send_at fixed before shard %d was ready to send", other.Shard)
 }

@@ -1,7 +1,10 @@
 package service
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"testing"
@@ -36,22 +39,34 @@ func probeRoundTrips(t *testing.T, base string, target queue.Service, n int) []t
 }
 
 // A job a service inserts into its own queue, right after the same insert-only client notified
-// that queue for the job it is working, is picked up as fast as one inserted by another service:
-// River's insert-notification limiter would otherwise drop the second notification and leave the
-// job to the next poll (1 s; a self-probe took about 1 s, a cross-service one about 95 ms).
+// that queue for the job it is working, is picked up as one inserted by another service is: on
+// its insert's notification. River's insert-notification limiter would otherwise drop the second
+// notification and leave the job to the next poll. The services poll once a minute here, so a
+// probe whose notification was dropped is not acked within the 10 s each probe is given; the
+// round trips (about 95 ms each) are logged, not bounded.
 func TestSameServiceHopIsAsFastAsCrossService(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	populate := startService(t, queue.PopulateWorker, dbURL)
-	startService(t, queue.Scorer, dbURL)
+	populate := startNotifiedService(t, queue.PopulateWorker, dbURL)
+	startNotifiedService(t, queue.Scorer, dbURL)
 
 	const n = 20
 	own := probeRoundTrips(t, populate, queue.PopulateWorker, n)
 	cross := probeRoundTrips(t, populate, queue.Scorer, n)
 	t.Logf("round trips over %d probes: own queue p50 %v max %v; cross-service p50 %v max %v",
 		n, own[n/2], own[n-1], cross[n/2], cross[n-1])
-	// A generous bound, so that a loaded machine and a busy shared Postgres do not fail it: the
-	// polls it guards against make the own-queue median about a second.
-	require.Less(t, own[n/2], 500*time.Millisecond, "own-queue round trips %v", own)
-	require.Less(t, cross[n/2], 500*time.Millisecond, "cross-service round trips %v", cross)
+}
+
+// startNotifiedService starts svc polling its queues only once a minute: a job reaches it at
+// once only through its insert's notification.
+func startNotifiedService(t *testing.T, svc queue.Service, databaseURL string) string {
+	t.Helper()
+	return servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		spec := Spec{Service: svc, Config: servicetest.Config(databaseURL), Settings: &struct{}{}, Listener: ln,
+			Fetch: queue.Fetch{PollInterval: time.Minute}}
+		return Run(ctx, spec, stdout, func(d *Deps) error {
+			_, err := d.NewClient()
+			return err
+		})
+	})
 }

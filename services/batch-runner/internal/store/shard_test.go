@@ -160,16 +160,19 @@ func TestShardedBatch(t *testing.T) {
 		require.Nil(t, sendAt)
 		require.Equal(t, []int32{1}, waiting, "shard 1 offered and is not ready yet")
 
+		before := dbClock(t, tx)
 		fixed, err := SendAtFix(ctx, tx, b.ID, 200*time.Millisecond)
 		require.NoError(t, err)
 		require.True(t, fixed)
+		after := dbClock(t, tx)
 		fixed, err = SendAtFix(ctx, tx, b.ID, time.Hour)
 		require.NoError(t, err)
 		require.False(t, fixed, "the instant is fixed once")
 		sendAt, _, err = SendAtState(ctx, tx, b.ID)
 		require.NoError(t, err)
 		require.NotNil(t, sendAt)
-		require.WithinDuration(t, time.Now().Add(200*time.Millisecond), *sendAt, time.Second)
+		require.WithinRange(t, *sendAt, before.Add(200*time.Millisecond), after.Add(200*time.Millisecond),
+			"the database's clock at the fix plus the margin")
 	})
 
 	t.Run("OfferIsFixedOnceWithTheLongestSpinUp", func(t *testing.T) {
@@ -185,9 +188,11 @@ func TestShardedBatch(t *testing.T) {
 			require.Equal(t, []int32{int32(shard), 1}[shard:], waiting)
 			require.NoError(t, ShardOfferReady(ctx, tx, s, time.Now(), spin))
 		}
+		before := dbClock(t, tx)
 		fixed, err := OfferFix(ctx, tx, b.ID, 100*time.Millisecond)
 		require.NoError(t, err)
 		require.True(t, fixed)
+		after := dbClock(t, tx)
 		fixed, err = OfferFix(ctx, tx, b.ID, time.Hour)
 		require.NoError(t, err)
 		require.False(t, fixed, "the offer is fixed once")
@@ -195,7 +200,8 @@ func TestShardedBatch(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, waiting)
 		require.Equal(t, 4*time.Minute, offer.MaxSpin, "the batch's stagger covers its longest spin-up")
-		require.WithinDuration(t, time.Now().Add(100*time.Millisecond), offer.At, time.Second)
+		require.WithinRange(t, offer.At, before.Add(100*time.Millisecond), after.Add(100*time.Millisecond),
+			"the database's clock at the fix plus the margin")
 	})
 
 	t.Run("AbandonedOnlyWithoutALiveShardJob", func(t *testing.T) {
@@ -296,4 +302,12 @@ func endShard(ctx context.Context, pool *pgxpool.Pool, s ShardStarted, wrote *sy
 		return err
 	})
 	return end, err
+}
+
+// dbClock reads the database's clock, which fixes the batch's instants.
+func dbClock(t *testing.T, tx pgx.Tx) time.Time {
+	t.Helper()
+	now, err := queries.ClockGet(context.Background(), tx)
+	require.NoError(t, err)
+	return now
 }

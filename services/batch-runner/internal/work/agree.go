@@ -25,6 +25,17 @@ type Agreement struct {
 	Wait time.Duration
 	// Poll is how often a waiting shard looks again.
 	Poll time.Duration
+	// Now is the shard's clock; time.Now when nil. Tests stub it to move a shard past its wait
+	// without waiting.
+	Now func() time.Time
+}
+
+// now reads the shard's clock.
+func (a Agreement) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
 }
 
 // within bounds one shard's wait at one instant, for the miners' read deadlines.
@@ -51,7 +62,7 @@ type instant struct {
 // stagger: its start and its longest spin-up. A shard late for the start begins its stagger
 // now, so that its executors still get their whole spin-up.
 func (a *shardAgreement) agreeOffer(ctx context.Context, maxSpin time.Duration) (time.Time, time.Duration, error) {
-	readyAt := time.Now()
+	readyAt := a.now()
 	if err := store.ShardOfferReady(ctx, a.pool, a.shard, readyAt, maxSpin); err != nil {
 		return time.Time{}, 0, err
 	}
@@ -71,7 +82,7 @@ func (a *shardAgreement) agreeOffer(ctx context.Context, maxSpin time.Duration) 
 	if err != nil {
 		return time.Time{}, 0, err
 	}
-	if now := time.Now(); at.Before(now) {
+	if now := a.now(); at.Before(now) {
 		at = now
 	}
 	return at, offer.MaxSpin, nil
@@ -79,7 +90,7 @@ func (a *shardAgreement) agreeOffer(ctx context.Context, maxSpin time.Duration) 
 
 // agree marks the shard ready to send and returns the batch's send instant.
 func (a *shardAgreement) agree(ctx context.Context) (time.Time, error) {
-	readyAt := time.Now()
+	readyAt := a.now()
 	if _, err := store.ShardReady(ctx, a.pool, a.shard, readyAt); err != nil {
 		return time.Time{}, err
 	}
@@ -109,7 +120,7 @@ func (a *shardAgreement) await(ctx context.Context, in instant, readyAt time.Tim
 			a.noteLate(in.name, *at)
 			return *at, nil
 		}
-		if len(waiting) == 0 || !time.Now().Before(deadline) {
+		if len(waiting) == 0 || !a.now().Before(deadline) {
 			if err := a.fix(ctx, in, waiting); err != nil {
 				return time.Time{}, err
 			}
@@ -137,7 +148,7 @@ func (a *shardAgreement) fix(ctx context.Context, in instant, waiting []int32) e
 
 // noteLate records a shard that got ready only after the agreed instant.
 func (a *shardAgreement) noteLate(name string, at time.Time) {
-	if late := time.Since(at); late > 0 {
+	if late := a.now().Sub(at); late > 0 {
 		a.events.Add(sysevent.TypeValidatorFailure, sysevent.ShardLate,
 			fmt.Sprintf("shard ready %s after the agreed %s instant; going on at once", late.Round(time.Millisecond), name),
 			map[string]any{"instant": name, "shard": a.shard.Shard, "at": at, "late_us": late.Microseconds()})

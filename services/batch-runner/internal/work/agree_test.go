@@ -3,6 +3,7 @@ package work
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,24 +77,36 @@ func TestAgree(t *testing.T) {
 
 	t.Run("AShardNeverReadyHoldsNobodyPastTheWait", func(t *testing.T) {
 		t.Parallel()
-		const wait = 300 * time.Millisecond
-		bundle := setup(t, Agreement{Margin: 100 * time.Millisecond, Wait: wait, Poll: 10 * time.Millisecond})
+		// An hour's wait that passes on the stubbed clock alone: shard 0 holds while its clock
+		// says the wait is on, and fixes the instant without shard 1 once it says it is over.
+		const wait, margin = time.Hour, 100 * time.Millisecond
+		clock := &stubClock{}
+		bundle := setup(t, Agreement{Margin: margin, Wait: wait, Poll: 10 * time.Millisecond, Now: clock.Now})
 		for _, a := range bundle.shards {
 			require.NoError(t, store.ShardOfferReady(ctx, bundle.pool, a.shard, time.Now(), time.Second))
 		}
-		start := time.Now()
-		sendAt, err := bundle.shards[0].agree(ctx) // shard 1 never gets ready to send
+		// Shard 0 gets ready a wait ago on its clock; shard 1 never gets ready to send.
+		clock.set(-wait)
+		got := goAwait(func() (time.Time, error) { return bundle.shards[0].agree(ctx) })
+		clock.awaitReads(t, 3)
+		got.requireRunning(t, "shard 0 holds while its wait lasts")
+		unfixed, _, err := store.SendAtState(ctx, bundle.pool, bundle.shards[0].shard.BatchID)
 		require.NoError(t, err)
-		require.GreaterOrEqual(t, time.Since(start), wait, "shard 0 waited for shard 1")
-		require.Less(t, time.Since(start), wait+2*time.Second, "but no longer than the wait")
-		require.WithinDuration(t, start.Add(wait+100*time.Millisecond), sendAt, time.Second)
+		require.Nil(t, unfixed, "the send instant is not fixed while shard 0's wait lasts")
+
+		ended := time.Now()
+		clock.set(0) // the wait is over
+		sendAt := got.result(t, "shard 0 held past its wait")
+		require.WithinRange(t, sendAt, ended.Truncate(time.Microsecond).Add(margin), time.Now().Add(margin),
+			"fixed once the wait was over, by shard 0")
 		events := bundle.shards[0].events.Drain()
 		require.Len(t, events, 1)
 		require.Equal(t, sysevent.ShardNotReady, events[0].Subtype)
-		require.JSONEq(t, `{"instant":"send","shards":[1],"fixed_by":0,"wait":"300ms"}`, string(events[0].Data))
+		require.JSONEq(t, `{"instant":"send","shards":[1],"fixed_by":0,"wait":"1h0m0s"}`, string(events[0].Data))
 
-		// Shard 1 gets ready after all: it learns the instant, already past, and says so.
-		time.Sleep(time.Until(sendAt) + 10*time.Millisecond)
+		// Shard 1 gets ready after all, its clock past the instant: it learns the instant and
+		// says it is late.
+		clock.set(time.Minute)
 		late, err := bundle.shards[1].agree(ctx)
 		require.NoError(t, err)
 		require.Equal(t, sendAt, late)
@@ -104,24 +117,38 @@ func TestAgree(t *testing.T) {
 
 	t.Run("AShardMissingTheOfferIsNotAwaitedTwice", func(t *testing.T) {
 		t.Parallel()
-		// The send must take less than the wait, which awaiting shard 1 again would cost: its
-		// agreement is a few round trips, which a loaded machine and a busy shared Postgres can
-		// stretch past 300 ms.
-		const wait = 1500 * time.Millisecond
-		bundle := setup(t, Agreement{Margin: 100 * time.Millisecond, Wait: wait, Poll: 10 * time.Millisecond})
-		start := time.Now()
-		at, spin, err := bundle.shards[0].agreeOffer(ctx, time.Second) // shard 1 never comes
+		// Shard 1 never comes. Shard 0 fixes the offer without it when its stubbed clock ends
+		// the hour's wait; it then sends without awaiting shard 1 again, which would take
+		// another hour, since its clock no longer moves past a wait.
+		const wait, margin = time.Hour, 100 * time.Millisecond
+		clock := &stubClock{}
+		bundle := setup(t, Agreement{Margin: margin, Wait: wait, Poll: 10 * time.Millisecond, Now: clock.Now})
+		clock.set(-wait)
+		type offer struct {
+			at   time.Time
+			spin time.Duration
+		}
+		got := goAwait(func() (offer, error) {
+			at, spin, err := bundle.shards[0].agreeOffer(ctx, time.Second)
+			return offer{at, spin}, err
+		})
+		clock.awaitReads(t, 3)
+		got.requireRunning(t, "shard 0 holds the offer while its wait lasts")
+		offerAt, _, err := store.OfferState(ctx, bundle.pool, bundle.shards[0].shard.BatchID)
 		require.NoError(t, err)
-		require.GreaterOrEqual(t, time.Since(start), wait)
-		require.Equal(t, time.Second, spin)
-		require.WithinDuration(t, start.Add(wait+100*time.Millisecond), at, time.Second)
-		sendStart := time.Now()
-		_, err = bundle.shards[0].agree(ctx)
-		require.NoError(t, err)
-		require.Less(t, time.Since(sendStart), wait, "shard 1 missed the offer: not awaited to send")
+		require.Nil(t, offerAt, "shard 0 holds the offer while its wait lasts")
+
+		ended := time.Now()
+		clock.set(0)
+		o := got.result(t, "shard 0 held the offer past its wait")
+		require.Equal(t, time.Second, o.spin)
+		require.WithinRange(t, o.at, ended.Truncate(time.Microsecond).Add(margin), time.Now().Add(margin))
+
+		sent := goAwait(func() (time.Time, error) { return bundle.shards[0].agree(ctx) })
+		sent.result(t, "shard 1 missed the offer, yet shard 0 awaited it again to send")
 		events := bundle.shards[0].events.Drain()
 		require.Len(t, events, 1, "one absence, at the offer")
-		require.JSONEq(t, `{"instant":"offer","shards":[1],"fixed_by":0,"wait":"1.5s"}`, string(events[0].Data))
+		require.JSONEq(t, `{"instant":"offer","shards":[1],"fixed_by":0,"wait":"1h0m0s"}`, string(events[0].Data))
 	})
 
 	t.Run("ContextEndsTheWait", func(t *testing.T) {
@@ -132,4 +159,65 @@ func TestAgree(t *testing.T) {
 		_, _, err := bundle.shards[0].agreeOffer(ctx, time.Second)
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 	})
+}
+
+// stubClock is a shard's clock at a settable offset from the real one. It counts its reads, so
+// that a test knows a waiting shard has looked at it again.
+type stubClock struct {
+	offset atomic.Int64
+	reads  atomic.Int64
+}
+
+func (c *stubClock) Now() time.Time {
+	c.reads.Add(1)
+	return time.Now().Add(time.Duration(c.offset.Load()))
+}
+
+func (c *stubClock) set(offset time.Duration) { c.offset.Store(int64(offset)) }
+
+// awaitReads waits until the clock has been read n more times.
+func (c *stubClock) awaitReads(t *testing.T, n int64) {
+	t.Helper()
+	want := c.reads.Load() + n
+	require.Eventually(t, func() bool { return c.reads.Load() >= want }, 10*time.Second, time.Millisecond)
+}
+
+// pending is a call running on its own goroutine.
+type pending[T any] struct {
+	done chan struct{}
+	v    T
+	err  error
+}
+
+// goAwait starts f on its own goroutine.
+func goAwait[T any](f func() (T, error)) *pending[T] {
+	p := &pending[T]{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.v, p.err = f()
+	}()
+	return p
+}
+
+// result waits for the call to return and requires no error. The bound is a hang guard for a
+// call held by something other than the stubbed clock; it is never what a test measures.
+func (p *pending[T]) result(t *testing.T, hung string) T {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal(hung)
+	}
+	require.NoError(t, p.err)
+	return p.v
+}
+
+// requireRunning requires the call not returned yet.
+func (p *pending[T]) requireRunning(t *testing.T, msg string) {
+	t.Helper()
+	select {
+	case <-p.done:
+		t.Fatalf("%s: returned %v, %v", msg, p.v, p.err)
+	default:
+	}
 }
