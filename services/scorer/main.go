@@ -8,14 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
-	"strings"
 	"time"
 
-	"github.com/riverqueue/river"
-
-	"drover.dev/computehorde/hotkey"
-	"drover.dev/computehorde/subtensor"
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/api"
 	"drover.dev/services/scorer/internal/direct"
@@ -79,7 +73,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 	if err != nil {
 		return err
 	}
-	cfg = cfg.forMode().withDefaults()
+	cfg = cfg.forMode()
 	if cfg.PylonAddress, err = pylonAddress(cfg); err != nil {
 		return err
 	}
@@ -105,20 +99,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		RescueStuckJobsAfter: rescue,
 		OpenAPI:              api.OpenAPI,
 	}
-	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error {
-		deps.Logger.Info("scoring parameters", "class_weights", scoring.FormatClassWeights(params.ClassWeights))
-		m := work.NewMetrics(deps.Server.Metrics)
-		river.AddWorker(deps.Workers, &work.ScoreBatchWorker{
-			DB: deps.Pool, Params: params, Logger: deps.Logger, SetWeights: setWeights, Metrics: m,
-		})
-		deps.Gauges(work.Gauges...)
-		addWeightSetting(deps, cfg, signer, m)
-		if _, err := deps.NewClient(); err != nil {
-			return err
-		}
-		api.Routes(deps.Server.API, deps.Pool)
-		return nil
-	})
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, params, signer, setWeights) })
 }
 
 // rescueAfter is River's RescueStuckJobsAfter: the shortest timeout of any kind the service
@@ -148,10 +129,10 @@ func (c Config) Check() []error {
 	if err := c.checkWeightsMode(); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := pylonAddress(c.forMode().withDefaults()); err != nil {
+	if _, err := pylonAddress(c.forMode()); err != nil {
 		errs = append(errs, err)
 	}
-	if _, err := directClient(c.forMode().withDefaults()); err != nil {
+	if _, err := directClient(c.forMode()); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -202,109 +183,4 @@ func (c Config) params() (scoring.Params, error) {
 		NonPeakPenalty: c.NonPeakPenalty, NonPeakMinRatio: c.NonPeakMinRatio,
 	}
 	return p, p.Validate()
-}
-
-// addWeightSetting adds the set_weights worker and its periodic job when Pylon is configured, or
-// a subtensor node and a hotkey to sign with (signer).
-func addWeightSetting(deps *service.Deps, cfg Config, signer *direct.Client, m *work.Metrics) {
-	w := &work.SetWeightsWorker{
-		DB: deps.Pool, RateLimitBlocks: cfg.WeightsRateLimit, Logger: deps.Logger, Metrics: m,
-		Validator: cfg.ValidatorHotkey,
-	}
-	switch {
-	case cfg.PylonAddress != "":
-		w.Pylon = &pylon.Client{
-			BaseURL: cfg.PylonAddress, Identity: cfg.PylonIdentity, Token: cfg.PylonToken, Netuid: cfg.Netuid,
-			Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
-		}
-	case signer != nil:
-		w.Direct, w.Validator = signer, signer.Key.Address()
-		deps.Logger.Info("no PYLON_ADDRESS: set_weights is signed here and submitted to the subtensor node",
-			"node", signer.URL, "netuid", signer.Netuid, "hotkey", w.Validator)
-	default:
-		deps.Logger.Info("weights are served on GET /v1/weights, not set on chain (SCORER_WEIGHTS_MODE=serve-only, or a test)")
-		return
-	}
-	river.AddWorker(deps.Workers, w)
-	deps.PeriodicJobs = append(deps.PeriodicJobs, river.NewPeriodicJob(
-		river.PeriodicInterval(cfg.WeightsInterval),
-		func() (river.JobArgs, *river.InsertOpts) { return queue.SetWeightsArgs{Reason: "periodic"}, nil },
-		&river.PeriodicJobOpts{ID: "set_weights", RunOnStart: true},
-	))
-}
-
-// withDefaults fills the weight-setting settings a config struct built in code (tests) left at
-// zero with the defaults the environment would give.
-func (c Config) withDefaults() Config {
-	if c.PylonIdentity == "" {
-		c.PylonIdentity = "validator"
-	}
-	if c.PylonTimeout <= 0 {
-		c.PylonTimeout = 30 * time.Second
-	}
-	if c.WeightsInterval <= 0 {
-		c.WeightsInterval = 5 * time.Minute
-	}
-	if c.SubtensorTimeout <= 0 {
-		c.SubtensorTimeout = 30 * time.Second
-	}
-	return c
-}
-
-// pylonAddress checks PYLON_ADDRESS and the netuid; an address without a scheme (host:port, as
-// ComputeHorde's deployments often write it) is taken as http.
-func pylonAddress(c Config) (string, error) {
-	if c.PylonAddress == "" {
-		return "", nil
-	}
-	addr := c.PylonAddress
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
-	u, err := url.Parse(addr)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("SCORER_PYLON_ADDRESS: %q is not an http(s)://host:port address", c.PylonAddress)
-	}
-	if c.Netuid < 0 || c.Netuid > 65535 {
-		return "", fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
-	}
-	return addr, nil
-}
-
-// directClient is the signer of set_weights when no Pylon is configured and a subtensor node is
-// (SUBTENSOR_URL, or BITTENSOR_NETWORK); nil when weights go through Pylon or nowhere. The node
-// without a hotkey to sign with, or a VALIDATOR_HOTKEY other than the hotkey's, stops the start.
-func directClient(c Config) (*direct.Client, error) {
-	if c.PylonAddress != "" {
-		return nil, nil
-	}
-	node := c.SubtensorURL
-	switch {
-	case node == "" && c.Network != "":
-		u, err := subtensor.NetworkURL(c.Network)
-		if err != nil {
-			return nil, err
-		}
-		node = u
-	case node == "":
-		return nil, nil
-	}
-	if u, err := url.Parse(node); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return nil, fmt.Errorf("SCORER_SUBTENSOR_URL: %q is not a ws(s)://host:port address", node)
-	}
-	if c.Netuid < 0 || c.Netuid > 65535 {
-		return nil, fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
-	}
-	keys := hotkey.Settings{
-		Prefix: "SCORER_", URI: c.HotkeyURI, Path: c.WalletPath,
-		WalletName: c.WalletName, WalletHotkey: c.WalletHotkey, WalletDir: c.WalletDir,
-	}
-	key, err := keys.Load()
-	if err != nil {
-		return nil, fmt.Errorf("signing set_weights for %s: %w", node, err)
-	}
-	if c.ValidatorHotkey != "" && c.ValidatorHotkey != key.Address() {
-		return nil, fmt.Errorf("SCORER_VALIDATOR_HOTKEY %s is not the signing hotkey %s", c.ValidatorHotkey, key.Address())
-	}
-	return &direct.Client{URL: node, Netuid: uint16(c.Netuid), Key: key, Timeout: c.SubtensorTimeout}, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/scoring"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -24,14 +25,23 @@ func TestMain(m *testing.M) {
 
 // testConfig is the configuration the environment's defaults give, on databaseURL.
 func testConfig(databaseURL string) Config {
-	p := scoring.DefaultParams()
-	return Config{
-		Common: servicetest.Config(databaseURL), Workers: 2,
-		ClassWeights: scoring.DefaultClassWeights, ExcusedScore: p.ExcusedScore, HordeClass: p.HordeClass,
-		HordeAlpha: p.HordeAlpha, HordeBeta: p.HordeBeta, HordeDelta: p.HordeDelta,
-		DancingMultiplier: p.DancingMultiplier, DancingRatio: p.DancingRatio,
-		NonPeakPenalty: p.NonPeakPenalty, NonPeakMinRatio: p.NonPeakMinRatio,
+	var cfg Config
+	if err := config.Defaults(&cfg); err != nil {
+		panic(err)
 	}
+	cfg.Common, cfg.Workers = servicetest.Config(databaseURL), 2
+	return cfg
+}
+
+func TestConfigLoadsThroughEnvconfig(t *testing.T) {
+	t.Setenv("SCORER_DATABASE_URL", "postgres://db/x")
+	var cfg Config
+	require.NoError(t, config.Load(queue.Scorer.EnvPrefix(), &cfg, nil, io.Discard))
+	p := scoring.DefaultParams()
+	require.Equal(t, p.HordeAlpha, cfg.HordeAlpha)
+	require.Equal(t, p.NonPeakPenalty, cfg.NonPeakPenalty)
+	require.Equal(t, scoring.DefaultClassWeights, cfg.ClassWeights)
+	require.Equal(t, "validator", cfg.PylonIdentity)
 }
 
 type testBundle struct {

@@ -119,7 +119,7 @@ func TestRiverUIButtonsOnScoreBatch(t *testing.T) {
 // shortest, each kind is back within its own timeout and 30 s.
 func TestRescueAfterIsTheShortestTimeout(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig("postgres://unused").withDefaults()
+	cfg := testConfig("postgres://unused")
 	require.Equal(t, probe.Timeout, rescueAfter(cfg, nil))
 	cfg.PylonAddress, cfg.PylonTimeout = "http://pylon:8000", time.Second
 	require.Equal(t, 12*time.Second, rescueAfter(cfg, nil), "a set_weights job of two 1 s calls")
