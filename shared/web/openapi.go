@@ -216,3 +216,13 @@ func openAPIPath(echoPath string) string {
 	}
 	return strings.Join(parts, "/")
 }
+
+// OpenAPIDocument is the document ServeOpenAPI serves for a service made of these parts, without
+// the check against its routes: what a client checks the operations it calls against.
+func OpenAPIDocument(title string, docs ...[]byte) ([]byte, error) {
+	doc, err := mergeOpenAPI(title, docs)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
