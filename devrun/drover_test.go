@@ -55,6 +55,7 @@ func (b *droverBundle) drover(t *testing.T, args ...string) droverResult {
 }
 
 func (b *droverBundle) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), b.bin, args...)
 	// Only the config file says where the fleet is and its token: nothing from the environment.
 	cmd.Env = []string{"DROVER_CONFIG=" + b.config, "PATH=" + os.Getenv("PATH")}
@@ -172,6 +173,7 @@ const exitUsageCode = 2
 
 // testDroverBatches follows a batch run to its end, then cancels a running one.
 func testDroverBatches(t *testing.T, b *droverBundle) {
+	t.Helper()
 	require.Regexp(t, `(?m)^1 +done +50`, b.ok(t, "batches", "list"))
 	show := b.ok(t, "batches", "show", "1")
 	for _, stage := range []string{"manifests", "generate", "availability", "hot", "receipts"} {
@@ -220,6 +222,7 @@ func format(v any) string {
 // testDroverBuilds submits a YAML group and follows it, reads its log and graph, and follows the
 // demo's failed group.
 func testDroverBuilds(t *testing.T, b *droverBundle) {
+	t.Helper()
 	dir := t.TempDir()
 	group := filepath.Join(dir, "group.yaml")
 	require.NoError(t, os.WriteFile(group, []byte(`name: drover-test
@@ -262,6 +265,7 @@ jobs:
 // testDroverPopulate reads the demo's tables, runs and errors, acts on error keys, runs a
 // populate to its end, and interrupts another with Ctrl-C.
 func testDroverPopulate(t *testing.T, b *droverBundle) {
+	t.Helper()
 	require.Contains(t, b.ok(t, "tables"), "example_signal_stats")
 	var runs page
 	b.json(t, &runs, "runs", "list", "--table", "example_signal_stats")

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -196,12 +195,4 @@ func (c *client) get(ctx context.Context, r request, out any) error {
 		return fmt.Errorf("decode %s: %w", r.op.id, err)
 	}
 	return nil
-}
-
-// status is the HTTP status of err, 0 when it is not an answer.
-func status(err error) int {
-	if se, ok := errors.AsType[*statusError](err); ok {
-		return se.status
-	}
-	return 0
 }

@@ -42,16 +42,16 @@ func unsuccessful(err error) error { return &exitError{code: exitUnsuccess, err:
 
 // codeOf maps an HTTP status to the exit code it means.
 func codeOf(status int) int {
-	switch {
-	case status == http.StatusBadRequest:
+	switch status {
+	case http.StatusBadRequest:
 		return exitUsage
-	case status == http.StatusNotFound:
+	case http.StatusNotFound:
 		return exitNotFound
-	case status == http.StatusConflict || status == http.StatusUnprocessableEntity:
+	case http.StatusConflict, http.StatusUnprocessableEntity:
 		return exitRefused
-	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+	case http.StatusUnauthorized, http.StatusForbidden:
 		return exitAuth
-	case status == http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable:
 		return exitUnavailable
 	}
 	return exitFailure

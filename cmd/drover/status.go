@@ -91,8 +91,7 @@ func (a *app) fleetStatus() fleetStatus {
 
 func (a *app) serviceStatus(name string) serviceStatus {
 	s := serviceStatus{Name: name, URL: a.cfg.urls[name], Queues: []queueStatus{}}
-	raw, err := a.api.call(a.ctx, request{op: opReadiness, service: name})
-	if err != nil {
+	if _, err := a.api.call(a.ctx, request{op: opReadiness, service: name}); err != nil {
 		s.Detail = err.Error()
 		if se, ok := errors.AsType[*statusError](err); ok {
 			s.Detail = se.problem
@@ -100,7 +99,7 @@ func (a *app) serviceStatus(name string) serviceStatus {
 		return s
 	}
 	s.Ready = true
-	raw, err = a.api.call(a.ctx, request{op: opMetrics, service: name})
+	raw, err := a.api.call(a.ctx, request{op: opMetrics, service: name})
 	if err != nil {
 		s.Detail = "metrics: " + err.Error()
 		return s
