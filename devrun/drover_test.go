@@ -86,23 +86,11 @@ type page struct {
 // tables and as JSON, and the exit code that says what happened.
 func TestDroverAgainstTheFleet(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	bin := buildCommands(t, root)
-	lockFleetPorts(t)
-	requireFreePorts(t)
-	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: "drover-cli-test-token", once: true}
-
-	ctx := context.Background()
-	p := newPrinter(testLog{t})
-	f, err := startFleet(ctx, opts, p)
-	t.Cleanup(func() { f.stop(p) })
-	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
-	require.NoError(t, runDemos(ctx, opts, f, p), "the demos (logs in %s)", opts.logs)
+	f, opts := startDemoFleet(t, "drover-cli-test-token")
 
 	config := filepath.Join(t.TempDir(), "drover.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("token: "+opts.token+"\n"), 0o600))
-	b := &droverBundle{bin: filepath.Join(bin, "drover"), config: config, fleet: f, opts: opts}
+	b := &droverBundle{bin: filepath.Join(opts.bin, "drover"), config: config, fleet: f, opts: opts}
 
 	t.Run("Help", func(t *testing.T) {
 		t.Parallel()
@@ -166,6 +154,25 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 		require.NotEmpty(t, subs.Items, "the demo batch's weights were sent through the Pylon stub")
 		require.Equal(t, 3, b.drover(t, "weights", "--batch", "999").code, "no such batch")
 	})
+}
+
+// startDemoFleet builds every command, starts make run's fleet on a fresh database with token,
+// and runs the demos; the fleet stops when the test ends.
+func startDemoFleet(t *testing.T, token string) (*fleet, options) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	bin := buildCommands(t, root)
+	lockFleetPorts(t)
+	requireFreePorts(t)
+	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true}
+	ctx := context.Background()
+	p := newPrinter(testLog{t})
+	f, err := startFleet(ctx, opts, p)
+	t.Cleanup(func() { f.stop(p) })
+	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
+	require.NoError(t, runDemos(ctx, opts, f, p), "the demos (logs in %s)", opts.logs)
+	return f, opts
 }
 
 // exitUsageCode is drover's exit code for bad arguments.

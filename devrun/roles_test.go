@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/migrations"
-	"drover.dev/shared/testdb"
 )
 
 // fleetPorts is held by a test while make run's fleet runs on its fixed ports.
@@ -44,19 +42,8 @@ var ownTable = map[string]string{
 // cross-read and River's insert into every queue.
 func TestEveryServiceRunsAsItsOwnRole(t *testing.T) {
 	t.Parallel()
-	root, err := filepath.Abs("..")
-	require.NoError(t, err)
-	bin := buildCommands(t, root)
-	lockFleetPorts(t)
-	requireFreePorts(t)
-	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: "roles-test-token", once: true}
-
+	_, opts := startDemoFleet(t, "roles-test-token")
 	ctx := context.Background()
-	p := newPrinter(testLog{t})
-	f, err := startFleet(ctx, opts, p)
-	t.Cleanup(func() { f.stop(p) })
-	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
-	require.NoError(t, runDemos(ctx, opts, f, p), "the demos, every service as its own role (logs in %s)", opts.logs)
 
 	admin, err := pgx.Connect(ctx, opts.databaseURL)
 	require.NoError(t, err)
