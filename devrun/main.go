@@ -28,6 +28,9 @@ type options struct {
 	once        bool
 }
 
+// defaultToken is the API token make run's services accept, and drover's default.
+const defaultToken = "drover-dev-token"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -45,7 +48,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&opts.bin, "bin", ".data/bin", "folder with the built service binaries")
 	fs.StringVar(&opts.databaseURL, "database-url", os.Getenv("DATABASE_URL"), "database the services use")
 	fs.StringVar(&opts.logs, "logs", ".data/logs", "folder for service logs")
-	fs.StringVar(&opts.token, "token", "drover-dev-token", "API token the services accept")
+	fs.StringVar(&opts.token, "token", defaultToken, "API token the services accept")
 	fs.BoolVar(&opts.once, "once", false, "exit after the demos: 0 when all succeeded")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -73,7 +76,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if opts.once || ctx.Err() != nil {
 		return demoErr
 	}
+	showDrover(opts, p)
 	p.step("serving until Ctrl-C; logs in %s", opts.logs)
 	<-ctx.Done()
 	return nil
+}
+
+// showDrover prints two commands of the operator CLI to try on the running fleet.
+func showDrover(opts options, p *printer) {
+	drover := filepath.Join(opts.bin, "drover")
+	if _, err := os.Stat(drover); err != nil {
+		return // not built
+	}
+	if opts.token != defaultToken {
+		drover = "DROVER_TOKEN=" + opts.token + " " + drover
+	}
+	p.step("try the operator CLI (%s --help lists every command):", filepath.Join(opts.bin, "drover"))
+	p.info("%s status          # every service's health and queues, the last sync, batch and weights", drover)
+	p.info("%s batches run     # run a batch and follow it stage by stage", drover)
 }

@@ -128,6 +128,21 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 	b.call(t, http.MethodGet, restricted, nil, &p)
 	require.Equal(t, progress{Total: 1, Remaining: 1, Jobs: p.Jobs}, p)
 	require.Equal(t, 1, p.Jobs["error"])
+
+	var runs struct {
+		Items      []populateResult `json:"items"`
+		NextCursor string           `json:"next_cursor"`
+	}
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/populate-runs?table=example_signal_stats&state=done", nil, &runs))
+	require.Len(t, runs.Items, 1, "the stats table's one run")
+	require.Equal(t, 8, runs.Items[0].SuccessCount)
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/populate-runs?limit=1", nil, &runs))
+	require.Len(t, runs.Items, 1)
+	require.NotEmpty(t, runs.NextCursor, "more runs than one")
+	newest := runs.Items[0].ID
+	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/populate-runs?cursor="+runs.NextCursor, nil, &runs))
+	require.Less(t, runs.Items[0].ID, newest, "the next page holds older runs")
+	require.Equal(t, http.StatusBadRequest, b.call(t, http.MethodGet, "/v1/populate-runs?state=sleeping", nil, nil))
 }
 
 func TestJobsAPI(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 const baseOpenAPI = `{
   "openapi": "3.1.0",
   "info": {"title": "", "version": "1"},
+  "servers": [{"url": "/", "description": "the service that serves this document"}],
   "components": {
     "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
     "schemas": {
@@ -44,10 +45,10 @@ const baseOpenAPI = `{
   },
   "security": [{"bearer": []}],
   "paths": {
-    "/healthz": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "alive"}}}},
-    "/readyz": {"get": {"summary": "Readiness: database and River", "security": [], "responses": {"200": {"description": "ready"}, "503": {"description": "a dependency is down"}}}},
-    "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "metrics"}}}},
-    "/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}}
+    "/healthz": {"get": {"operationId": "getHealth", "summary": "Liveness", "security": [], "responses": {"200": {"description": "alive"}}}},
+    "/readyz": {"get": {"operationId": "getReadiness", "summary": "Readiness: database and River", "security": [], "responses": {"200": {"description": "ready"}, "503": {"description": "a dependency is down"}}}},
+    "/metrics": {"get": {"operationId": "getMetrics", "summary": "Prometheus metrics", "security": [], "responses": {"200": {"description": "metrics"}}}},
+    "/openapi.json": {"get": {"operationId": "getOpenAPI", "summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}}
   }
 }`
 
@@ -85,6 +86,9 @@ func mergeOpenAPI(title string, docs [][]byte) (openAPIDoc, error) {
 			return nil, fmt.Errorf("openapi document %d: %w", i, err)
 		}
 		merge(doc, extra, "paths")
+		if servers, ok := extra["servers"].([]any); ok {
+			doc["servers"] = append(doc["servers"].([]any), servers...)
+		}
 		comps, _ := extra["components"].(map[string]any)
 		for kind := range comps {
 			merge(doc["components"].(map[string]any), comps, kind)
@@ -135,10 +139,13 @@ func addCommonResponses(doc openAPIDoc) {
 	}
 }
 
-// CheckOpenAPI reports every route missing from doc and every documented operation with no
-// route. Echo's :param segments match OpenAPI's {param}.
+// CheckOpenAPI reports every route missing from doc, every documented operation with no route,
+// and every operation without an operationId or with one another operation has: clients are
+// generated from the document, and a missing id gets a made-up name. Echo's :param segments match
+// OpenAPI's {param}.
 func CheckOpenAPI(routes echo.Routes, doc openAPIDoc) error {
 	documented := map[string]bool{}
+	problems := operationIDProblems(doc)
 	paths, _ := doc["paths"].(map[string]any)
 	for path, item := range paths {
 		ops, _ := item.(map[string]any)
@@ -146,7 +153,6 @@ func CheckOpenAPI(routes echo.Routes, doc openAPIDoc) error {
 			documented[strings.ToUpper(method)+" "+path] = true
 		}
 	}
-	var problems []string
 	for _, r := range routes {
 		if r.Method == echo.RouteNotFound || r.Method == echo.RouteAny {
 			continue
@@ -167,6 +173,40 @@ func CheckOpenAPI(routes echo.Routes, doc openAPIDoc) error {
 	return nil
 }
 
+// httpMethods are the keys of an OpenAPI path item that are operations.
+var httpMethods = map[string]bool{"get": true, "put": true, "post": true, "delete": true, "options": true, "head": true, "patch": true, "trace": true}
+
+// operationIDProblems names every operation of doc without an operationId, and every
+// operationId that more than one operation has.
+func operationIDProblems(doc openAPIDoc) []string {
+	var problems []string
+	byID := map[string][]string{}
+	paths, _ := doc["paths"].(map[string]any)
+	for path, item := range paths {
+		ops, _ := item.(map[string]any)
+		for method, op := range ops {
+			op, isOp := op.(map[string]any)
+			if !isOp || !httpMethods[method] {
+				continue // a path's own parameters or summary
+			}
+			key := strings.ToUpper(method) + " " + path
+			id, _ := op["operationId"].(string)
+			if id == "" {
+				problems = append(problems, "no operationId on "+key)
+				continue
+			}
+			byID[id] = append(byID[id], key)
+		}
+	}
+	for id, keys := range byID {
+		if len(keys) > 1 {
+			slices.Sort(keys)
+			problems = append(problems, fmt.Sprintf("operationId %s on each of %s", id, strings.Join(keys, ", ")))
+		}
+	}
+	return problems
+}
+
 func openAPIPath(echoPath string) string {
 	parts := strings.Split(echoPath, "/")
 	for i, p := range parts {
@@ -175,4 +215,14 @@ func openAPIPath(echoPath string) string {
 		}
 	}
 	return strings.Join(parts, "/")
+}
+
+// OpenAPIDocument is the document ServeOpenAPI serves for a service made of these parts, without
+// the check against its routes: what a client checks the operations it calls against.
+func OpenAPIDocument(title string, docs ...[]byte) ([]byte, error) {
+	doc, err := mergeOpenAPI(title, docs)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
 }

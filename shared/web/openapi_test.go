@@ -12,10 +12,10 @@ import (
 // partDoc uses every kind of component a part may bring: a schema, a parameter and a response.
 const partDoc = `{
   "paths": {
-    "/v1/things/{name}": {"get": {
+    "/v1/things/{name}": {"get": {"operationId": "getThing",
       "parameters": [{"$ref": "#/components/parameters/Name"}],
       "responses": {"200": {"$ref": "#/components/responses/Thing"}, "404": {"$ref": "#/components/responses/Problem"}}}},
-    "/v1/things": {"post": {
+    "/v1/things": {"post": {"operationId": "createThing",
       "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}},
       "responses": {"201": {"$ref": "#/components/responses/Thing"}}}}
   },
@@ -46,4 +46,28 @@ func TestMergedOpenAPIIsValid(t *testing.T) {
 	health := doc.Paths.Value("/healthz").Get
 	require.Nil(t, health.Responses.Value("401"), "an open endpoint answers no 401")
 	require.Nil(t, health.Responses.Value("400"))
+}
+
+func TestCheckOpenAPINeedsOperationIDs(t *testing.T) {
+	t.Parallel()
+
+	doc, err := mergeOpenAPI("test", [][]byte{[]byte(`{"paths": {
+		"/v1/a": {"get": {"responses": {"200": {"description": "a"}}}},
+		"/v1/b": {"get": {"operationId": "getHealth", "responses": {"200": {"description": "b"}}}}}}`)})
+	require.NoError(t, err)
+	err = CheckOpenAPI(nil, doc)
+	require.ErrorContains(t, err, "no operationId on GET /v1/a")
+	require.ErrorContains(t, err, "operationId getHealth on each of GET /healthz, GET /v1/b")
+}
+
+func TestMergedOpenAPIKeepsEveryServer(t *testing.T) {
+	t.Parallel()
+
+	doc, err := mergeOpenAPI("test", [][]byte{[]byte(`{"servers": [{"url": "http://127.0.0.1:8081"}], "paths": {}}`)})
+	require.NoError(t, err)
+	require.Equal(t, []any{
+		map[string]any{"url": "/", "description": "the service that serves this document"},
+		map[string]any{"url": "http://127.0.0.1:8081"},
+	}, doc["servers"])
+	require.Empty(t, operationIDProblems(doc), "the base document names every operation")
 }

@@ -220,10 +220,10 @@ func TestServeOpenAPIChecksRoutes(t *testing.T) {
 	t.Parallel()
 
 	const complete = `{"paths": {
-		"/v1/items": {"post": {"responses": {"201": {"description": "created"}}}},
-		"/v1/items/{id}": {"get": {"responses": {"200": {"description": "an item"}}}},
-		"/v1/things/{name}": {"get": {"responses": {"200": {"description": "a thing"}}}},
-		"/v1/boom": {"get": {"responses": {"500": {"description": "always"}}}}}}`
+		"/v1/items": {"post": {"operationId": "createItem", "responses": {"201": {"description": "created"}}}},
+		"/v1/items/{id}": {"get": {"operationId": "getItem", "responses": {"200": {"description": "an item"}}}},
+		"/v1/things/{name}": {"get": {"operationId": "getThing", "responses": {"200": {"description": "a thing"}}}},
+		"/v1/boom": {"get": {"operationId": "getBoom", "responses": {"500": {"description": "always"}}}}}}`
 	tests := []struct {
 		name, doc, wantErr string
 	}{

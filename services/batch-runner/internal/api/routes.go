@@ -1,5 +1,5 @@
 // Package api is batch-runner's HTTP adapter: enqueue a batch now, list batches, show one with
-// its stage timings, counts, jobs and events, and follow the batch in flight.
+// its stage timings, counts, jobs and events, follow the batch in flight, and cancel it.
 package api
 
 import (
@@ -24,4 +24,5 @@ func Routes(g *echo.Group, pool *pgxpool.Pool, client *queue.Client, progress *b
 	g.GET("/batches", handleList(pool))
 	g.GET("/batches/current", handleCurrent(progress))
 	g.GET("/batches/:id", handleGet(pool))
+	g.POST("/batches/:id/cancel", handleCancel(pool, client))
 }

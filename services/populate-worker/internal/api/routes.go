@@ -26,6 +26,7 @@ type Examples struct {
 func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration) {
 	s.API.GET("/tables", handleTableList(e))
 	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout))
+	s.API.GET("/populate-runs", handleRunList(e))
 	s.API.GET("/populate-runs/:id", handleRunGet(e))
 	s.API.POST("/populate-runs/:id/cancel", handleRunCancel(e))
 	s.API.POST("/tables/:name/schedule", handleSchedule(e))

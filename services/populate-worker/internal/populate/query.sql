@@ -289,3 +289,13 @@ RETURNING j.table_name::text AS table_name, j.key_hash::text AS key_hash,
     coalesce((SELECT rj.state::text FROM river_job rj WHERE rj.kind = 'populate_make'
         AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
         ORDER BY rj.id DESC LIMIT 1), '')::text AS job_state;
+
+-- name: RunList :many
+SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
+    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
+FROM populate_runs r
+WHERE (@before::bigint = 0 OR id < @before)
+    AND (@table_name::text = '' OR table_name = @table_name)
+    AND (@state::text = '' OR state = @state)
+ORDER BY id DESC LIMIT @max_rows;

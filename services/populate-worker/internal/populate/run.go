@@ -2,7 +2,6 @@ package populate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -97,25 +96,9 @@ func (e *Engine) GetRun(ctx context.Context, id int64) (Run, error) {
 	if err != nil {
 		return Run{}, fmt.Errorf("get populate run %d: %w", id, err)
 	}
-	run := Run{
-		ID: r.ID, Table: r.TableName, State: RunState(r.State), Stopping: r.Stopping, Total: r.Total,
-		Made: r.Made, SuccessCount: r.Made, Errors: r.Errors, Skipped: r.Skipped, Dropped: r.Dropped, Queued: r.Queued,
-		Remaining: r.Total - r.Made - r.Errors - r.Skipped - r.Dropped, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
-		ErrorList: []RunError{},
-	}
-	if err := json.Unmarshal(r.Options, &run.Options); err != nil {
-		return Run{}, fmt.Errorf("populate run %d options: %w", id, err)
-	}
-	end := r.Now
-	if r.FinishedAt != nil {
-		end = *r.FinishedAt
-	}
-	if secs := end.Sub(r.CreatedAt).Seconds(); secs > 0 {
-		run.Rate = float64(r.Made+r.Errors) / secs
-	}
-	if run.State == RunRunning && run.Rate > 0 {
-		eta := float64(run.Remaining) / run.Rate
-		run.ETASeconds = &eta
+	run, err := runOf(r)
+	if err != nil {
+		return Run{}, err
 	}
 	if r.Errors > 0 {
 		rows, err := queries.RunErrorList(ctx, e.pool, dbsqlc.RunErrorListParams{RunID: id, MaxRows: MaxRunErrors})

@@ -955,6 +955,85 @@ func (q *Queries) RunKeysResolve(ctx context.Context, db DBTX, arg RunKeysResolv
 	return items, nil
 }
 
+const runList = `-- name: RunList :many
+SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
+    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
+FROM populate_runs r
+WHERE ($1::bigint = 0 OR id < $1)
+    AND ($2::text = '' OR table_name = $2)
+    AND ($3::text = '' OR state = $3)
+ORDER BY id DESC LIMIT $4
+`
+
+type RunListParams struct {
+	Before    int64
+	TableName string
+	State     string
+	MaxRows   int32
+}
+
+type RunListRow struct {
+	ID             int64
+	TableName      string
+	State          string
+	Stopping       *string
+	Options        []byte
+	Processes      int32
+	SuppressErrors bool
+	Total          int64
+	Made           int64
+	Errors         int64
+	Skipped        int64
+	Dropped        int64
+	CreatedAt      time.Time
+	FinishedAt     *time.Time
+	Now            time.Time
+	Queued         int64
+}
+
+func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]RunListRow, error) {
+	rows, err := db.Query(ctx, runList,
+		arg.Before,
+		arg.TableName,
+		arg.State,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RunListRow
+	for rows.Next() {
+		var i RunListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TableName,
+			&i.State,
+			&i.Stopping,
+			&i.Options,
+			&i.Processes,
+			&i.SuppressErrors,
+			&i.Total,
+			&i.Made,
+			&i.Errors,
+			&i.Skipped,
+			&i.Dropped,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.Now,
+			&i.Queued,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const runLockRunning = `-- name: RunLockRunning :many
 SELECT id FROM populate_runs WHERE id = ANY($1::bigint[]) AND state = 'running' ORDER BY id FOR UPDATE
 `

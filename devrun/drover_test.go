@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/apiclient"
+	"drover.dev/shared/testdb"
+)
+
+// droverBundle runs the drover binary against one make run fleet.
+type droverBundle struct {
+	bin    string // the drover binary
+	config string // its config file: the fleet's token
+	fleet  *fleet
+	opts   options
+}
+
+// droverResult is one drover invocation: its exit code and what it printed.
+type droverResult struct {
+	code           int
+	stdout, stderr string
+}
+
+// drover runs drover with args and returns its exit code and output.
+func (b *droverBundle) drover(t *testing.T, args ...string) droverResult {
+	t.Helper()
+	cmd := b.command(t, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := droverResult{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		res.code = ee.ExitCode()
+	} else {
+		require.NoError(t, err, "run drover %v", args)
+	}
+	t.Logf("drover %s: exit %d\n%s%s", strings.Join(args, " "), res.code, res.stdout, res.stderr)
+	return res
+}
+
+func (b *droverBundle) command(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), b.bin, args...)
+	// Only the config file says where the fleet is and its token: nothing from the environment.
+	cmd.Env = []string{"DROVER_CONFIG=" + b.config, "PATH=" + os.Getenv("PATH")}
+	return cmd
+}
+
+// ok runs drover, requires exit 0 and returns its stdout.
+func (b *droverBundle) ok(t *testing.T, args ...string) string {
+	t.Helper()
+	res := b.drover(t, args...)
+	require.Equal(t, 0, res.code, "drover %v: %s", args, res.stderr)
+	return res.stdout
+}
+
+// json runs drover -o json, requires exit 0 and decodes its stdout into out.
+func (b *droverBundle) json(t *testing.T, out any, args ...string) {
+	t.Helper()
+	require.NoError(t, json.Unmarshal([]byte(b.ok(t, append(args, "-o", "json")...)), out))
+}
+
+// page is a list as -o json prints it.
+type page struct {
+	Items []map[string]any `json:"items"`
+}
+
+// TestDroverAgainstTheFleet starts make run's fleet on a fresh database and runs its demos, then
+// drives every drover command group against it, as an operator would: what each prints, in
+// tables and as JSON, and the exit code that says what happened.
+func TestDroverAgainstTheFleet(t *testing.T) {
+	t.Parallel()
+	f, opts := startDemoFleet(t, "drover-cli-test-token")
+
+	config := filepath.Join(t.TempDir(), "drover.yaml")
+	require.NoError(t, os.WriteFile(config, []byte("token: "+opts.token+"\n"), 0o600))
+	b := &droverBundle{bin: filepath.Join(opts.bin, "drover"), config: config, fleet: f, opts: opts}
+
+	t.Run("Help", func(t *testing.T) {
+		t.Parallel()
+		help := b.ok(t, "--help")
+		for _, cmd := range []string{"status", "batches", "builds", "tables", "populate", "runs", "errors",
+			"schedule", "reschedule", "ignore", "miners", "sync", "weights", "submissions", "completion", "Exit codes:"} {
+			require.Contains(t, help, cmd)
+		}
+		require.Contains(t, b.ok(t, "completion", "bash"), "bash completion")
+		require.Equal(t, exitUsageCode, b.drover(t, "no-such-command").code)
+		require.Equal(t, exitUsageCode, b.drover(t, "batches", "show").code, "a missing argument")
+	})
+	t.Run("Status", func(t *testing.T) {
+		t.Parallel()
+		out := b.ok(t, "status")
+		for _, s := range services() {
+			require.Regexp(t, s.name+` +ready`, out)
+		}
+		require.Contains(t, out, "last sync:")
+		require.Regexp(t, `last batch: +#\d+ `, out)
+		var st struct {
+			Services []struct {
+				Name   string `json:"name"`
+				Ready  bool   `json:"ready"`
+				Queues []struct {
+					Queue string `json:"queue"`
+				} `json:"queues"`
+			} `json:"services"`
+		}
+		b.json(t, &st, "status")
+		require.Len(t, st.Services, 5)
+		for _, s := range st.Services {
+			require.True(t, s.Ready, s.Name)
+			require.NotEmpty(t, s.Queues, "%s's River queues", s.Name)
+		}
+		res := b.drover(t, "status", "--scorer-url", "http://127.0.0.1:1")
+		require.Equal(t, 5, res.code, "a service that does not answer")
+		require.Regexp(t, `scorer +DOWN`, res.stdout)
+	})
+	t.Run("Auth", func(t *testing.T) {
+		t.Parallel()
+		res := b.drover(t, "batches", "list", "--token", "wrong")
+		require.Equal(t, 6, res.code)
+		require.Contains(t, res.stderr, "401")
+	})
+	t.Run("Batches", func(t *testing.T) { t.Parallel(); testDroverBatches(t, b) })
+	t.Run("Builds", func(t *testing.T) { t.Parallel(); testDroverBuilds(t, b) })
+	t.Run("Populate", func(t *testing.T) { t.Parallel(); testDroverPopulate(t, b) })
+	t.Run("MinersAndWeights", func(t *testing.T) {
+		t.Parallel()
+		var miners page
+		b.json(t, &miners, "miners")
+		require.NotEmpty(t, miners.Items)
+		require.Contains(t, b.ok(t, "miners"), "HOTKEY")
+		require.Contains(t, b.ok(t, "sync"), "sync job:")
+		require.Regexp(t, `ok +\d+`, b.ok(t, "sync", "--events"))
+		require.Regexp(t, `batch \d+ \(started`, b.ok(t, "weights"))
+		require.Contains(t, b.ok(t, "weights", "--batch", "1"), "DANCING")
+		var subs page
+		b.json(t, &subs, "submissions")
+		require.NotEmpty(t, subs.Items, "the demo batch's weights were sent through the Pylon stub")
+		require.Equal(t, 3, b.drover(t, "weights", "--batch", "999").code, "no such batch")
+	})
+}
+
+// startDemoFleet builds every command, starts make run's fleet on a fresh database with token,
+// and runs the demos; the fleet stops when the test ends.
+func startDemoFleet(t *testing.T, token string) (*fleet, options) {
+	t.Helper()
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	bin := buildCommands(t, root)
+	lockFleetPorts(t)
+	requireFreePorts(t)
+	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true}
+	ctx := context.Background()
+	p := newPrinter(testLog{t})
+	f, err := startFleet(ctx, opts, p)
+	t.Cleanup(func() { f.stop(p) })
+	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
+	require.NoError(t, runDemos(ctx, opts, f, p), "the demos (logs in %s)", opts.logs)
+	return f, opts
+}
+
+// exitUsageCode is drover's exit code for bad arguments.
+const exitUsageCode = 2
+
+// testDroverBatches follows a batch run to its end, then cancels a running one.
+func testDroverBatches(t *testing.T, b *droverBundle) {
+	t.Helper()
+	require.Regexp(t, `(?m)^1 +done +50`, b.ok(t, "batches", "list"))
+	show := b.ok(t, "batches", "show", "1")
+	for _, stage := range []string{"manifests", "generate", "availability", "hot", "receipts"} {
+		require.Contains(t, show, stage)
+	}
+	require.Equal(t, 3, b.drover(t, "batches", "show", "999").code)
+	require.Equal(t, 4, b.drover(t, "batches", "cancel", "1").code, "a done batch cannot be cancelled")
+
+	run := b.ok(t, "batches", "run")
+	require.Regexp(t, `batch \d+ running: 50 miners to test`, run)
+	require.Contains(t, run, "hot ")
+	require.Regexp(t, `batch \d+ done: jobs completed=\d+`, run)
+
+	var started struct {
+		JobID int64 `json:"job_id"`
+	}
+	b.json(t, &started, "batches", "run", "--no-follow")
+	var id string
+	require.Eventually(t, func() bool {
+		var list page
+		b.json(t, &list, "batches", "list", "--limit", "1")
+		if len(list.Items) == 0 || list.Items[0]["river_job_id"] != float64(started.JobID) {
+			return false
+		}
+		id = format(list.Items[0]["id"])
+		return true
+	}, 20*time.Second, 100*time.Millisecond, "the batch of job %d never started", started.JobID)
+	require.Contains(t, b.ok(t, "batches", "cancel", id), strconv.FormatInt(started.JobID, 10))
+	require.Eventually(t, func() bool {
+		var batch struct {
+			State string `json:"state"`
+		}
+		b.json(t, &batch, "batches", "show", id)
+		return batch.State == "failed"
+	}, 20*time.Second, 100*time.Millisecond, "the cancelled batch %s never failed", id)
+}
+
+// format prints a JSON number as drover's tables do.
+func format(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatInt(int64(f), 10)
+	}
+	return fmt.Sprint(v)
+}
+
+// testDroverBuilds submits a YAML group and follows it, reads its log and graph, and follows the
+// demo's failed group.
+func testDroverBuilds(t *testing.T, b *droverBundle) {
+	t.Helper()
+	dir := t.TempDir()
+	group := filepath.Join(dir, "group.yaml")
+	require.NoError(t, os.WriteFile(group, []byte(`name: drover-test
+jobs:
+  - {name: hello, target: x86_64-linux, command: [sh, -c, "echo hello from drover"]}
+  - {name: after, target: x86_64-linux, command: [sh, -c, "echo after"], depends_on: [hello]}
+`), 0o600))
+	out := b.ok(t, "builds", "submit", group, "--follow")
+	require.Regexp(t, `group \d+ complete: complete=2`, out)
+	var groups page
+	b.json(t, &groups, "builds", "list", "--limit", "1")
+	require.Len(t, groups.Items, 1)
+	id := format(groups.Items[0]["id"])
+	var shown struct {
+		Jobs page `json:"jobs"`
+	}
+	b.json(t, &shown, "builds", "show", id)
+	require.Len(t, shown.Jobs.Items, 2)
+	require.Contains(t, b.ok(t, "builds", "log", format(shown.Jobs.Items[0]["id"]), "-f"), "hello from drover")
+	require.Contains(t, b.ok(t, "builds", "graph", id, "--format", "mermaid"), "flowchart")
+	require.Contains(t, b.ok(t, "builds", "graph", id), "digraph")
+	require.Equal(t, exitUsageCode, b.drover(t, "builds", "graph", id, "--format", "png").code)
+
+	// The demo's first group failed (a missing file); following it says so.
+	res := b.drover(t, "builds", "follow", "1")
+	require.Equal(t, 7, res.code)
+	require.Contains(t, res.stdout, "group 1 failed")
+	require.Equal(t, 4, b.drover(t, "builds", "cancel", id).code, "a complete group cannot be cancelled")
+	require.Contains(t, b.ok(t, "builds", "retry", "1"), "state:")
+
+	bad := filepath.Join(dir, "cycle.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"name": "cycle", "jobs": [
+		{"name": "a", "target": "x86_64-linux", "command": ["true"], "depends_on": ["b"]},
+		{"name": "b", "target": "x86_64-linux", "command": ["true"], "depends_on": ["a"]}]}`), 0o600))
+	res = b.drover(t, "builds", "submit", bad)
+	require.Equal(t, 4, res.code, "a cycle is refused")
+	require.Contains(t, res.stderr, "cycle")
+}
+
+// testDroverPopulate reads the demo's tables, runs and errors, acts on error keys, runs a
+// populate to its end, and interrupts another with Ctrl-C.
+func testDroverPopulate(t *testing.T, b *droverBundle) {
+	t.Helper()
+	require.Contains(t, b.ok(t, "tables"), "example_signal_stats")
+	var runs page
+	b.json(t, &runs, "runs", "list", "--table", "example_signal_stats")
+	require.Len(t, runs.Items, 1, "the demo's run")
+	require.Equal(t, "done", runs.Items[0]["state"])
+	require.Contains(t, b.ok(t, "runs", "show", format(runs.Items[0]["id"])), "has no samples", "its failed keys")
+
+	require.Contains(t, b.ok(t, "errors", "example_signal_stats"), "has no samples")
+	var errs page
+	b.json(t, &errs, "errors", "example_signal_stats")
+	require.Len(t, errs.Items, 5, "the demo's five bad signals")
+	first, second := errs.Items[0]["key_hash"].(string), errs.Items[1]["key_hash"].(string)
+	require.Regexp(t, `status: +scheduled`, b.ok(t, "reschedule", "example_signal_stats", first))
+	require.Regexp(t, `status: +ignore`, b.ok(t, "ignore", "example_signal_stats", second))
+	require.Equal(t, 3, b.drover(t, "reschedule", "example_signal_stats", strings.Repeat("0", 32)).code)
+	require.Contains(t, b.ok(t, "schedule", "example_signal_stats"), "scheduled:")
+
+	// Every grade key is made: a run that takes none ends done at once.
+	require.Contains(t, b.ok(t, "populate", "example_signal_grade"), " done")
+
+	seedSignals(t, b, 2000)
+	cmd := b.command(t, "populate", "example_signal_stats")
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return strings.Contains(out.String(), "running") },
+		20*time.Second, 20*time.Millisecond, "no progress line: %s", &out)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	err := cmd.Wait()
+	ee, ok := errors.AsType[*exec.ExitError](err)
+	require.True(t, ok, "drover populate exits non-zero on Ctrl-C: %v\n%s", err, &out)
+	require.Equal(t, 130, ee.ExitCode(), "%s", &out)
+	require.Contains(t, out.String(), "cancelling populate run")
+	require.Contains(t, out.String(), "interrupted")
+	b.json(t, &runs, "runs", "list", "--table", "example_signal_stats", "--limit", "1")
+	require.Equal(t, "interrupted", runs.Items[0]["state"])
+}
+
+// seedSignals adds n example signals through the demo's seed route, and waits until most of
+// example_signal_stats' new keys are scheduled (the upstream listener schedules them), so that
+// a populate run takes them.
+func seedSignals(t *testing.T, b *droverBundle, n int) {
+	t.Helper()
+	api := apiclient.Client{Token: b.opts.token}
+	base := b.fleet.url("populate-worker")
+	_, err := api.Do(t.Context(), http.MethodPost, base+"/v1/examples/seed", map[string]int{"signals": n}, nil)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var progress struct {
+			Jobs map[string]int `json:"jobs"`
+		}
+		_, err := api.Do(t.Context(), http.MethodGet, base+"/v1/tables/example_signal_stats/progress", nil, &progress)
+		require.NoError(t, err)
+		return progress.Jobs["scheduled"] >= n/2
+	}, 10*time.Second, 50*time.Millisecond)
+}
+
+// syncBuffer is a bytes.Buffer a running command writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
