@@ -38,7 +38,7 @@ func getText(t *testing.T, url string) (int, string) {
 func TestGroupGraphDrawsEveryJobInItsState(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
+	base := startScheduler(t, testConfig(t, dbURL))
 	startWorker(t, dbURL, "x86_64-linux")
 
 	odd := `say "hi" \ <b>#1</b> & ` + "`go`"
@@ -109,7 +109,7 @@ func TestGroupGraphDrawsEveryJobInItsState(t *testing.T) {
 // time: every job and every edge is there once.
 func TestGroupGraphIsWrittenPageByPage(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(testdb.New(t))
+	cfg := testConfig(t, testdb.New(t))
 	cfg.MaxJobsPerGroup = 2500
 	base := startScheduler(t, cfg)
 	var jobs []dag.JobSpec

@@ -15,9 +15,7 @@ import (
 	"drover.dev/services/build-scheduler/internal/api"
 	"drover.dev/services/build-scheduler/internal/buildworker"
 	"drover.dev/services/build-scheduler/internal/dag"
-	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
-	"drover.dev/services/build-scheduler/internal/work"
 	"drover.dev/shared/config"
 	"drover.dev/shared/service"
 )
@@ -35,6 +33,7 @@ type Config struct {
 	MaxJobBytes       int           `envconfig:"MAX_JOB_BYTES" default:"65536" desc:"largest command + payload + env of one job, in bytes"`
 	DefaultJobTimeout time.Duration `envconfig:"DEFAULT_JOB_TIMEOUT" default:"30m" desc:"a job's timeout when it names none"`
 	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest timeout a job may ask for"`
+	TokenSlack        time.Duration `envconfig:"TOKEN_SLACK" default:"1m" desc:"how long a build_run token may take beyond its build (claim, last log chunks, report): River's timeout of a token is MAX_JOB_TIMEOUT plus this; keep it the build-workers' BUILD_WORKER_TOKEN_SLACK"`
 
 	MaxAttempts      int           `envconfig:"MAX_ATTEMPTS" default:"3" desc:"times a job is handed out before losing its worker fails it"`
 	ReapInterval     time.Duration `envconfig:"REAP_INTERVAL" default:"5s" desc:"how often expired worker leases are looked for"`
@@ -64,6 +63,9 @@ func (c Config) Check() []error {
 	if err := logstore.Check(c.Config); err != nil {
 		errs = append(errs, fmt.Errorf("log store: %w", err))
 	}
+	if c.TokenSlack < time.Second {
+		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_TOKEN_SLACK: %s, want 1s or more", c.TokenSlack))
+	}
 	if c.ReportWorkers < 1 {
 		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_REPORT_WORKERS: %d, want at least 1", c.ReportWorkers))
 	}
@@ -92,28 +94,8 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Queues:   map[string]int{queue.QueueBuildScheduler: cfg.ReportWorkers},
 		OpenAPI:  api.OpenAPI,
 		// As every client of the schema: see buildworker.RescueAfter.
-		JobTimeout:           buildworker.RescueAfter(cfg.MaxJobTimeout, 0),
-		RescueStuckJobsAfter: buildworker.RescueAfter(cfg.MaxJobTimeout, 0),
+		JobTimeout:           buildworker.RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack),
+		RescueStuckJobsAfter: buildworker.RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack),
 	}
-	return service.Run(ctx, spec, stdout, func(d *service.Deps) error {
-		logs, err := logstore.Open(cfg.Config, d.Pool)
-		if err != nil {
-			return err
-		}
-		graph := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
-		// The scheduler works no build queue; it registers the build worker only so that its
-		// River leader knows the kind and its Timeout (see package work).
-		build := &buildworker.Worker{Pool: d.Pool, Graph: graph, Logs: logs, Lease: time.Minute, Logger: d.Logger, MaxJobTimeout: cfg.MaxJobTimeout}
-		m := work.NewMetrics(d.Server.Metrics, d.Logger)
-		d.Gauges(work.Gauges...)
-		settings := work.Settings{WatchdogInterval: cfg.WatchdogInterval, StallAfter: cfg.StallAfter, Metrics: m, Logger: d.Logger}
-		d.PeriodicJobs = append(d.PeriodicJobs, settings.Register(d.Workers, d.Pool, graph, build)...)
-		if _, err := d.NewClient(); err != nil {
-			return err
-		}
-		api.Routes(d.Server.API, d.Pool, graph, logs, submit)
-		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger, Metrics: m}
-		d.Go(reaper.Run)
-		return nil
-	})
+	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, submit) })
 }

@@ -22,6 +22,7 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/services/build-scheduler/internal/work"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -30,13 +31,17 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testConfig is a scheduler configuration with intervals short enough for tests.
-func testConfig(dbURL string) Config {
-	return Config{
-		Common: servicetest.Config(dbURL), MaxJobsPerGroup: 100, MaxDepsPerJob: 10, MaxJobBytes: 4096,
-		DefaultJobTimeout: time.Minute, MaxJobTimeout: time.Hour, MaxAttempts: 3,
-		ReapInterval: 100 * time.Millisecond, TokenGrace: time.Minute, WatchdogInterval: time.Hour, StallAfter: time.Hour, ReportWorkers: 4,
-	}
+// testConfig is the scheduler's default configuration with intervals short enough for tests.
+func testConfig(t *testing.T, dbURL string) Config {
+	t.Helper()
+	var cfg Config
+	require.NoError(t, config.Defaults(&cfg))
+	cfg.Common = servicetest.Config(dbURL)
+	cfg.MaxJobsPerGroup, cfg.MaxDepsPerJob, cfg.MaxJobBytes = 100, 10, 4096
+	cfg.DefaultJobTimeout, cfg.MaxJobTimeout = time.Minute, time.Hour
+	cfg.ReapInterval, cfg.TokenGrace = 100*time.Millisecond, time.Minute
+	cfg.WatchdogInterval, cfg.StallAfter, cfg.ReportWorkers = time.Hour, time.Hour, 4
+	return cfg
 }
 
 func startScheduler(t *testing.T, cfg Config) string {
@@ -46,15 +51,19 @@ func startScheduler(t *testing.T, cfg Config) string {
 	})
 }
 
-// workerConfig is a build-worker configuration with a lease short enough for tests.
-func workerConfig(dbURL string, targets ...string) buildworker.Config {
-	return buildworker.Config{Common: servicetest.Config(dbURL), Targets: targets, Slots: 2, Lease: time.Second, WatchdogInterval: time.Hour,
-		SynchronousCommit: "off"} // the default
+// workerConfig is the build-worker's default configuration with a lease short enough for tests.
+func workerConfig(t *testing.T, dbURL string, targets ...string) buildworker.Config {
+	t.Helper()
+	var cfg buildworker.Config
+	require.NoError(t, config.Defaults(&cfg))
+	cfg.Common = servicetest.Config(dbURL)
+	cfg.Targets, cfg.Lease, cfg.WatchdogInterval = targets, time.Second, time.Hour
+	return cfg
 }
 
 func startWorker(t *testing.T, dbURL string, targets ...string) string {
 	t.Helper()
-	return startWorkerWith(t, workerConfig(dbURL, targets...))
+	return startWorkerWith(t, workerConfig(t, dbURL, targets...))
 }
 
 // runWorker runs a build-worker with the kinds its command registers.
@@ -69,10 +78,33 @@ func startWorkerWith(t *testing.T, cfg buildworker.Config) string {
 	})
 }
 
+func TestConfigLoadsThroughEnvconfig(t *testing.T) {
+	t.Setenv("BUILD_SCHEDULER_DATABASE_URL", "postgres://db/x")
+	var cfg Config
+	require.NoError(t, config.Load(queue.BuildScheduler.EnvPrefix(), &cfg, nil, io.Discard))
+	require.Equal(t, 24*time.Hour, cfg.MaxJobTimeout)
+	require.Equal(t, time.Minute, cfg.TokenSlack)
+	require.Equal(t, "postgres", cfg.LogStore)
+	require.Empty(t, cfg.Check())
+	// The limits tests and tools validate with are the scheduler's defaults.
+	require.Equal(t, dag.DefaultLimits, cfg.submit().Limits)
+
+	t.Setenv("BUILD_WORKER_DATABASE_URL", "postgres://db/x")
+	t.Setenv("BUILD_WORKER_TARGETS", "x86_64-linux,arm")
+	var wcfg buildworker.Config
+	require.NoError(t, config.Load("BUILD_WORKER", &wcfg, nil, io.Discard))
+	require.Equal(t, []string{"x86_64-linux", "arm"}, wcfg.Targets)
+	require.Equal(t, 2, wcfg.Slots)
+	require.Equal(t, cfg.MaxJobTimeout, wcfg.MaxJobTimeout)
+	require.Equal(t, cfg.TokenSlack, wcfg.TokenSlack)
+	require.Equal(t, "off", wcfg.SynchronousCommit)
+	require.Empty(t, wcfg.Check())
+}
+
 // logStores are the log stores the log tests run with; each gives the configuration the
 // scheduler and its workers share.
 var logStores = map[string]func(t *testing.T) logstore.Config{
-	"Postgres": func(*testing.T) logstore.Config { return logstore.Config{} },
+	"Postgres": func(t *testing.T) logstore.Config { return testConfig(t, "").Config },
 	"S3":       func(t *testing.T) logstore.Config { return s3LogStore(fakes3.Start(t)) },
 }
 
@@ -101,7 +133,7 @@ func waitGroup(t *testing.T, base string, id int64) jobgraph.Group {
 
 func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
-	base := startScheduler(t, testConfig(testdb.New(t)))
+	base := startScheduler(t, testConfig(t, testdb.New(t)))
 	servicetest.RequireRiverUIQueues(t, base, queue.QueueProbe, queue.QueueBuildScheduler)
 
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/healthz", nil, nil))
@@ -112,13 +144,13 @@ func TestRunServesHealthAndProbes(t *testing.T) {
 
 func TestBadTextIsRejected(t *testing.T) {
 	t.Parallel()
-	servicetest.RequireBadInputRejected(t, startScheduler(t, testConfig(testdb.New(t))))
+	servicetest.RequireBadInputRejected(t, startScheduler(t, testConfig(t, testdb.New(t))))
 }
 
 func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
+	base := startScheduler(t, testConfig(t, dbURL))
 	startWorker(t, dbURL, "x86_64-linux")
 
 	sub := dag.Submission{Name: "demo", Jobs: []dag.JobSpec{
@@ -147,7 +179,7 @@ func TestGroupRunsToCompletionOnAWorker(t *testing.T) {
 func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
+	base := startScheduler(t, testConfig(t, dbURL))
 	worker := startWorker(t, dbURL, "x86_64-linux")
 
 	sub := dag.Submission{Name: "truth", Jobs: []dag.JobSpec{sh("ok", "true"), sh("broken", "echo oops >&2; exit 3")}}
@@ -217,7 +249,7 @@ func requireBuildMetrics(t *testing.T, base, worker string) {
 func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
+	base := startScheduler(t, testConfig(t, dbURL))
 
 	tests := map[string]struct {
 		body   any
@@ -258,7 +290,7 @@ func manyDeps(n int) []dag.JobSpec {
 func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	base := startScheduler(t, testConfig(dbURL))
+	base := startScheduler(t, testConfig(t, dbURL))
 
 	// The first worker stops heartbeating mid-job (its process is stopped and the build killed
 	// without a report); the second attempt succeeds on another worker.
@@ -266,8 +298,8 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := buildworker.Config{Common: servicetest.Config(dbURL), Targets: []string{"lost"}, Slots: 1, Lease: time.Second, WatchdogInterval: time.Hour,
-		SynchronousCommit: "off"}
+	cfg := workerConfig(t, dbURL, "lost")
+	cfg.Slots = 1
 	cfg.SoftStopTimeout = 100 * time.Millisecond
 	go func() { done <- runWorker(ctx, cfg, ln, io.Discard) }()
 
@@ -308,10 +340,10 @@ func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {
 func startWithLogs(t *testing.T, logs logstore.Config) string {
 	t.Helper()
 	dbURL := testdb.New(t)
-	cfg := testConfig(dbURL)
+	cfg := testConfig(t, dbURL)
 	cfg.Config = logs
 	base := startScheduler(t, cfg)
-	wcfg := workerConfig(dbURL, "x86_64-linux")
+	wcfg := workerConfig(t, dbURL, "x86_64-linux")
 	wcfg.Config = logs
 	startWorkerWith(t, wcfg)
 	return base

@@ -45,7 +45,7 @@ type numberField struct {
 
 func TestSubmittedNumbersAreStoredAsSentOrRefused(t *testing.T) {
 	t.Parallel()
-	base := startScheduler(t, testConfig(testdb.New(t))) // MaxJobTimeout: 1h, DefaultJobTimeout: 1m
+	base := startScheduler(t, testConfig(t, testdb.New(t))) // MaxJobTimeout: 1h, DefaultJobTimeout: 1m
 
 	fields := []numberField{
 		{
@@ -109,7 +109,7 @@ func post(t *testing.T, url, body string, out any) (int, problemBody) {
 
 func TestNumericParametersAreInRangeOrRefused(t *testing.T) {
 	t.Parallel()
-	base := startScheduler(t, testConfig(testdb.New(t)))
+	base := startScheduler(t, testConfig(t, testdb.New(t)))
 	var g jobgraph.Group
 	status, _ := post(t, base+"/v1/groups", `{"name": "params", "jobs": [`+numberJob("a")+`]}`, &g)
 	require.Equal(t, http.StatusCreated, status)
@@ -203,7 +203,7 @@ func TestRunRefusesLimitsItCannotStore(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			cfg := testConfig("postgres://nowhere.invalid/none")
+			cfg := testConfig(t, "postgres://nowhere.invalid/none")
 			breakIt(&cfg)
 			require.ErrorContains(t, run(t.Context(), cfg, nil, io.Discard), "configuration")
 		})

@@ -43,8 +43,8 @@ type uiBundle struct {
 func setupUI(t *testing.T) (*uiBundle, context.Context) {
 	t.Helper()
 	dbURL := testdb.New(t)
-	b := &uiBundle{base: startScheduler(t, testConfig(dbURL)), pool: testdb.NewPoolFor(t, dbURL), logs: &logLines{}}
-	cfg := workerConfig(dbURL, "x86_64-linux")
+	b := &uiBundle{base: startScheduler(t, testConfig(t, dbURL)), pool: testdb.NewPoolFor(t, dbURL), logs: &logLines{}}
+	cfg := workerConfig(t, dbURL, "x86_64-linux")
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	b.worker = servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
 		return runWorker(ctx, cfg, ln, b.logs)
@@ -255,7 +255,7 @@ func TestLostTokenIsReissued(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dbURL := testdb.New(t)
-			cfg := testConfig(dbURL)
+			cfg := testConfig(t, dbURL)
 			cfg.TokenGrace = time.Second
 			base := startScheduler(t, cfg)
 			var g jobgraph.Group

@@ -21,7 +21,6 @@
 package buildworker
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -33,7 +32,6 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
-	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/services/build-scheduler/internal/uiaction"
@@ -55,7 +53,7 @@ type Worker struct {
 
 	// MaxJobTimeout is the longest a build may run here: a job asking for more is cut at it. It
 	// must be at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT (the longest a job may ask
-	// for), or such jobs fail as timed out. Zero is dag.DefaultLimits' (24 h).
+	// for), or such jobs fail as timed out.
 	MaxJobTimeout time.Duration
 	// DurableAfter is the shortest build whose report waits for its WAL flush. A shorter build's
 	// report commits asynchronously: a crash of Postgres itself (not of a worker) within the WAL
@@ -65,7 +63,8 @@ type Worker struct {
 	// earlier reports included. Zero makes every report wait for its flush.
 	DurableAfter time.Duration
 	// TokenSlack is how long a token may take beyond its build: the claim, storing the last log
-	// chunks, the report. Zero is DefaultTokenSlack.
+	// chunks, the report (TOKEN_SLACK: far more than a claim, claimPatience at most, the last log
+	// chunks, 5 s each at most, and a report take).
 	TokenSlack time.Duration
 
 	groups groupReaper // kills the builds' process groups when this process dies
@@ -74,10 +73,6 @@ type Worker struct {
 
 // Close removes the work directories the worker keeps for its next builds.
 func (w *Worker) Close() { w.dirs.Close() }
-
-// DefaultTokenSlack is Worker.TokenSlack's default: far more than a claim (claimPatience at
-// most), the last log chunks (5 s each at most) and a report take.
-const DefaultTokenSlack = time.Minute
 
 // reportTimeout bounds a build's report, which runs whatever happens to the token's context: the
 // build ran, and its outcome is recorded unless the database cannot take it.
@@ -93,7 +88,7 @@ const reportTimeout = 30 * time.Second
 // lease; the rescued token then comes back as a token like any other, claiming the best ready
 // job of its target or, finding none, ending cancelled.
 func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration {
-	return w.maxJobTimeout() + cmp.Or(w.TokenSlack, DefaultTokenSlack)
+	return w.MaxJobTimeout + w.TokenSlack
 }
 
 // NextRetry retries a token that errored, or that River's rescuer took back, after as many
@@ -101,10 +96,6 @@ func (w *Worker) Timeout(*river.Job[queue.BuildRunArgs]) time.Duration {
 // waiting for it.
 func (w *Worker) NextRetry(job *river.Job[queue.BuildRunArgs]) time.Time {
 	return time.Now().Add(time.Duration(job.Attempt) * time.Second)
-}
-
-func (w *Worker) maxJobTimeout() time.Duration {
-	return cmp.Or(w.MaxJobTimeout, dag.DefaultLimits.MaxTimeout)
 }
 
 // Work takes the build the token stands for (see take) and runs it. A token that finds nothing
@@ -125,7 +116,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 // it to the lease, whose end hands the job to another worker.
 func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], claim jobgraph.Claim, clock *stageClock) error {
 	w.Metrics.claimed(job.Args.Target, job.CreatedAt)
-	claim.Timeout = min(claim.Timeout, w.maxJobTimeout())
+	claim.Timeout = min(claim.Timeout, w.MaxJobTimeout)
 	start := time.Now()
 	out := w.attempt(ctx, claim, clock)
 	took := time.Since(start)

@@ -45,7 +45,7 @@ func TestLostLeaseKillsTheBuild(t *testing.T) {
 			pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
 			pidFile := filepath.Join(t.TempDir(), "pids")
 			submit(t, pool, dag.JobSpec{Name: "spawner", Target: "lease", Command: []string{"sh", "-c", spawner, "sh", pidFile}})
-			w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "lease", Lease: lease, Logger: slog.New(slog.DiscardHandler)}
+			w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "lease", Lease: lease, MaxJobTimeout: time.Hour, TokenSlack: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 			t.Cleanup(w.Close)
 			c, ok, err := jobgraph.ClaimNext(context.Background(), w.Pool, "lease", w.ID, lease)
 			require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestUnrenewedLeaseRunsFromTheClaim(t *testing.T) {
 	const lease = time.Hour
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
 	submit(t, pool, dag.JobSpec{Name: "sleeper", Target: "claimed", Command: []string{"sleep", "30"}})
-	w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "claimed", Lease: lease, Logger: slog.New(slog.DiscardHandler)}
+	w := &Worker{Pool: schemaPool(t, pool.Config().ConnString()), Logs: logstore.Postgres{DB: pool}, ID: "claimed", Lease: lease, MaxJobTimeout: time.Hour, TokenSlack: time.Minute, Logger: slog.New(slog.DiscardHandler)}
 	t.Cleanup(w.Close)
 	c, ok, err := jobgraph.ClaimNext(context.Background(), w.Pool, "claimed", w.ID, lease)
 	require.NoError(t, err)

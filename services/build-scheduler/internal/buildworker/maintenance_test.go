@@ -15,6 +15,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -33,10 +34,10 @@ func TestMaintenanceTokensWakeTheWorker(t *testing.T) {
 		graphs <- graph
 		return nil
 	}
-	cfg := Config{
-		Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"maint"}, Slots: 1,
-		Lease: 10 * time.Second, FetchCooldown: 5 * time.Millisecond, FetchPollInterval: 30 * time.Second,
-	}
+	var cfg Config
+	require.NoError(t, config.Defaults(&cfg))
+	cfg.Common, cfg.HTTPAddr, cfg.Targets, cfg.Slots = servicetest.Config(dbURL), "127.0.0.1:0", []string{"maint"}, 1
+	cfg.Lease, cfg.FetchPollInterval = 10*time.Second, 30*time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- Run(ctx, cfg, kinds, nil, io.Discard) }()

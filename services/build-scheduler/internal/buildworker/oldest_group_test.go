@@ -67,7 +67,7 @@ func startWorker(t *testing.T, pool *pgxpool.Pool, graph *jobgraph.Graph) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	workers := river.NewWorkers()
-	build := &Worker{Pool: pool, Graph: graph, Logs: logstore.Postgres{DB: pool}, ID: "oldest-first", Lease: time.Minute, Logger: quiet}
+	build := &Worker{Pool: pool, Graph: graph, Logs: logstore.Postgres{DB: pool}, ID: "oldest-first", Lease: time.Minute, MaxJobTimeout: time.Hour, TokenSlack: time.Minute, Logger: quiet}
 	t.Cleanup(build.Close)
 	river.AddWorker(workers, build)
 	queues := map[string]river.QueueConfig{}

@@ -39,10 +39,8 @@ type Config struct {
 	// SynchronousCommitValues and the package documentation.
 	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report (of a build of DURABLE_AFTER or longer) and its lease heartbeats commit with synchronous_commit on whatever this says"`
 	DurableAfter      time.Duration `envconfig:"DURABLE_AFTER" default:"1s" desc:"shortest build whose report waits for the WAL flush; a shorter one's report commits asynchronously, and a crash of Postgres itself within the WAL writer's delay runs such a build again once its lease runs out (0: every report waits)"`
-	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT. A minute more is River's timeout of a build_run token, after which River takes back the token of a worker that died holding it"`
-	// TokenSlack is Worker.TokenSlack; tests shorten it, with MaxJobTimeout, to see River rescue
-	// a dead worker's token.
-	TokenSlack time.Duration `ignored:"true"`
+	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT. TOKEN_SLACK more is River's timeout of a build_run token, after which River takes back the token of a worker that died holding it"`
+	TokenSlack        time.Duration `envconfig:"TOKEN_SLACK" default:"1m" desc:"how long a build_run token may take beyond its build (claim, last log chunks, report): River's timeout of a token is MAX_JOB_TIMEOUT plus this; keep it the scheduler's BUILD_SCHEDULER_TOKEN_SLACK"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
@@ -74,6 +72,9 @@ func (c Config) Check() []error {
 	}
 	if !slices.Contains(SynchronousCommitValues, c.SynchronousCommit) {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_SYNCHRONOUS_COMMIT: %q, want one of %s", c.SynchronousCommit, strings.Join(SynchronousCommitValues, ", ")))
+	}
+	if c.TokenSlack < time.Second {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_TOKEN_SLACK: %s, want 1s or more", c.TokenSlack))
 	}
 	if c.DurableAfter < 0 {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_DURABLE_AFTER: %s, want 0 or more", c.DurableAfter))

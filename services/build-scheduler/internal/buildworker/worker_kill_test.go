@@ -23,6 +23,7 @@ import (
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -37,9 +38,14 @@ const spawner = `sleep 30 & a=$!; sleep 30 & echo $$ $a $! > "$1.tmp"; mv "$1.tm
 // killConfig is the configuration of TestKilledWorkerLeavesNoBuild's workers: River's timeout of
 // a token (MaxJobTimeout + TokenSlack) is 5 s, so River's rescuer takes back the killed worker's
 // token after 5 s, at its next pass.
-func killConfig(dbURL string) Config {
-	return Config{Common: servicetest.Config(dbURL), HTTPAddr: "127.0.0.1:0", Targets: []string{"killed"}, Slots: 1, Lease: 3 * time.Second,
-		SynchronousCommit: "off", MaxJobTimeout: 4 * time.Second, TokenSlack: time.Second}
+func killConfig(dbURL string) (Config, error) {
+	var cfg Config
+	if err := config.Defaults(&cfg); err != nil {
+		return cfg, err
+	}
+	cfg.Common, cfg.HTTPAddr, cfg.Targets, cfg.Slots = servicetest.Config(dbURL), "127.0.0.1:0", []string{"killed"}, 1
+	cfg.Lease, cfg.MaxJobTimeout, cfg.TokenSlack = 3*time.Second, 4*time.Second, time.Second
+	return cfg, nil
 }
 
 // onlyBuilds registers the build_run worker alone.
@@ -50,7 +56,11 @@ func onlyBuilds(workers *river.Workers, _ *pgxpool.Pool, _ *jobgraph.Graph, buil
 
 // runKilledWorker is the worker process TestKilledWorkerLeavesNoBuild kills: the real Run.
 func runKilledWorker(dbURL string) int {
-	if err := Run(context.Background(), killConfig(dbURL), onlyBuilds, nil, io.Discard); err != nil {
+	cfg, err := killConfig(dbURL)
+	if err == nil {
+		err = Run(context.Background(), cfg, onlyBuilds, nil, io.Discard)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -103,7 +113,9 @@ func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 	var id int64
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT id FROM river_job WHERE kind = 'build_run' AND state = 'running'`).Scan(&id),
 		"River shows the dead worker's token running")
-	startLiveWorker(t, killConfig(dbURL))
+	cfg, err := killConfig(dbURL)
+	require.NoError(t, err)
+	startLiveWorker(t, cfg)
 	const bound = 5*time.Second + 30*time.Second + 20*time.Second
 	var token *rivertype.JobRow
 	require.Eventually(t, func() bool {

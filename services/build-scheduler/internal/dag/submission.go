@@ -50,7 +50,8 @@ type Limits struct {
 	MaxTimeout     time.Duration // the longest timeout a job may ask for
 }
 
-// DefaultLimits are the limits a scheduler runs with unless configured otherwise.
+// DefaultLimits are the limits tests and tools validate with: the scheduler's defaults, which
+// live in its Config's envconfig tags (its TestConfigLoadsThroughEnvconfig checks they agree).
 var DefaultLimits = Limits{
 	MaxJobs: 10000, MaxDeps: 1000, MaxJobBytes: 64 << 10,
 	DefaultTimeout: 30 * time.Minute, MaxTimeout: 24 * time.Hour,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 )
 
 // A group's count of unfinished jobs is split over the rows of group_stripes, a job counting in

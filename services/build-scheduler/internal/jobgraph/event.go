@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 

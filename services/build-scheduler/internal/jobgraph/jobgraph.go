@@ -32,7 +32,7 @@ import (
 	"time"
 
 	"drover.dev/queue"
-	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 )
 
 // StepTimeout is River's timeout of the scheduler's own job kinds, build_report and
@@ -42,8 +42,8 @@ import (
 // 30 s pass.
 const StepTimeout = time.Minute
 
-// queries runs the statements of query.sql, compiled by sqlc; each takes the pool or
-// transaction to run on.
+// queries runs the statements of package store (store/query/*.sql), compiled by sqlc; each takes
+// the pool or transaction to run on.
 var queries = dbsqlc.New()
 
 // JobState is a build job's state, as Habitat Builder's job server named them.

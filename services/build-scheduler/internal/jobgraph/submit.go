@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/services/build-scheduler/internal/dag"
-	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 )
 
 // analyzeFrom is the size from which a submitted group refreshes job_graph's statistics.

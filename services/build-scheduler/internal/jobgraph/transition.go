@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"drover.dev/queue"
-	"drover.dev/services/build-scheduler/internal/jobgraph/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 )
 
 // Result says what a transition did. Applied is false when the guard matched nothing: the

@@ -26,11 +26,10 @@ type Config struct {
 // errS3Incomplete is returned by Open for an S3 store whose bucket or keys are missing.
 var errS3Incomplete = errors.New("LOG_STORE=s3 needs LOG_S3_BUCKET, LOG_S3_ACCESS_KEY and LOG_S3_SECRET_KEY")
 
-// Open returns the store cfg selects; the Postgres store keeps chunks through db. An empty
-// LogStore means Postgres, so a config built in code without it gets the default.
+// Open returns the store cfg selects; the Postgres store keeps chunks through db.
 func Open(cfg Config, db postgres.DBTX) (Store, error) {
 	switch cfg.LogStore {
-	case "", "postgres":
+	case "postgres":
 		return Postgres{DB: db}, nil
 	case "s3":
 		if cfg.LogS3Bucket == "" || cfg.LogS3AccessKey == "" || cfg.LogS3SecretKey == "" {

@@ -20,7 +20,7 @@ import (
 	"fmt"
 	"time"
 
-	"drover.dev/services/build-scheduler/internal/logstore/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 )
 
@@ -46,7 +46,7 @@ type Postgres struct {
 	DB postgres.DBTX
 }
 
-// queries runs the statements of query.sql, compiled by sqlc.
+// queries runs the statements of package store (store/query/job_log.sql), compiled by sqlc.
 var queries = dbsqlc.New()
 
 // Append inserts one chunk.

@@ -14,6 +14,7 @@ import (
 
 	"drover.dev/services/build-scheduler/internal/fakes3"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/shared/config"
 )
 
 // rawClient is a plain S3 client on srv, to look at the bucket the way an operator would.
@@ -101,12 +102,15 @@ func TestS3FailsWhenTheServiceIsUnreachable(t *testing.T) {
 func TestOpenChoosesTheConfiguredStore(t *testing.T) {
 	t.Parallel()
 	s3cfg := logstore.Config{LogStore: "s3", LogS3Bucket: "b", LogS3AccessKey: "k", LogS3SecretKey: "s"}
+	var defaults logstore.Config
+	require.NoError(t, config.Defaults(&defaults))
 	tests := map[string]struct {
 		cfg  logstore.Config
 		want any
 		err  string
 	}{
-		"Default":       {cfg: logstore.Config{}, want: logstore.Postgres{}},
+		"Default":       {cfg: defaults, want: logstore.Postgres{}},
+		"Empty":         {cfg: logstore.Config{}, err: `LOG_STORE "": want postgres or s3`},
 		"Postgres":      {cfg: logstore.Config{LogStore: "postgres"}, want: logstore.Postgres{}},
 		"S3":            {cfg: s3cfg, want: &logstore.S3{}},
 		"S3NoBucket":    {cfg: logstore.Config{LogStore: "s3", LogS3AccessKey: "k", LogS3SecretKey: "s"}, err: "needs LOG_S3_BUCKET"},

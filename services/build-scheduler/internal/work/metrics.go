@@ -9,7 +9,7 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/outcomes"
-	"drover.dev/services/build-scheduler/internal/work/dbsqlc"
+	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 	"drover.dev/shared/metrics"
 	"drover.dev/shared/postgres"
 )
@@ -78,7 +78,7 @@ func (m *Metrics) watched(rep jobgraph.WatchReport) {
 	}
 }
 
-// Gauges are the scheduler's gauges read at scrape time (query.sql). Jobs are counted in open
+// Gauges are the scheduler's gauges read at scrape time (package store). Jobs are counted in open
 // groups only, through the groups' state index and the jobs' group index, so the cost follows the
 // work in flight rather than the history; groups are one row per submission.
 var Gauges = []metrics.Gauge{{

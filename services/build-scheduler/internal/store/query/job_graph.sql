@@ -1,120 +1,3 @@
--- name: GroupInsert :one
-INSERT INTO groups (name, remaining) VALUES (@name, @remaining) RETURNING id;
-
--- name: GroupGet :one
-SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
-    coalesce((SELECT jsonb_object_agg(state, n) FROM (
-        SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
-FROM groups g
-WHERE g.id = @id;
-
--- name: GroupList :many
-SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
-    coalesce((SELECT jsonb_object_agg(state, n) FROM (
-        SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
-FROM groups g
-WHERE (@state::text = '' OR g.state::text = @state::text) AND (@before::bigint = 0 OR g.id < @before::bigint)
-ORDER BY g.id DESC LIMIT @max_rows;
-
--- name: GroupGetState :one
-SELECT state::text FROM groups WHERE id = @id;
-
--- name: GroupGetStateForUpdate :one
-SELECT state::text FROM groups WHERE id = @id FOR NO KEY UPDATE;
-
--- name: GroupListActive :many
-SELECT id FROM groups WHERE state IN ('queued', 'dispatching') ORDER BY id;
-
--- name: GroupCancel :one
-UPDATE groups SET cancel_requested = true, remaining = @running::int, updated_at = clock_timestamp(),
-    state = CASE WHEN @running::int = 0 THEN 'canceled' ELSE state END::group_state,
-    finished_at = CASE WHEN @running::int = 0 THEN clock_timestamp() END
-WHERE id = @id AND state IN ('queued', 'dispatching')
-RETURNING state::text;
-
--- name: GroupRetry :one
-UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-    remaining = @remaining::int, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
-WHERE id = @id AND state IN ('failed', 'canceled') RETURNING state::text;
-
--- name: GroupSettle :one
--- GroupSettle closes a group whose stripes are all at zero: canceled when it was cancelled or,
--- with no job failed, when a job of it was cancelled alone (River UI's Cancel on a running
--- build); failed when a job failed; complete otherwise.
-UPDATE groups g SET remaining = 0, failed = c.failed, updated_at = clock_timestamp(),
-    state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
-        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
-    finished_at = clock_timestamp()
-FROM (SELECT count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
-        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
-    FROM job_graph WHERE group_id = @id) c
-WHERE g.id = @id AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = @id AND remaining > 0)
-RETURNING g.state::text;
-
--- name: GroupResettle :one
-WITH c AS (
-    SELECT count(*) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) AS remaining,
-        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
-        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
-    FROM job_graph WHERE group_id = @id
-)
-UPDATE groups g SET remaining = c.remaining, failed = c.failed, updated_at = clock_timestamp(),
-    state = CASE WHEN c.remaining > 0 THEN g.state
-        WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
-        WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
-    finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
-FROM c WHERE g.id = @id AND g.state IN ('queued', 'dispatching')
-RETURNING g.state::text;
-
--- name: GroupWatchList :many
-SELECT g.id, g.watch_counts, g.watch_changed_at,
-    (extract(epoch FROM clock_timestamp() - g.watch_changed_at) * 1000)::bigint AS idle_ms,
-    coalesce((SELECT jsonb_object_agg(state, n) FROM (
-        SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts,
-    ARRAY(SELECT DISTINCT j.target FROM job_graph j WHERE j.group_id = g.id AND j.state = 'ready'
-        AND NOT EXISTS (SELECT FROM target_workers w WHERE w.target = j.target
-            AND w.seen_at > clock_timestamp() - sqlc.arg(stall_after_ms)::bigint * interval '1 millisecond') ORDER BY 1)::text[] AS unserved
-FROM groups g WHERE g.state IN ('queued', 'dispatching') ORDER BY g.id;
-
--- name: GroupWatchRemember :exec
-UPDATE groups SET watch_counts = @counts::text,
-    watch_changed_at = CASE WHEN watch_counts = @counts::text THEN watch_changed_at ELSE clock_timestamp() END
-WHERE id = @id;
-
--- name: GroupStripeInsert :exec
-INSERT INTO group_stripes (group_id, stripe, remaining)
-SELECT @group_id::bigint, s.stripe, count(j.id)
-FROM generate_series(0, group_stripe_count() - 1) AS s(stripe)
-LEFT JOIN unnest(@job_ids::bigint[]) AS j(id) ON j.id % group_stripe_count() = s.stripe
-GROUP BY s.stripe;
-
--- name: GroupStripeCountOff :many
--- GroupStripeCountOff locks the stripes of the jobs in ascending order (so two transactions never
--- wait on each other's stripes) and subtracts the jobs from them.
-WITH finished AS (
-    SELECT f.id % group_stripe_count() AS stripe, count(*) AS n
-    FROM unnest(@job_ids::bigint[]) AS f(id) GROUP BY 1
-), locked AS MATERIALIZED (
-    SELECT s.stripe FROM group_stripes s
-    WHERE s.group_id = @group_id AND s.stripe IN (SELECT stripe FROM finished)
-    ORDER BY s.stripe FOR UPDATE
-)
-UPDATE group_stripes s SET remaining = s.remaining - f.n
-FROM finished f, locked l
-WHERE s.group_id = @group_id AND s.stripe = f.stripe AND l.stripe = s.stripe
-RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = @group_id)::text AS group_state;
-
--- name: GroupStripeLockAll :exec
-SELECT FROM group_stripes WHERE group_id = @group_id ORDER BY stripe FOR UPDATE;
-
--- name: GroupStripeRecount :exec
-WITH c AS MATERIALIZED (
-    SELECT id % group_stripe_count() AS stripe, count(*) AS n FROM job_graph
-    WHERE group_id = @group_id AND state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete') GROUP BY 1
-)
-UPDATE group_stripes s SET remaining = coalesce((SELECT n FROM c WHERE c.stripe = s.stripe), 0)
-WHERE s.group_id = @group_id;
-
 -- name: JobAllocateIDs :many
 SELECT nextval(pg_get_serial_sequence('job_graph', 'id'))::bigint AS id FROM generate_series(1, @n::int);
 
@@ -339,18 +222,6 @@ UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NUL
 FROM reset r WHERE j.id = r.id
 RETURNING j.id;
 
--- name: GroupReopen :execrows
--- GroupReopen opens a settled group again for a job River UI's Retry runs again; GroupResettle
--- then recounts it.
-UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-    updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
-WHERE id = @id AND state IN ('failed', 'canceled');
-
--- name: TransactionDurable :exec
--- TransactionDurable makes the rest of the transaction commit with synchronous_commit on, after a
--- statement that set it off (JobClaim) in a transaction whose commit must be durable.
-SELECT set_config('synchronous_commit', 'on', true);
-
 -- name: JobListExpiredLeases :many
 SELECT id, attempt, lease_token FROM job_graph
 WHERE state IN ('running', 'cancel_pending') AND lease_expires_at < clock_timestamp() AND NOT reported
@@ -415,34 +286,27 @@ WHERE g.state IN ('queued', 'dispatching') AND j.state = 'waiting_on_dependency'
     AND j.waiting_on_count <> (SELECT count(*) FROM job_graph d WHERE d.id = ANY(j.dependencies) AND d.state <> 'complete')
 ORDER BY j.id LIMIT 1000;
 
--- name: TargetWorkerSee :exec
-INSERT INTO target_workers (target, worker_id) SELECT t, @worker_id FROM unnest(@targets::text[]) t
-ON CONFLICT (target, worker_id) DO UPDATE SET seen_at = clock_timestamp();
-
--- name: SystemEventInsert :exec
-INSERT INTO system_events (group_id, job_id, kind, message) VALUES (@group_id, @job_id, @kind, @message);
-
--- name: SystemEventList :many
-SELECT id, group_id, job_id, kind, message, created_at FROM system_events
-WHERE (@group_id::bigint = 0 OR group_id = @group_id::bigint) ORDER BY id DESC LIMIT @max_rows;
-
--- name: RedispatchLock :exec
-SELECT pg_advisory_xact_lock(hashtext('build_scheduler.redispatch'));
-
--- name: DispatchTokenCountMissing :many
--- DispatchTokenCountMissing compares, per target, the jobs ready for longer than the grace with
--- the dispatch tokens still waiting in the target's queue.
-WITH stale AS (
-    SELECT target, count(*) AS ready FROM job_graph
-    WHERE state = 'ready' AND updated_at < clock_timestamp() - sqlc.arg(grace_ms)::bigint * interval '1 millisecond'
-    GROUP BY target
-)
-SELECT s.target, (s.ready - (
-    SELECT count(*) FROM river_job r WHERE r.kind = 'build_run' AND r.queue = 'build_' || s.target
-        AND r.state IN ('available', 'pending', 'scheduled', 'retryable')
-        AND r.scheduled_at < clock_timestamp() + sqlc.arg(grace_ms)::bigint * interval '1 millisecond'))::bigint AS missing
-FROM stale s;
-
 -- name: JobGraphAnalyze :exec
 -- JobGraphAnalyze refreshes the planner's statistics of job_graph (see SubmitTx).
 ANALYZE job_graph;
+
+-- name: JobCountOpen :many
+-- JobCountOpen counts the jobs of open groups by state and target, through the groups' state
+-- index and the jobs' group index; every target with a worker reports every state.
+-- A gauge read at scrape time (work.Gauges); the state lists are parameters (jobgraph.JobStates,
+-- GroupStates), so every state reports a series, zero included.
+WITH open AS (
+    SELECT j.state::text AS state, j.target FROM groups g JOIN job_graph j ON j.group_id = g.id
+    WHERE g.state = ANY(CAST(@open_states::text[] AS group_state[]))
+), targets AS (SELECT target FROM target_workers UNION SELECT target FROM open)
+SELECT s::text AS state, t.target, count(o.target)::float8 AS jobs FROM targets t
+CROSS JOIN unnest(@job_states::text[]) s
+LEFT JOIN open o ON o.state = s AND o.target = t.target
+GROUP BY s, t.target;
+
+-- name: ReadyJobOldestAge :many
+-- ReadyJobOldestAge is how long the oldest ready job of each target served by a worker has
+-- waited, in seconds; 0 when none waits.
+SELECT t.target, coalesce(extract(epoch FROM now() - (
+        SELECT min(j.updated_at) FROM job_graph j WHERE j.target = t.target AND j.state = 'ready')), 0)::float8 AS seconds
+FROM (SELECT DISTINCT target FROM target_workers) t;
