@@ -89,34 +89,40 @@ func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, end End
 }
 
 // skipNote says why the key of hash in table was not this make job's to make, from the key's job
-// and the target as they are now, and what to do instead.
-func skipNote(ctx context.Context, db postgres.DBTX, t *Table, hash string, retried bool) (string, error) {
+// and the target as they are now, and what to do instead, with the key's job status ("" when it
+// has no job any more).
+func skipNote(ctx context.Context, db postgres.DBTX, t *Table, hash string, retried bool) (string, Status, error) {
 	job, err := JobGet(ctx, db, t.Name, hash)
 	if errors.Is(err, problem.ErrNotFound) {
-		return noJobNote(t, hash), nil
+		return noJobNote(t, hash), "", nil
 	}
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
+	return jobNote(t, job, retried), job.Status, nil
+}
+
+func jobNote(t *Table, job Job, retried bool) string {
+	hash := job.KeyHash
 	reschedule := fmt.Sprintf("POST /v1/jobs/%s/%s/reschedule", t.Name, hash)
 	switch job.Status {
 	case StatusSuccess:
-		return madeNote(t), nil
+		return madeNote(t)
 	case StatusReserved:
-		return fmt.Sprintf("key %s of %s is being made by another make job (connection %d); nothing to do", hash, t.Name, job.ConnectionID), nil
+		return fmt.Sprintf("key %s of %s is being made by another make job (connection %d); nothing to do", hash, t.Name, job.ConnectionID)
 	case StatusIgnore:
-		return fmt.Sprintf("key %s of %s is ignored; use %s to make it", hash, t.Name, reschedule), nil
+		return fmt.Sprintf("key %s of %s is ignored; use %s to make it", hash, t.Name, reschedule)
 	case StatusError:
 		msg := ""
 		if job.ErrorMessage != nil {
 			msg = *job.ErrorMessage
 		}
 		if retried { // a Retry reserves an error key: it was reserved and failed again meanwhile
-			return fmt.Sprintf("key %s of %s failed again under another make job (%s); use %s to make it again", hash, t.Name, msg, reschedule), nil
+			return fmt.Sprintf("key %s of %s failed again under another make job (%s); use %s to make it again", hash, t.Name, msg, reschedule)
 		}
-		return fmt.Sprintf("key %s of %s failed under another make job (%s); use %s, or Retry the job that failed, to make it again", hash, t.Name, msg, reschedule), nil
+		return fmt.Sprintf("key %s of %s failed under another make job (%s); use %s, or Retry the job that failed, to make it again", hash, t.Name, msg, reschedule)
 	}
-	return fmt.Sprintf("key %s of %s was taken by another make job; nothing to do", hash, t.Name), nil
+	return fmt.Sprintf("key %s of %s was taken by another make job; nothing to do", hash, t.Name)
 }
 
 // noJobNote is skipNote for a key with no job: made by another make job (a made key's job is

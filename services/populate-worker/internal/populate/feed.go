@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"drover.dev/queue"
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // FeedArgs asks the populate-worker to enqueue the populate_make jobs of a table's scheduled keys

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/queue"
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )

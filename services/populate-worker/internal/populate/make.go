@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // querier is what targetHas needs of a connection or a transaction.
@@ -59,7 +59,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		if err != nil {
 			return err
 		}
-		if end.Settled, err = e.settleRunKeys(recordCtx, tx, 0, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
+		if end.Settled, err = e.settleKey(recordCtx, tx, r.run, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
 			return err
 		}
 		return callComplete(recordCtx, tx, complete, end)
@@ -176,20 +176,20 @@ func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, 
 }
 
 // finishAll ends r's job as a success, counts it in the runs that hold it (outcome made, or
-// skipped when the key was already in the target) and completes its River job with end.
+// skipped when the key was already in the target, in r's run; made elsewhere in the others) and completes its River job with end.
 func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, end *End, outcome string) error {
 	ids, err := e.finishSuccessFindRuns(ctx, tx, r)
 	if err != nil {
 		return err
 	}
-	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.table.Name, r.hash, outcome, nil, ""); err != nil {
+	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.run, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
 	return callComplete(ctx, tx, complete, *end)
 }
 
 // finishSuccessFindRuns finishes r's job (finishSuccess) and finds the runs that hold its key
-// (RunIDsOfOpenKey, as settleRunKeys would) in one round trip: neither statement reads what the
+// (RunIDsOfOpenKey, as settleKey would) in one round trip: neither statement reads what the
 // other writes.
 func (e *Engine) finishSuccessFindRuns(ctx context.Context, tx pgx.Tx, r *reservation) ([]int64, error) {
 	b := &pgx.Batch{}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // MakeKey is the entry point of the River worker of populate_make jobs: reserve the job of hash
@@ -35,7 +37,7 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 	if err != nil || st.State != string(RunRunning) || st.Stopping != nil {
 		var end End
 		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			n, err := e.settleRunKeys(ctx, tx, run, table, hash, keyDropped, nil, "")
+			n, err := e.settleRun(ctx, tx, run, table, hash, keyDropped, nil, "")
 			if err != nil {
 				return err
 			}
@@ -62,7 +64,7 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 func (e *Engine) FailRunKey(ctx context.Context, run int64, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
 	msg := orphanMessage(job, "discarded", cause.Error())
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := e.settleRunKeys(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+		if _, err := e.settleRun(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
 			return err
 		}
 		return end(ctx, tx)
@@ -95,6 +97,7 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opt
 		return e.skip(ctx, conn, run, t, hash, opts, complete)
 	}
 	r.held = held
+	r.run = run
 	end, err := e.run(ctx, r, complete)
 	if errors.Is(err, ErrNotReserved) {
 		// Reclaimed while we made it; the reclaim enqueued a new make job, which makes the key.
@@ -106,21 +109,57 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opt
 	return end, err
 }
 
+// ErrKeyBusy is returned for a run's make whose key another make job holds reserved: the run
+// waits for that make's end, which settles the key in the run (made elsewhere, or skipped when it
+// fails); the River worker snoozes the job meanwhile.
+var ErrKeyBusy = errors.New("key reserved by another make job")
+
 // skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote);
-// a run's make counts the key skipped in its run.
+// a run's make counts the key in its run: made elsewhere when another make made it, skipped when
+// it needs no make for another reason.
 func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, run int64, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	var end End
 	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		note, err := skipNote(ctx, tx, t, hash, opts.Retried)
+		note, status, err := skipNote(ctx, tx, t, hash, opts.Retried)
 		if err != nil {
 			return err
 		}
 		end = End{Outcome: OutcomeSkipped, Note: note}
-		if run != 0 {
-			if end.Settled, err = e.settleRunKeys(ctx, tx, run, t.Name, hash, keySkipped, nil, ""); err != nil {
+		if run == 0 {
+			return callComplete(ctx, tx, complete, end)
+		}
+		outcome := keySkipped
+		switch status {
+		case StatusReserved:
+			return ErrKeyBusy
+		case StatusSuccess, "":
+			made, err := runKeyInTarget(ctx, tx, run, t, hash)
+			if err != nil {
 				return err
 			}
+			if made {
+				outcome = keyElsewhere
+			}
+		}
+		if end.Settled, err = e.settleRun(ctx, tx, run, t.Name, hash, outcome, nil, ""); err != nil {
+			return err
 		}
 		return callComplete(ctx, tx, complete, end)
 	})
+}
+
+// runKeyInTarget reports whether the key of hash, as run took it, is in t's target.
+func runKeyInTarget(ctx context.Context, tx pgx.Tx, run int64, t *Table, hash string) (bool, error) {
+	raw, err := queries.RunKeyGet(ctx, tx, dbsqlc.RunKeyGetParams{RunID: run, TableName: t.Name, KeyHash: hash})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("key %s of populate run %d: %w", hash, run, err)
+	}
+	key, err := scanKey(raw)
+	if err != nil {
+		return false, err
+	}
+	return targetHas(ctx, tx, t, key)
 }
