@@ -38,7 +38,7 @@ bench: ## run the benchmarks; each prints our figure, its floor and the ratio (s
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
 .PHONY: generate
-generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its query.sql (sqlc)
+generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its queries (sqlc)
 	@for d in $(SQLC_DIRS); do echo "sqlc $$d"; (cd $$d && $(abspath $(TOOLS))/sqlc generate) || exit 1; done
 
 .PHONY: lint

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"reflect"
+	"strconv"
 	"time"
 
 	"drover.dev/queue"
@@ -146,21 +148,31 @@ func (c Config) Check() []error {
 	return errs
 }
 
-// withDefaults fills the durations a config struct built in code (tests) left at zero with the
-// defaults the environment would give.
+// withDefaults fills what a config struct built in code (tests) left at zero, every duration and
+// FEED_AHEAD (whose zero means the default), from the envconfig default tags above: the one place
+// each default is written.
 func (c Config) withDefaults() Config {
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{
-		{&c.MinSchedulingInterval, 5 * time.Second}, {&c.OrphanTimeout, 2 * time.Minute},
-		{&c.ReclaimEvery, 10 * time.Second}, {&c.MakeTimeout, time.Hour},
-		{&c.MaintenanceTimeout, 10 * time.Minute}, {&c.FeedTimeout, time.Minute},
-		{&c.ScheduleEvery, time.Minute}, {&c.ListenFlushEvery, 200 * time.Millisecond}, {&c.CleanupEvery, 24 * time.Hour},
-		{&c.RunWatchEvery, 250 * time.Millisecond}, {&c.FeedEvery, 500 * time.Millisecond},
-	} {
-		if *d.v == 0 {
-			*d.v = d.def
+	v := reflect.ValueOf(&c).Elem()
+	for i := range v.NumField() {
+		f, def := v.Field(i), v.Type().Field(i).Tag.Get("default")
+		if def == "" || !f.IsZero() {
+			continue
+		}
+		switch f.Interface().(type) {
+		case time.Duration:
+			d, err := time.ParseDuration(def)
+			if err != nil {
+				panic(fmt.Sprintf("Config.%s: default %q: %v", v.Type().Field(i).Name, def, err))
+			}
+			f.SetInt(int64(d))
+		case int:
+			if v.Type().Field(i).Name == "FeedAhead" {
+				n, err := strconv.Atoi(def)
+				if err != nil {
+					panic(fmt.Sprintf("Config.FeedAhead: default %q: %v", def, err))
+				}
+				f.SetInt(int64(n))
+			}
 		}
 	}
 	return c

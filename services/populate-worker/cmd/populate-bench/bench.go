@@ -75,7 +75,9 @@ func (b *bench) newEngine() error {
 	if err != nil {
 		return err
 	}
-	b.engine = populate.NewEngine(b.pool, ins, reg, populate.Config{MinSchedulingInterval: -1, WorkerID: "bench", FeedAhead: b.o.jobs})
+	b.engine = populate.NewEngine(b.pool, ins, reg, populate.Config{
+		WorkerID: "bench", OrphanTimeout: 2 * time.Minute, FeedAhead: b.o.jobs, FeedEvery: 500 * time.Millisecond,
+	})
 	return nil
 }
 

@@ -183,7 +183,7 @@ func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error)
 	}
 	for _, r := range rows {
 		msg := orphanMessage(r.JobID, r.JobState, r.JobError)
-		if _, err := e.settleRunKeys(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
+		if _, err := e.settleRun(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
 			return 0, err
 		}
 		e.cfg.Metrics.info("populate run key without a make job; counted an error", "run_id", r.RunID, "table", r.TableName,

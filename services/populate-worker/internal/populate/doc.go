@@ -10,3 +10,20 @@
 // bind parameter; only table and column names from registration, which the operator controls and
 // which are validated against the database at start, are spliced into statements, quoted.
 package populate
+
+import (
+	"os"
+
+	"github.com/riverqueue/river"
+
+	"drover.dev/services/populate-worker/internal/store"
+)
+
+// queries runs the statements of package store.
+var queries = store.Queries
+
+// riverInsert is one job for InsertManyFastTx.
+type riverInsert = river.InsertManyParams
+
+// pid is this process's id as the jobs table stores it.
+func pid() int32 { return int32(os.Getpid()) }

@@ -18,19 +18,19 @@ type Config struct {
 	// MinSchedulingInterval is DataJoint's min_scheduling_interval: schedule_jobs for a table does
 	// nothing when the last scheduling event, by the database clock, is more recent than this.
 	// Every key_source is an expensive query, and a thousand workers must not all run it at once
-	// (DataJoint #749). Zero means the default of 5 s.
+	// (DataJoint #749). Zero or less schedules whatever the last event.
 	MinSchedulingInterval time.Duration
 
 	// OrphanTimeout is the reservation lease. A worker renews its reservations while make runs; a
 	// reservation whose lease expired, or whose database connection is gone (a killed process),
-	// is returned to scheduled by the orphan sweep. Zero means 5 minutes.
+	// is returned to scheduled by the orphan sweep. Must be positive.
 	OrphanTimeout time.Duration
 
 	// FeedAhead is how many populate_make jobs of a table the feeder keeps waiting in River
-	// (enqueued, not yet running); it enqueues more as they drain. Zero means 5,000.
+	// (enqueued, not yet running); it enqueues more as they drain. Must be positive.
 	FeedAhead int
 
-	// FeedEvery is how soon a feeder that stopped at FeedAhead looks again. Zero means 500 ms.
+	// FeedEvery is how soon a feeder that stopped at FeedAhead looks again. Must be positive.
 	FeedEvery time.Duration
 
 	// KeepSuccess keeps a completed job as status success with its run_duration instead of
@@ -62,20 +62,9 @@ type Engine struct {
 }
 
 // NewEngine returns an engine on pool (search_path on the populate_worker schema) that inserts
-// make jobs through river, an insert-only client on the same schema.
+// make jobs through river, an insert-only client on the same schema. cfg's values are taken as
+// they are: the service's defaults live in its environment configuration.
 func NewEngine(pool *pgxpool.Pool, river *queue.Client, tables *Registry, cfg Config) *Engine {
-	if cfg.MinSchedulingInterval == 0 {
-		cfg.MinSchedulingInterval = 5 * time.Second
-	}
-	if cfg.OrphanTimeout == 0 {
-		cfg.OrphanTimeout = 5 * time.Minute
-	}
-	if cfg.FeedAhead == 0 {
-		cfg.FeedAhead = defaultFeedAhead
-	}
-	if cfg.FeedEvery == 0 {
-		cfg.FeedEvery = defaultFeedEvery
-	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{Timeout: 5 * time.Minute}
 	}
@@ -89,7 +78,7 @@ func NewEngine(pool *pgxpool.Pool, river *queue.Client, tables *Registry, cfg Co
 // Tables returns the engine's registry.
 func (e *Engine) Tables() *Registry { return e.tables }
 
-// Config returns the engine's configuration with defaults applied.
+// Config returns the engine's configuration.
 func (e *Engine) Config() Config { return e.cfg }
 
 // SetStopping tells the engine the process received SIGTERM: a make cancelled from now on is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -68,10 +69,7 @@ func setup(t *testing.T, cfg Config, tables ...Table) *testBundle {
 		require.NoError(t, reg.Register(tb))
 	}
 	require.NoError(t, reg.Check(ctx, pool))
-	if cfg.MinSchedulingInterval == 0 {
-		cfg.MinSchedulingInterval = -1 // tests schedule at will unless they test the interval
-	}
-	b.engine = NewEngine(pool, ins, reg, cfg)
+	b.engine = NewEngine(pool, ins, reg, testConfig(cfg))
 	return b
 }
 
@@ -141,4 +139,22 @@ func (b *testBundle) hashes(t *testing.T, status Status) []string {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return out
+}
+
+// testConfig is cfg with what a test left at zero set as the service sets it, except the
+// scheduling interval: tests schedule at will unless they test it.
+func testConfig(cfg Config) Config {
+	if cfg.MinSchedulingInterval == 0 {
+		cfg.MinSchedulingInterval = -1
+	}
+	if cfg.OrphanTimeout == 0 {
+		cfg.OrphanTimeout = 2 * time.Minute
+	}
+	if cfg.FeedAhead == 0 {
+		cfg.FeedAhead = 5000
+	}
+	if cfg.FeedEvery == 0 {
+		cfg.FeedEvery = 500 * time.Millisecond
+	}
+	return cfg
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"golang.org/x/sync/errgroup"
 
 	"drover.dev/queue"
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // FeedArgs asks the populate-worker to enqueue the populate_make jobs of a table's scheduled keys
@@ -178,12 +177,6 @@ func (e *Engine) ensureFeeders(ctx context.Context, tx pgx.Tx) (int, error) {
 	}
 	return n, nil
 }
-
-// defaultFeedAhead and defaultFeedEvery are Config.FeedAhead's and Config.FeedEvery's defaults.
-const (
-	defaultFeedAhead = 5000
-	defaultFeedEvery = 500 * time.Millisecond
-)
 
 // Unfeed ends a background make's River job (end, on the transaction) that did not make its key,
 // and gives the key, when it is still scheduled, back to the feeder in the same transaction,

@@ -170,7 +170,8 @@ func TestFeed(t *testing.T) {
 		got, err := b.engine.GetRun(b.ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, RunDone, got.State)
-		require.EqualValues(t, 5, got.Made, "the run counts its keys whoever made them")
+		require.EqualValues(t, 2, got.Made, "the run counts the makes done for it")
+		require.EqualValues(t, 3, got.MadeElsewhere, "and apart the keys the fed makes made while it waited")
 		require.Zero(t, got.Remaining)
 	})
 	t.Run("IgnoreRescheduleAndCleanup", func(t *testing.T) {

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
+	"drover.dev/shared/postgres"
+	"drover.dev/shared/problem"
 )
 
 // querier is what targetHas needs of a connection or a transaction.
@@ -59,7 +62,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		if err != nil {
 			return err
 		}
-		if end.Settled, err = e.settleRunKeys(recordCtx, tx, 0, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
+		if end.Settled, err = e.settleKey(recordCtx, tx, r.run, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
 			return err
 		}
 		return callComplete(recordCtx, tx, complete, end)
@@ -176,20 +179,20 @@ func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, 
 }
 
 // finishAll ends r's job as a success, counts it in the runs that hold it (outcome made, or
-// skipped when the key was already in the target) and completes its River job with end.
+// skipped when the key was already in the target, in r's run; made elsewhere in the others) and completes its River job with end.
 func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, end *End, outcome string) error {
 	ids, err := e.finishSuccessFindRuns(ctx, tx, r)
 	if err != nil {
 		return err
 	}
-	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.table.Name, r.hash, outcome, nil, ""); err != nil {
+	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.run, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
 	return callComplete(ctx, tx, complete, *end)
 }
 
 // finishSuccessFindRuns finishes r's job (finishSuccess) and finds the runs that hold its key
-// (RunIDsOfOpenKey, as settleRunKeys would) in one round trip: neither statement reads what the
+// (RunIDsOfOpenKey, as settleKey would) in one round trip: neither statement reads what the
 // other writes.
 func (e *Engine) finishSuccessFindRuns(ctx context.Context, tx pgx.Tx, r *reservation) ([]int64, error) {
 	b := &pgx.Batch{}
@@ -309,4 +312,285 @@ func fillKey(t *Table, key Key, row Row) error {
 		}
 	}
 	return nil
+}
+
+// MakeKey is the entry point of the River worker of populate_make jobs: reserve the job of hash
+// in table, make it and finish it, calling complete inside the finishing transaction with how it
+// ended. A key that is no longer scheduled (made or being made by another job, failed, ignored,
+// cleaned up) is not made, unless opts.Retried and it is in error: then River UI's Retry makes it
+// again. It returns how the delivery ended separately from a failure to record anything.
+func (e *Engine) MakeKey(ctx context.Context, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	return e.makeKey(ctx, 0, table, hash, opts, complete)
+}
+
+// MakeRunKey is the entry point of the River worker of populate_run_make jobs: MakeKey for a key
+// of populate run run. A run that stopped taking keys (cancelled, failed, interrupted) has the key
+// dropped without make; a key that needs no make is counted skipped. Either way the run's next
+// key is enqueued in the same transaction, and a running make is cut off when the run is
+// cancelled. A job retried in River UI (opts.Retried) makes its key as MakeKey does, outside the
+// run, which counted the key when the job first ended.
+func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	if opts.Retried {
+		return e.makeKey(ctx, 0, table, hash, opts, complete)
+	}
+	st, err := queries.RunGet(ctx, e.pool, run)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return End{}, fmt.Errorf("populate run %d: %w", run, err)
+	}
+	if err != nil || st.State != string(RunRunning) || st.Stopping != nil {
+		var end End
+		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+			n, err := e.settleRun(ctx, tx, run, table, hash, keyDropped, nil, "")
+			if err != nil {
+				return err
+			}
+			end = End{Outcome: OutcomeDropped, Settled: n,
+				Note: fmt.Sprintf("populate run %d stopped taking keys; the key was dropped from it without make", run)}
+			if n == 0 {
+				end = End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("populate run %d no longer holds the key; nothing to do "+
+					"(POST /v1/tables/%s/populate starts a new run)", run, table)}
+			}
+			return callComplete(ctx, tx, complete, end)
+		})
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer e.watch.watch(run, cancel)()
+	return e.makeKey(ctx, run, table, hash, opts, complete)
+}
+
+// FailRunKey ends a key of populate run run whose make job spent its last attempt on an
+// infrastructure error: in one transaction, the key is counted an error in the run (stopping it
+// as a make's error does, unless suppress_errors) and end ends the River job (discarded with the
+// same error), so the run does not wait for a key no job will make. Should this transaction fail
+// too, River discards the job and the reclaim sweep ends the key.
+func (e *Engine) FailRunKey(ctx context.Context, run int64, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
+	msg := orphanMessage(job, "discarded", cause.Error())
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := e.settleRun(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+			return err
+		}
+		return end(ctx, tx)
+	})
+}
+
+func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	t, err := e.tables.Get(table)
+	if err != nil {
+		return End{}, err
+	}
+	conn, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return End{}, fmt.Errorf("acquire connection for %s/%s: %w", table, hash, err)
+	}
+	held := &heldConn{conn: conn}
+	defer held.release()
+	meta := e.runMetadata("river")
+	if run != 0 {
+		meta["run_id"] = run
+	}
+	if opts.JobID != 0 {
+		meta["river_job_id"] = opts.JobID
+	}
+	r, err := e.reserveKey(ctx, conn, t, hash, meta, opts.Retried)
+	if err != nil {
+		return End{}, err
+	}
+	if r == nil {
+		return e.skip(ctx, conn, run, t, hash, opts, complete)
+	}
+	r.held = held
+	r.run = run
+	end, err := e.run(ctx, r, complete)
+	if errors.Is(err, ErrNotReserved) {
+		// Reclaimed while we made it; the reclaim enqueued a new make job, which makes the key.
+		end = End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("its reservation of key %s of %s was reclaimed while it made it "+
+			"(lease expired or connection lost); the make job the reclaim enqueued makes it", hash, table)}
+		ctx := context.WithoutCancel(ctx)
+		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return callComplete(ctx, tx, complete, end) })
+	}
+	return end, err
+}
+
+// ErrKeyBusy is returned for a run's make whose key another make job holds reserved: the run
+// waits for that make's end, which settles the key in the run (made elsewhere, or skipped when it
+// fails); the River worker snoozes the job meanwhile.
+var ErrKeyBusy = errors.New("key reserved by another make job")
+
+// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote);
+// a run's make counts the key in its run: made elsewhere when another make made it, skipped when
+// it needs no make for another reason.
+func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, run int64, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	var end End
+	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		note, status, err := skipNote(ctx, tx, t, hash, opts.Retried)
+		if err != nil {
+			return err
+		}
+		end = End{Outcome: OutcomeSkipped, Note: note}
+		if run == 0 {
+			return callComplete(ctx, tx, complete, end)
+		}
+		outcome := keySkipped
+		switch status {
+		case StatusReserved:
+			return ErrKeyBusy
+		case StatusSuccess, "":
+			made, err := runKeyInTarget(ctx, tx, run, t, hash)
+			if err != nil {
+				return err
+			}
+			if made {
+				outcome = keyElsewhere
+			}
+		}
+		if end.Settled, err = e.settleRun(ctx, tx, run, t.Name, hash, outcome, nil, ""); err != nil {
+			return err
+		}
+		return callComplete(ctx, tx, complete, end)
+	})
+}
+
+// runKeyInTarget reports whether the key of hash, as run took it, is in t's target.
+func runKeyInTarget(ctx context.Context, tx pgx.Tx, run int64, t *Table, hash string) (bool, error) {
+	raw, err := queries.RunKeyGet(ctx, tx, dbsqlc.RunKeyGetParams{RunID: run, TableName: t.Name, KeyHash: hash})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("key %s of populate run %d: %w", hash, run, err)
+	}
+	key, err := scanKey(raw)
+	if err != nil {
+		return false, err
+	}
+	return targetHas(ctx, tx, t, key)
+}
+
+// Outcome is what one delivery of a make job did with its key.
+type Outcome string
+
+// The outcomes of a make job's delivery. Made, InTarget, Error and Cancelled record the key's
+// outcome in the jobs table; Skipped and Dropped record nothing of the key's (a run's entry at
+// most).
+const (
+	// OutcomeMade: make ran, its rows were inserted and the key's job finished.
+	OutcomeMade Outcome = "made"
+	// OutcomeInTarget: the key was already in the target when its make began (a schedule whose
+	// snapshot predates a make's commit scheduled it again); its job was settled without make.
+	OutcomeInTarget Outcome = "already_in_target"
+	// OutcomeError: make failed and the key's job records the error.
+	OutcomeError Outcome = "error"
+	// OutcomeCancelled: make was cut off by River UI's Cancel and the key's job records the
+	// interrupt as an error, as DataJoint records a KeyboardInterrupt.
+	OutcomeCancelled Outcome = "cancelled"
+	// OutcomeSkipped: the key was not the job's to make (made, being made, failed or ignored
+	// under another job, cleaned up); End.Note says which and what to do instead.
+	OutcomeSkipped Outcome = "skipped"
+	// OutcomeDropped: the key's populate run had stopped taking keys; it was dropped from the run
+	// without make.
+	OutcomeDropped Outcome = "dropped"
+)
+
+// End is how a delivery of a make job ended. CompleteFunc receives it inside the transaction
+// that records it, so that the River job ends with it; MakeKey and MakeRunKey return it.
+type End struct {
+	Outcome Outcome
+	// Err is make's error for OutcomeError and OutcomeCancelled, as the jobs table records it.
+	Err error
+	// Note says, for OutcomeSkipped and OutcomeDropped, why the key was not made and what to do
+	// instead, naming the API route.
+	Note string
+	// Settled counts the populate runs' entries of the key that the delivery settled.
+	Settled int
+	// Revived is true when the key was in error and the delivery, a Retry, made it again.
+	Revived bool
+}
+
+// String says what the delivery did, for a log line.
+func (e End) String() string {
+	s := string(e.Outcome)
+	if e.Revived {
+		s += " (its error cleared and made again)"
+	}
+	switch {
+	case e.Err != nil:
+		s += ": " + e.Err.Error()
+	case e.Note != "":
+		s += ": " + e.Note
+	}
+	return s
+}
+
+// MakeOpts is what the River worker knows of the make job it runs.
+type MakeOpts struct {
+	// JobID is the River job's id, recorded in the key's run_metadata (river_job_id); zero when
+	// no River job asks (benchmarks, tests).
+	JobID int64
+	// Retried is true when the job had ended before (it carries the output of that end) and is
+	// delivered again, which only River UI's Retry does: a key in error is then made again.
+	Retried bool
+}
+
+// CompleteFunc runs inside the transaction that records a make job's delivery (the key's
+// success, error or interrupt, a run's entry, or nothing for a skip) with how it ended: the River
+// worker ends its River job there, so that River UI and the jobs table agree once it commits.
+type CompleteFunc func(ctx context.Context, tx pgx.Tx, end End) error
+
+func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, end End) error {
+	if complete == nil {
+		return nil
+	}
+	return complete(ctx, tx, end)
+}
+
+// skipNote says why the key of hash in table was not this make job's to make, from the key's job
+// and the target as they are now, and what to do instead, with the key's job status ("" when it
+// has no job any more).
+func skipNote(ctx context.Context, db postgres.DBTX, t *Table, hash string, retried bool) (string, Status, error) {
+	job, err := JobGet(ctx, db, t.Name, hash)
+	if errors.Is(err, problem.ErrNotFound) {
+		return noJobNote(t, hash), "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return jobNote(t, job, retried), job.Status, nil
+}
+
+func jobNote(t *Table, job Job, retried bool) string {
+	hash := job.KeyHash
+	reschedule := fmt.Sprintf("POST /v1/jobs/%s/%s/reschedule", t.Name, hash)
+	switch job.Status {
+	case StatusSuccess:
+		return madeNote(t)
+	case StatusReserved:
+		return fmt.Sprintf("key %s of %s is being made by another make job (connection %d); nothing to do", hash, t.Name, job.ConnectionID)
+	case StatusIgnore:
+		return fmt.Sprintf("key %s of %s is ignored; use %s to make it", hash, t.Name, reschedule)
+	case StatusError:
+		msg := ""
+		if job.ErrorMessage != nil {
+			msg = *job.ErrorMessage
+		}
+		if retried { // a Retry reserves an error key: it was reserved and failed again meanwhile
+			return fmt.Sprintf("key %s of %s failed again under another make job (%s); use %s to make it again", hash, t.Name, msg, reschedule)
+		}
+		return fmt.Sprintf("key %s of %s failed under another make job (%s); use %s, or Retry the job that failed, to make it again", hash, t.Name, msg, reschedule)
+	}
+	return fmt.Sprintf("key %s of %s was taken by another make job; nothing to do", hash, t.Name)
+}
+
+// noJobNote is skipNote for a key with no job: made by another make job (a made key's job is
+// deleted unless KEEP_SUCCESS), or cleaned up after it left key_source. Telling the two apart
+// would take a scan of key_source for the hash, too dear for a duplicate delivery.
+func noJobNote(t *Table, hash string) string {
+	return fmt.Sprintf("key %s of %s has no job any more: another make job made it, or it left key_source and was cleaned up; "+
+		"nothing to do (to make it again, delete its rows from %s; POST /v1/tables/%s/schedule schedules what is missing)",
+		hash, t.Name, t.Target, t.Name)
+}
+
+func madeNote(t *Table) string {
+	return fmt.Sprintf("key already made in %s; nothing to redo (to make it again, delete its rows from %s, which schedules it; "+
+		"POST /v1/tables/%s/schedule schedules what is missing)", t.Name, t.Target, t.Name)
 }

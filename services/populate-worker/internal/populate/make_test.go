@@ -217,7 +217,7 @@ func TestFailingMakesHoldingEveryConnectionAreRecorded(t *testing.T) {
 	small, err := pgxpool.NewWithConfig(b.ctx, cfg)
 	require.NoError(t, err)
 	defer small.Close()
-	engine := NewEngine(small, b.engine.river, b.engine.tables, Config{})
+	engine := NewEngine(small, b.engine.river, b.engine.tables, testConfig(Config{}))
 	var g errgroup.Group
 	for _, h := range b.hashes(t, StatusScheduled) {
 		g.Go(func() error {

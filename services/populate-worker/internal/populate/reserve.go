@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // Order is the order populate takes keys in.
@@ -34,6 +34,8 @@ type reservation struct {
 	backend int64
 	started time.Time
 	meta    map[string]any
+	// run is the populate run the make is done for; zero for a make of the feeder's (or a Retry).
+	run int64
 	// revived is true when the key was in error and reserved to be made again (a Retry).
 	revived bool
 	// held releases conn once, early when a failed make broke it.

@@ -88,3 +88,6 @@ func (f filter) where(keyExpr string, args []any) (string, []any) {
 	}
 	return cond, args
 }
+
+// restricts reports whether f matches less than every key.
+func (f filter) restricts() bool { return len(f.columns) > 0 }

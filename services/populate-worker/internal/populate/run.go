@@ -12,7 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/problem"
 )
 
@@ -40,13 +40,25 @@ const (
 	stopError   = "error"
 )
 
-// The outcomes of a run's key (populate_run_keys.state).
+// The outcomes of a run's key (populate_run_keys.state). made and error are the outcomes of the
+// makes done for the run; a key made by another make while the run waited is made_elsewhere, and
+// one another make failed is skipped, as DataJoint's populate counts only the makes of its call.
 const (
-	keyMade    = "made"
-	keyError   = "error"
-	keySkipped = "skipped"
-	keyDropped = "dropped"
+	keyMade      = "made"
+	keyElsewhere = "made_elsewhere"
+	keyError     = "error"
+	keySkipped   = "skipped"
+	keyDropped   = "dropped"
 )
+
+// elsewhere is what outcome, a make's for another run or the feeder, is in a run that held the
+// key: a key made or found in the target was made elsewhere; a failure is not the run's.
+func elsewhere(outcome string) string {
+	if outcome == keyMade {
+		return keyElsewhere
+	}
+	return keySkipped
+}
 
 // MaxRunErrors bounds the error_list a run shows; errors counts them all.
 const MaxRunErrors = 1000
@@ -66,17 +78,20 @@ type Run struct {
 	// Stopping says why a run took no more keys: cancel, sigterm or error; null otherwise.
 	Stopping *string  `json:"stopping"`
 	Options  OptsView `json:"options"`
-	// Total is the keys the run took; Made, Errors and Skipped what became of them, Dropped those
-	// a stopped run never handed to River, Queued those whose make is waiting or running, and
-	// Remaining those not yet ended (queued or waiting their turn).
-	Total        int64 `json:"total"`
-	Made         int64 `json:"made"`
-	SuccessCount int64 `json:"success_count"`
-	Errors       int64 `json:"errors"`
-	Skipped      int64 `json:"skipped"`
-	Dropped      int64 `json:"dropped"`
-	Queued       int64 `json:"queued"`
-	Remaining    int64 `json:"remaining"`
+	// Total is the keys the run took; Made and Errors what the makes done for the run did with
+	// them, MadeElsewhere those another make (another run, the feeder) made while the run waited,
+	// Skipped those that needed no make or failed under another make, Dropped those a stopped run
+	// never handed to River, Queued those whose make is waiting or running, and Remaining those
+	// not yet ended (queued or waiting their turn).
+	Total         int64 `json:"total"`
+	Made          int64 `json:"made"`
+	SuccessCount  int64 `json:"success_count"`
+	Errors        int64 `json:"errors"`
+	MadeElsewhere int64 `json:"made_elsewhere"`
+	Skipped       int64 `json:"skipped"`
+	Dropped       int64 `json:"dropped"`
+	Queued        int64 `json:"queued"`
+	Remaining     int64 `json:"remaining"`
 	// ErrorList is the failed keys in the run's order, at most MaxRunErrors.
 	ErrorList []RunError `json:"error_list"`
 	// Rate is keys ended (made or failed) per second since the run was created; ETASeconds is
@@ -217,23 +232,26 @@ func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, keys
 	return nil
 }
 
-// settleRunKeys records, in the transaction that ends a key's make (or finds it needs none), the
-// outcome in every running run that holds the key still pending or queued (only in run only,
-// when not zero), moves those runs on and returns how many entries it settled. stop is the
-// reason the outcome stops a run, if any. It costs one index lookup when no run holds the key.
-func (e *Engine) settleRunKeys(ctx context.Context, tx pgx.Tx, only int64, table, hash, outcome string, msg *string, stop string) (int, error) {
-	ids := []int64{only}
-	if only == 0 {
-		var err error
-		if ids, err = queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash}); err != nil {
-			return 0, fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
-		}
+// settleKey records, in the transaction that ends a key's make (or finds it needs none), the
+// outcome in every running run that holds the key still pending or queued, moves those runs on
+// and returns how many entries it settled: own, the run the make was done for (none when zero),
+// counts outcome and may stop for stop; the others count elsewhere(outcome) and never stop. It
+// costs one index lookup when no run holds the key.
+func (e *Engine) settleKey(ctx context.Context, tx pgx.Tx, own int64, table, hash, outcome string, msg *string, stop string) (int, error) {
+	ids, err := queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash})
+	if err != nil {
+		return 0, fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
 	}
-	return e.settleRuns(ctx, tx, ids, table, hash, outcome, msg, stop)
+	return e.settleRuns(ctx, tx, ids, own, table, hash, outcome, msg, stop)
 }
 
-// settleRuns is settleRunKeys in the runs ids (those of RunIDsOfOpenKey, or one run).
-func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, hash, outcome string, msg *string, stop string) (int, error) {
+// settleRun is settleKey in run alone, the run the make was done for.
+func (e *Engine) settleRun(ctx context.Context, tx pgx.Tx, run int64, table, hash, outcome string, msg *string, stop string) (int, error) {
+	return e.settleRuns(ctx, tx, []int64{run}, run, table, hash, outcome, msg, stop)
+}
+
+// settleRuns is settleKey in the runs ids (those of RunIDsOfOpenKey, or one run).
+func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, own int64, table, hash, outcome string, msg *string, stop string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -241,18 +259,34 @@ func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, 
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	rows, err := queries.RunKeysResolve(ctx, tx, dbsqlc.RunKeysResolveParams{
-		State: outcome, ErrorMessage: msg, RunIds: ids, TableName: table, KeyHash: hash,
-	})
-	if err != nil {
-		return 0, fmt.Errorf("settle %s/%s in its runs: %w", table, hash, err)
+	others := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id == own })
+	var rows []dbsqlc.RunKeysResolveRow
+	if len(others) < len(ids) {
+		if rows, err = e.resolveRunKeys(ctx, tx, []int64{own}, table, hash, outcome, msg); err != nil {
+			return 0, err
+		}
+	}
+	if len(others) > 0 {
+		more, err := e.resolveRunKeys(ctx, tx, others, table, hash, elsewhere(outcome), nil)
+		if err != nil {
+			return 0, err
+		}
+		rows = append(rows, more...)
 	}
 	slices.SortFunc(rows, func(a, b dbsqlc.RunKeysResolveRow) int { return int(a.RunID - b.RunID) })
 	for _, r := range rows {
-		tally := dbsqlc.RunTallyParams{Stop: stop}
-		switch outcome {
+		tally := dbsqlc.RunTallyParams{}
+		state := outcome
+		if r.RunID == own {
+			tally.Stop = stop
+		} else {
+			state = elsewhere(outcome)
+		}
+		switch state {
 		case keyMade:
 			tally.Made = 1
+		case keyElsewhere:
+			tally.MadeElsewhere = 1
 		case keyError:
 			tally.Errors = 1
 		case keySkipped:
@@ -265,6 +299,16 @@ func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, table, 
 		}
 	}
 	return len(rows), nil
+}
+
+func (e *Engine) resolveRunKeys(ctx context.Context, tx pgx.Tx, ids []int64, table, hash, state string, msg *string) ([]dbsqlc.RunKeysResolveRow, error) {
+	rows, err := queries.RunKeysResolve(ctx, tx, dbsqlc.RunKeysResolveParams{
+		State: state, ErrorMessage: msg, RunIds: ids, TableName: table, KeyHash: hash,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("settle %s/%s in its runs: %w", table, hash, err)
+	}
+	return rows, nil
 }
 
 // stopFor is the reason a make's error stops its runs: DataJoint's populate ends on SystemExit

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // RunFilter picks the runs ListRuns returns: those of Table and in State (every one when empty),
@@ -42,8 +42,8 @@ func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 func runOf(r dbsqlc.RunGetRow) (Run, error) {
 	run := Run{
 		ID: r.ID, Table: r.TableName, State: RunState(r.State), Stopping: r.Stopping, Total: r.Total,
-		Made: r.Made, SuccessCount: r.Made, Errors: r.Errors, Skipped: r.Skipped, Dropped: r.Dropped, Queued: r.Queued,
-		Remaining: r.Total - r.Made - r.Errors - r.Skipped - r.Dropped, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		Made: r.Made, SuccessCount: r.Made, Errors: r.Errors, MadeElsewhere: r.MadeElsewhere, Skipped: r.Skipped,
+		Dropped: r.Dropped, Queued: r.Queued, Remaining: r.Total - r.Made - r.Errors - r.MadeElsewhere - r.Skipped - r.Dropped, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
 		ErrorList: []RunError{},
 	}
 	if err := json.Unmarshal(r.Options, &run.Options); err != nil {

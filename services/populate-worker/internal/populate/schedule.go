@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"drover.dev/queue"
-	"drover.dev/services/populate-worker/internal/populate/dbsqlc"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // ScheduleOpts tune one schedule_jobs call.
@@ -23,13 +23,20 @@ type ScheduleOpts struct {
 	Restriction Restriction
 
 	// MinInterval overrides Config.MinSchedulingInterval for this call when not nil; zero
-	// schedules whatever the last event.
+	// schedules whatever the last event. A restricted call is never suppressed.
 	MinInterval *time.Duration
+
+	// Background marks a pass nobody asked for (an upstream insert's follow-up, the periodic
+	// schedule): it schedules nothing for a table with auto_schedule false.
+	Background bool
 }
 
 // ScheduleResult says what schedule_jobs did.
 type ScheduleResult struct {
 	// Scheduled counts the keys that became scheduled (new, or forced back from error/ignore).
+	// With a restriction it counts every restricted key missing from the target whose job is
+	// scheduled when the call commits, also those a background pass scheduled just before it:
+	// the answer is exactly the restricted keys waiting for a make, whichever pass came first.
 	Scheduled int `json:"scheduled"`
 
 	// Suppressed is true when the call did nothing because a scheduling event of the table is
@@ -48,6 +55,9 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	if err != nil {
 		return ScheduleResult{}, err
 	}
+	if opts.Background && !t.autoSchedule() {
+		return ScheduleResult{}, nil // nothing to wait for: no background pass ever schedules it
+	}
 	f, err := opts.Restriction.compile(t, "restriction")
 	if err != nil {
 		return ScheduleResult{}, err
@@ -55,6 +65,9 @@ func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpt
 	interval := e.cfg.MinSchedulingInterval
 	if opts.MinInterval != nil {
 		interval = *opts.MinInterval
+	}
+	if len(opts.Restriction) > 0 {
+		interval = 0 // explicit beats background: a restricted call decides its keys itself
 	}
 	res, err := e.schedule(ctx, t, f, opts.Force, interval, false)
 	if isJobConflict(err) {
@@ -78,7 +91,7 @@ func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, i
 			return err
 		}
 		cond, args := f.where("fresh.key", []any{t.Name, e.host, pid(), force})
-		if err := tx.QueryRow(ctx, scheduleSQL(t, cond, conflicts), args...).Scan(&res.Scheduled); err != nil {
+		if err := tx.QueryRow(ctx, scheduleSQL(t, cond, conflicts, f.restricts()), args...).Scan(&res.Scheduled); err != nil {
 			return fmt.Errorf("insert scheduled jobs: %w", err)
 		}
 		if res.Scheduled > 0 {
@@ -113,7 +126,15 @@ var makeOpts = queue.PopulateMakeArgs{}.InsertOpts()
 // OFFSET 0 keeps todo a subquery of its own, so that each key's jsonb is built once: flattened
 // into the statement, the key expression was computed again for the key hash and for the row
 // inserted, which took half the time of the statement's reading side over a million keys.
-func scheduleSQL(t *Table, cond string, conflicts bool) string {
+//
+// With waiting (a restricted call) the count adds the restricted keys whose job was already
+// scheduled (the statement's snapshot, which its own inserts are not part of).
+func scheduleSQL(t *Table, cond string, conflicts, waiting bool) string {
+	already := ""
+	if waiting {
+		already = ` + (SELECT count(*) FROM fresh JOIN jobs x ON x.table_name = $1 AND x.key_hash = fresh.key_hash
+		    WHERE ` + cond + ` AND x.status = 'scheduled')`
+	}
 	onConflict := ""
 	if conflicts {
 		onConflict = "ON CONFLICT (table_name, key_hash) DO NOTHING"
@@ -131,7 +152,7 @@ func scheduleSQL(t *Table, cond string, conflicts bool) string {
 		FROM fresh
 		WHERE $4 AND ` + cond + ` AND j.table_name = $1 AND j.key_hash = fresh.key_hash AND j.status IN ('error', 'ignore')
 		RETURNING 1)
-	SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM revived)`
+	SELECT (SELECT count(*) FROM inserted) + (SELECT count(*) FROM revived)` + already
 }
 
 // isJobConflict reports whether err is a unique violation of the jobs table's primary key.

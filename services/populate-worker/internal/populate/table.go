@@ -47,6 +47,11 @@ type Table struct {
 	// clean jobs up, through statement triggers the service installs.
 	Upstream []string `json:"upstream,omitempty"`
 
+	// AutoSchedule false turns the background schedule off for the table (DataJoint's explicit
+	// model): upstream inserts and the periodic pass schedule nothing; keys are scheduled by
+	// POST /v1/tables/{name}/schedule and populate calls only. Absent means true.
+	AutoSchedule *bool `json:"auto_schedule,omitempty"`
+
 	// FunctionURL, when set, makes each key by POSTing it as JSON to the URL.
 	FunctionURL string `json:"function_url,omitempty"`
 
@@ -146,3 +151,6 @@ func (t *Table) hasPK(column string) bool {
 	}
 	return false
 }
+
+// autoSchedule reports whether background passes schedule the table's keys.
+func (t *Table) autoSchedule() bool { return t.AutoSchedule == nil || *t.AutoSchedule }

@@ -75,7 +75,7 @@ func (w *ScheduleWorker) schedule(ctx context.Context, args queue.PopulateSchedu
 				t.Removed = &res.Removed
 			}
 		}
-		res, err := w.Engine.ScheduleJobs(ctx, name, populate.ScheduleOpts{Force: args.Force, MinInterval: &interval})
+		res, err := w.Engine.ScheduleJobs(ctx, name, populate.ScheduleOpts{Force: args.Force, MinInterval: &interval, Background: true})
 		if err != nil {
 			return out, false, err
 		}

@@ -41,6 +41,10 @@ func setup(t *testing.T, cfg populate.Config) *testBundle {
 	if cfg.MinSchedulingInterval == 0 {
 		cfg.MinSchedulingInterval = time.Hour
 	}
+	cfg.OrphanTimeout, cfg.FeedEvery = 2*time.Minute, 500*time.Millisecond
+	if cfg.FeedAhead == 0 {
+		cfg.FeedAhead = 5000
+	}
 	return &testBundle{ctx: ctx, pool: pool, engine: populate.NewEngine(pool, ins, reg, cfg)}
 }
 

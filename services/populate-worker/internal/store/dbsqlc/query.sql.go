@@ -708,7 +708,7 @@ func (q *Queries) RunFinish(ctx context.Context, db DBTX, arg RunFinishParams) e
 
 const runGet = `-- name: RunGet :one
 SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
-    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    skipped, dropped, made_elsewhere, created_at, finished_at, clock_timestamp()::timestamptz AS now,
     (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
 FROM populate_runs r WHERE id = $1
 `
@@ -726,6 +726,7 @@ type RunGetRow struct {
 	Errors         int64
 	Skipped        int64
 	Dropped        int64
+	MadeElsewhere  int64
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	Now            time.Time
@@ -748,6 +749,7 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, id int64) (RunGetRow, err
 		&i.Errors,
 		&i.Skipped,
 		&i.Dropped,
+		&i.MadeElsewhere,
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.Now,
@@ -810,6 +812,24 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 	var id int64
 	err := row.Scan(&id)
 	return id, err
+}
+
+const runKeyGet = `-- name: RunKeyGet :one
+SELECT key FROM populate_run_keys WHERE run_id = $1 AND table_name = $2 AND key_hash = $3 LIMIT 1
+`
+
+type RunKeyGetParams struct {
+	RunID     int64
+	TableName string
+	KeyHash   string
+}
+
+// RunKeyGet is the key of a run's entry by its hash.
+func (q *Queries) RunKeyGet(ctx context.Context, db DBTX, arg RunKeyGetParams) ([]byte, error) {
+	row := db.QueryRow(ctx, runKeyGet, arg.RunID, arg.TableName, arg.KeyHash)
+	var key []byte
+	err := row.Scan(&key)
+	return key, err
 }
 
 const runKeysOrphaned = `-- name: RunKeysOrphaned :many
@@ -957,7 +977,7 @@ func (q *Queries) RunKeysResolve(ctx context.Context, db DBTX, arg RunKeysResolv
 
 const runList = `-- name: RunList :many
 SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
-    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    skipped, dropped, made_elsewhere, created_at, finished_at, clock_timestamp()::timestamptz AS now,
     (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
 FROM populate_runs r
 WHERE ($1::bigint = 0 OR id < $1)
@@ -986,6 +1006,7 @@ type RunListRow struct {
 	Errors         int64
 	Skipped        int64
 	Dropped        int64
+	MadeElsewhere  int64
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	Now            time.Time
@@ -1019,6 +1040,7 @@ func (q *Queries) RunList(ctx context.Context, db DBTX, arg RunListParams) ([]Ru
 			&i.Errors,
 			&i.Skipped,
 			&i.Dropped,
+			&i.MadeElsewhere,
 			&i.CreatedAt,
 			&i.FinishedAt,
 			&i.Now,
@@ -1098,20 +1120,21 @@ func (q *Queries) RunTable(ctx context.Context, db DBTX, id int64) (string, erro
 
 const runTally = `-- name: RunTally :one
 UPDATE populate_runs SET made = made + $1, errors = errors + $2, skipped = skipped + $3,
-    dropped = dropped + $4,
-    stopping = coalesce(stopping, CASE WHEN $5::text = '' OR ($5::text = 'error' AND suppress_errors)
-        THEN NULL ELSE $5::text END)
-WHERE id = $6
+    dropped = dropped + $4, made_elsewhere = made_elsewhere + $5,
+    stopping = coalesce(stopping, CASE WHEN $6::text = '' OR ($6::text = 'error' AND suppress_errors)
+        THEN NULL ELSE $6::text END)
+WHERE id = $7
 RETURNING stopping, processes
 `
 
 type RunTallyParams struct {
-	Made    int64
-	Errors  int64
-	Skipped int64
-	Dropped int64
-	Stop    string
-	ID      int64
+	Made          int64
+	Errors        int64
+	Skipped       int64
+	Dropped       int64
+	MadeElsewhere int64
+	Stop          string
+	ID            int64
 }
 
 type RunTallyRow struct {
@@ -1127,6 +1150,7 @@ func (q *Queries) RunTally(ctx context.Context, db DBTX, arg RunTallyParams) (Ru
 		arg.Errors,
 		arg.Skipped,
 		arg.Dropped,
+		arg.MadeElsewhere,
 		arg.Stop,
 		arg.ID,
 	)

@@ -63,6 +63,7 @@ type PopulateRun struct {
 	Dropped        int64
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
+	MadeElsewhere  int64
 }
 
 type PopulateRunKey struct {

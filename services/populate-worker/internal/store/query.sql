@@ -119,7 +119,7 @@ UPDATE populate_runs SET total = @total WHERE id = @id;
 
 -- name: RunGet :one
 SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
-    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    skipped, dropped, made_elsewhere, created_at, finished_at, clock_timestamp()::timestamptz AS now,
     (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
 FROM populate_runs r WHERE id = @id;
 
@@ -152,7 +152,7 @@ RETURNING k.run_id, o.state AS was;
 -- RunTally counts one key's outcome in a run and, for a stop reason, stops the run taking keys
 -- (an error stops it only without suppress_errors; cancel and sigterm always).
 UPDATE populate_runs SET made = made + @made, errors = errors + @errors, skipped = skipped + @skipped,
-    dropped = dropped + @dropped,
+    dropped = dropped + @dropped, made_elsewhere = made_elsewhere + @made_elsewhere,
     stopping = coalesce(stopping, CASE WHEN @stop::text = '' OR (@stop::text = 'error' AND suppress_errors)
         THEN NULL ELSE @stop::text END)
 WHERE id = @id
@@ -292,10 +292,14 @@ RETURNING j.table_name::text AS table_name, j.key_hash::text AS key_hash,
 
 -- name: RunList :many
 SELECT id, table_name, state, stopping, options, processes, suppress_errors, total, made, errors,
-    skipped, dropped, created_at, finished_at, clock_timestamp()::timestamptz AS now,
+    skipped, dropped, made_elsewhere, created_at, finished_at, clock_timestamp()::timestamptz AS now,
     (SELECT count(*) FROM populate_run_keys k WHERE k.run_id = r.id AND k.state = 'queued') AS queued
 FROM populate_runs r
 WHERE (@before::bigint = 0 OR id < @before)
     AND (@table_name::text = '' OR table_name = @table_name)
     AND (@state::text = '' OR state = @state)
 ORDER BY id DESC LIMIT @max_rows;
+
+-- name: RunKeyGet :one
+-- RunKeyGet is the key of a run's entry by its hash.
+SELECT key FROM populate_run_keys WHERE run_id = @run_id AND table_name = @table_name AND key_hash = @key_hash LIMIT 1;
