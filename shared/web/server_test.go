@@ -167,6 +167,18 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"BadUTF8InJSONMapValue", "POST", "/v1/items", "{\"tags\":{\"k\":\"\xc3\"}}", 400, "invalid", "tags.k"},
 		{"NULInJSONArray", "POST", "/v1/items", `{"parts":[{"name":"a"},{"name":"\u0000"}]}`, 400, "invalid", "parts[1].name"},
 		{"BadUTF8InJSONMemberName", "POST", "/v1/items", "{\"na\xffme\":\"a\"}", 400, "invalid", ""},
+		{"LoneHighSurrogate", "POST", "/v1/items", `{"name":"\ud800"}`, 400, "invalid", "name"},
+		{"LoneLowSurrogate", "POST", "/v1/items", `{"name":"a\uDC00b"}`, 400, "invalid", "name"},
+		{"HighThenNoLow", "POST", "/v1/items", `{"name":"\ud83d\u0041"}`, 400, "invalid", "name"},
+		{"HighThenRawText", "POST", "/v1/items", `{"name":"\ud83dé"}`, 400, "invalid", "name"},
+		{"HighAtEnd", "POST", "/v1/items", `{"name":"ok\\\ud83d"}`, 400, "invalid", "name"},
+		{"TwoHighs", "POST", "/v1/items", `{"name":"\ud83d\ud83d"}`, 400, "invalid", "name"},
+		{"SurrogateInMapKey", "POST", "/v1/items", `{"tags":{"\udfff":"b"}}`, 400, "invalid", "tags"},
+		{"SurrogateInMapValue", "POST", "/v1/items", `{"tags":{"k":"\ud800"}}`, 400, "invalid", "tags.k"},
+		{"SurrogateNested", "POST", "/v1/items", `{"parts":[{"name":"a"},{"name":"x\udbff"}]}`, 400, "invalid", "parts[1].name"},
+		{"SurrogateInMemberName", "POST", "/v1/items", `{"na\ud800me":"a"}`, 400, "invalid", ""},
+		{"OverlongNUL", "POST", "/v1/items", "{\"name\":\"\xc0\x80\"}", 400, "invalid", "name"},
+		{"CESUSurrogate", "POST", "/v1/items", "{\"name\":\"\xed\xa0\x80\"}", 400, "invalid", "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +204,9 @@ func TestDecodeJSONAcceptsGoodBody(t *testing.T) {
 	resp, body := b.do(t, http.MethodPost, "/v1/items", "good", `{"name":"a\u00e9\\u0000","tags":{"k":"v"},"parts":[{"name":"é"}]}`)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, body)
 	require.Equal(t, "aé\\u0000", body["name"], "an escaped backslash before u0000 is no NUL")
+	resp, body = b.do(t, http.MethodPost, "/v1/items", "good", `{"name":"\ud83d\uDE00\\ud800\ufffd\u00e9\n"}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, body)
+	require.Equal(t, "😀\\ud800\ufffdé\n", body["name"], "a surrogate pair, an escaped backslash and U+FFFD written out are text")
 	resp, _ = b.do(t, http.MethodGet, "/v1/items/9223372036854775807", "good", "")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "the largest 64-bit id is an id")
 }
