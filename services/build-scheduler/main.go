@@ -111,7 +111,7 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		if _, err := d.NewClient(); err != nil {
 			return err
 		}
-		api.Routes(d.Server.API, d.Pool, graph, logs, submit)
+		api.Routes(d.Server.API, d.Pool, graph, logs, submit, d.Backlog)
 		reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger, Metrics: m}
 		d.Go(reaper.Run)
 		return nil
