@@ -252,7 +252,7 @@ func TestGroupFloodIsPushedBack(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
 	cfg := testConfig(dbURL)
-	cfg.MaxQueued = 5
+	cfg.MaxQueued = 20
 	base := startScheduler(t, cfg)
 	group := func(target string) dag.Submission {
 		return dag.Submission{Name: "g", Jobs: []dag.JobSpec{{Name: "a", Target: target, Command: []string{"true"}}}}
@@ -271,6 +271,7 @@ func TestGroupFloodIsPushedBack(t *testing.T) {
 		accepted++
 	}
 	require.GreaterOrEqual(t, accepted, cfg.MaxQueued)
+	require.Less(t, accepted, 2*cfg.MaxQueued)
 	require.Equal(t, http.StatusTooManyRequests, servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("idle"), nil))
 	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("busy"), nil),
 		"another target's queue has room")

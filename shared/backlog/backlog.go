@@ -39,9 +39,10 @@ type Key struct {
 
 // Gauge counts the jobs waiting in the queues requests have asked about, refreshing the counts
 // every interval in one statement, and refuses work for a queue whose count has reached the
-// bound. A queue is counted from the first request for it on, so until its first count (one
-// interval) a flood passes; a request admitted just under the bound may add many jobs (a populate
-// schedule), so the bound is on the waiting work a request finds, not on the work it adds.
+// bound. Between two refreshes each admitted request counts as one more job. The bound holds per
+// process: replicas each admit up to it between refreshes. A request admitted just under the
+// bound may add many jobs (a group of many ready jobs), so the bound is on the waiting work a
+// request finds, not on the work it adds.
 type Gauge struct {
 	db       postgres.DBTX
 	max      int
@@ -50,7 +51,7 @@ type Gauge struct {
 	wake     chan struct{}
 
 	mu     sync.Mutex
-	counts map[Key]int // -1 until the first count
+	counts map[Key]int // the last count plus the requests admitted since
 
 	refused *prometheus.CounterVec
 	waiting *prometheus.GaugeVec
@@ -82,7 +83,7 @@ func (g *Gauge) Admit(c *echo.Context, key Key) error {
 		return nil
 	}
 	refused := g.refused.WithLabelValues(string(key.Service), key.Queue, c.Path()) // at 0 from the first request, for rate()
-	if g.count(key) < g.max {
+	if g.take(key) {
 		return nil
 	}
 	refused.Inc()
@@ -108,19 +109,25 @@ func (g *Gauge) Guard(key Key) echo.MiddlewareFunc {
 	}
 }
 
-// count is the last count of key, starting to count it when it is new.
-func (g *Gauge) count(key Key) int {
+// take admits a request for key when its count is under the bound, and then counts the job the
+// request adds until the next refresh replaces the count, so that a flood between two refreshes
+// stops at the bound rather than one interval's worth of requests past it. A key asked about for
+// the first time starts being counted at once.
+func (g *Gauge) take(key Key) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	n, ok := g.counts[key]
 	if !ok {
-		g.counts[key] = -1
 		select {
 		case g.wake <- struct{}{}:
 		default:
 		}
 	}
-	return n
+	if n >= g.max {
+		return false
+	}
+	g.counts[key] = n + 1
+	return true
 }
 
 // Run refreshes the counts every interval until ctx ends. A failed count keeps the previous
