@@ -63,8 +63,9 @@ func rewriteEarlyError(p []byte) ([]byte, bool) {
 	if !bytes.HasPrefix(p, []byte(proto)) || len(p) < len(proto)+3 {
 		return nil, false
 	}
-	end := bytes.Index(p, []byte(earlyErrorHeaders))
-	if end < 0 || bytes.IndexByte(p[:end], '\n') >= 0 {
+	// The status line, then exactly those headers: a handler's answer always has a Date.
+	end := bytes.Index(p[:min(len(p), 512)], []byte("\r\n"))
+	if end < 0 || !bytes.HasPrefix(p[end:], []byte(earlyErrorHeaders)) {
 		return nil, false
 	}
 	status, err := strconv.Atoi(string(p[len(proto) : len(proto)+3]))
