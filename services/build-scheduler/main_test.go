@@ -277,6 +277,45 @@ func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {
 	require.Zero(t, n, "a rejected submission writes nothing")
 }
 
+// TestGroupFloodIsPushedBack submits groups for a target no build-worker works: once its queue
+// holds MAX_QUEUED waiting jobs every group is refused with 429, writing nothing, while a group
+// for another target is still taken.
+func TestGroupFloodIsPushedBack(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	cfg := testConfig(t, dbURL)
+	cfg.MaxQueued = 20
+	base := startScheduler(t, cfg)
+	group := func(target string) dag.Submission {
+		return dag.Submission{Name: "g", Jobs: []dag.JobSpec{{Name: "a", Target: target, Command: []string{"true"}}}}
+	}
+	accepted := 0
+	for {
+		require.Less(t, accepted, 100000, "a flood was never refused")
+		var p struct{ Type, Queue string }
+		status := servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("idle"), &p)
+		if status == http.StatusTooManyRequests {
+			require.Equal(t, "https://drover.dev/problems/busy", p.Type)
+			require.Equal(t, "build_idle", p.Queue)
+			break
+		}
+		require.Equal(t, http.StatusCreated, status)
+		accepted++
+	}
+	require.GreaterOrEqual(t, accepted, cfg.MaxQueued)
+	require.Less(t, accepted, 2*cfg.MaxQueued)
+	require.Equal(t, http.StatusTooManyRequests, servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("idle"), nil))
+	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("busy"), nil),
+		"another target's queue has room")
+
+	var groups, tokens int
+	require.NoError(t, testdb.NewPoolFor(t, dbURL).QueryRow(t.Context(),
+		`SELECT (SELECT count(*) FROM build_scheduler.groups),
+			(SELECT count(*) FROM build_scheduler.river_job WHERE queue = 'build_idle')`).Scan(&groups, &tokens))
+	require.Equal(t, accepted+1, groups, "a refused group writes nothing")
+	require.Equal(t, accepted, tokens)
+}
+
 func manyDeps(n int) []dag.JobSpec {
 	var jobs []dag.JobSpec
 	var names []string

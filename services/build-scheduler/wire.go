@@ -34,7 +34,7 @@ func wire(d *service.Deps, cfg Config, submit api.Submit) error {
 	if _, err := d.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(d.Server.API, d.Pool, graph, logs, submit)
+	api.Routes(d.Server.API, d.Pool, graph, logs, submit, d.Backlog)
 	reaper := &work.Reaper{Pool: d.Pool, Graph: graph, Interval: cfg.ReapInterval, TokenGrace: cfg.TokenGrace, Logger: d.Logger, Metrics: m}
 	d.Go(reaper.Run)
 	return nil

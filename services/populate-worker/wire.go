@@ -60,7 +60,7 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout)
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout, deps.Backlog)
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop

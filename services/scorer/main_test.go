@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,6 +61,57 @@ func setup(t *testing.T) *testBundle {
 	ins, err := queue.NewInserter(testdb.NewPoolFor(t, dbURL), queue.Scorer)
 	require.NoError(t, err)
 	return &testBundle{base: base, ins: ins}
+}
+
+// TestProbeFloodIsPushedBack floods POST /v1/probes towards a service that is not running, so
+// nothing drains its probe queue: past the bound every request is refused with 429, Retry-After
+// and a problem naming the queue, and the queue stops growing.
+func TestProbeFloodIsPushedBack(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	cfg := testConfig(dbURL)
+	cfg.MaxQueued = 50
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	accepted, refused := 0, 0
+	for refused < 20 {
+		require.Less(t, accepted, 100000, "a flood was never refused")
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/v1/probes", strings.NewReader(`{"target":"build-scheduler"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+servicetest.Token)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusCreated:
+			require.Zero(t, refused, "once full, the queue stays full: nothing works it")
+			accepted++
+		case http.StatusTooManyRequests:
+			refused++
+			require.Equal(t, "2", resp.Header.Get("Retry-After"))
+			require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+			var p struct{ Type, Queue, Detail string }
+			require.NoError(t, json.Unmarshal(raw, &p), string(raw))
+			require.Equal(t, "https://drover.dev/problems/busy", p.Type)
+			require.Equal(t, queue.QueueProbe, p.Queue)
+			require.Contains(t, p.Detail, "build-scheduler")
+		default:
+			t.Fatalf("status %d: %s", resp.StatusCode, raw)
+		}
+	}
+	t.Logf("accepted %d probes, then refused %d", accepted, refused)
+	require.GreaterOrEqual(t, accepted, cfg.MaxQueued)
+	require.Less(t, accepted, 2*cfg.MaxQueued, "each admitted request counts until the next refresh, so the flood stops near the bound")
+
+	var waiting int
+	require.NoError(t, testdb.NewPoolFor(t, dbURL).QueryRow(t.Context(),
+		`SELECT count(*) FROM build_scheduler.river_job WHERE queue = $1 AND state = 'available'`, queue.QueueProbe).Scan(&waiting))
+	require.Equal(t, accepted, waiting, "the queue holds what was accepted, and nothing refused")
+	require.InDelta(t, 20, servicetest.Value(t, servicetest.Metrics(t, base), "drover_http_refused_total",
+		map[string]string{"service": "build-scheduler", "queue": queue.QueueProbe, "route": "/v1/probes"}), 0)
 }
 
 func TestRunServesScoresAndWeights(t *testing.T) {

@@ -42,6 +42,8 @@ type Common struct {
 	ShutdownTimeout time.Duration `envconfig:"SHUTDOWN_TIMEOUT" default:"30s" desc:"total budget to drain HTTP and stop River on SIGTERM"`
 	SoftStopTimeout time.Duration `envconfig:"SOFT_STOP_TIMEOUT" default:"20s" desc:"part of the budget running jobs get to finish before they are cancelled"`
 
+	MaxQueued int `envconfig:"MAX_QUEUED" default:"10000" desc:"jobs waiting in a queue past which its enqueue endpoints answer 429 with Retry-After; 0 for no bound"`
+
 	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"0" desc:"largest size of the Postgres pool (River's listener opens one connection more); 0 is the process's share of the connection budget (miner-sync 4, batch-runner 6, scorer 4, build-scheduler 6, build-worker 4, populate-worker 14)"`
 	WorkerID   string `envconfig:"WORKER_ID" desc:"River client id of this replica; host name and start time when empty"`
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
+	"drover.dev/shared/backlog"
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
 )
@@ -22,10 +23,10 @@ var OpenAPI []byte
 
 // Register adds the probe workers and the /v1/probes routes of service self; the workers log to
 // logger.
-func Register(workers *river.Workers, api *echo.Group, pool *pgxpool.Pool, ins queue.Inserters, self queue.Service, logger *slog.Logger) {
+func Register(workers *river.Workers, api *echo.Group, pool *pgxpool.Pool, ins queue.Inserters, self queue.Service, queued *backlog.Gauge, logger *slog.Logger) {
 	river.AddWorker(workers, &Worker{Pool: pool, Inserters: ins, Self: self, Logger: logger})
 	river.AddWorker(workers, &AckWorker{Pool: pool, Logger: logger})
-	api.POST("/probes", handleCreate(pool, ins, self))
+	api.POST("/probes", handleCreate(pool, ins, self, queued))
 	api.GET("/probes/:id", handleGet(pool, self))
 }
 
@@ -33,7 +34,7 @@ type createRequest struct {
 	Target string `json:"target"`
 }
 
-func handleCreate(pool *pgxpool.Pool, ins queue.Inserters, self queue.Service) echo.HandlerFunc {
+func handleCreate(pool *pgxpool.Pool, ins queue.Inserters, self queue.Service, queued *backlog.Gauge) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		var req createRequest
 		if err := web.DecodeJSON(c, &req); err != nil {
@@ -42,6 +43,9 @@ func handleCreate(pool *pgxpool.Pool, ins queue.Inserters, self queue.Service) e
 		target, err := queue.ParseService(req.Target)
 		if err != nil {
 			return problem.Unprocessablef("target", "unknown service %q; known: %s", req.Target, queue.ServiceNames())
+		}
+		if err := queued.Admit(c, backlog.Key{Service: target, Queue: queue.QueueProbe}); err != nil {
+			return err
 		}
 		var p Probe
 		err = pgx.BeginFunc(c.Request().Context(), pool, func(tx pgx.Tx) error {

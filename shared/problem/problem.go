@@ -20,6 +20,7 @@ const (
 	Conflict      Code = "conflict"      // 409: the resource's state forbids the request
 	TooLarge      Code = "too-large"     // 413: the body exceeds the limit
 	Unprocessable Code = "unprocessable" // 422: well-formed, but its content is unacceptable
+	Busy          Code = "busy"          // 429: the work's queue is full; retry later
 	Unavailable   Code = "unavailable"   // 503: a dependency is down
 )
 
@@ -34,6 +35,7 @@ type Error struct {
 	Code   Code
 	Field  string // the request field at fault, when there is one (JSON pointer-ish: "jobs[2].name")
 	Detail string // a sentence for the client
+	Queue  string // the queue a Busy error refuses work for
 	Err    error  // the cause, for logs; never shown
 }
 

@@ -13,6 +13,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"drover.dev/queue"
+	"drover.dev/shared/backlog"
 	"drover.dev/shared/metrics"
 	"drover.dev/shared/web"
 )
@@ -28,6 +29,8 @@ type Deps struct {
 	Inserters queue.Inserters // insert-only clients for every service's queue, this one's too
 	Workers   *river.Workers
 	Server    *web.Server
+	// Backlog refuses enqueue requests for a queue holding MAX_QUEUED waiting jobs.
+	Backlog *backlog.Gauge
 
 	// PeriodicJobs are enqueued by the service's River leader.
 	PeriodicJobs []*river.PeriodicJob

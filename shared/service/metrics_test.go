@@ -21,7 +21,7 @@ import (
 // TestRiverMetricsOfEveryService sends a probe from a service to itself and reads what its
 // /metrics says of the River jobs that carried it. It also checks that the service exposes every
 // family the dashboards and alert rules name outside the services' own prefixes (River's, the
-// gauge statements' failures, the pool's, HTTP's).
+// gauge statements' failures, the pool's, HTTP's, the enqueue pushback's).
 func TestRiverMetricsOfEveryService(t *testing.T) {
 	t.Parallel()
 	base := startService(t, queue.Scorer, testdb.New(t))
@@ -45,7 +45,7 @@ func TestRiverMetricsOfEveryService(t *testing.T) {
 	require.Equal(t, 0.0, servicetest.Value(t, m, "drover_river_oldest_available_seconds", map[string]string{"queue": queue.QueueProbe}))
 	require.Equal(t, 5.0, servicetest.Value(t, m, "drover_db_pool_max_connections", nil), "the pool's size (servicetest.Config)")
 	require.Positive(t, servicetest.Value(t, m, "drover_db_pool_acquires_total", nil))
-	for _, prefix := range []string{"drover_river_", "drover_metrics_", "drover_db_", "http_"} {
+	for _, prefix := range []string{"drover_river_", "drover_metrics_", "drover_db_", "http_", "drover_http_", "drover_queue_"} {
 		servicetest.RequireMetrics(t, base, servicetest.NamedMetrics(t, prefix)...)
 	}
 }
@@ -54,7 +54,7 @@ func TestRiverMetricsOfEveryService(t *testing.T) {
 // against a running process by a test: River's, the gauge failures', the pool's and HTTP's here, each
 // service's in its own main test.
 var owners = []string{
-	"drover_river_", "drover_metrics_", "drover_db_", "http_", "drover_miner_sync_", "drover_batch_runner_", "drover_scorer_",
+	"drover_river_", "drover_metrics_", "drover_db_", "http_", "drover_http_", "drover_queue_", "drover_miner_sync_", "drover_batch_runner_", "drover_scorer_",
 	"drover_build_scheduler_", "drover_build_worker_", "drover_populate_worker_",
 }
 

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"drover.dev/queue"
+	"drover.dev/shared/backlog"
 	"drover.dev/shared/config"
 	"drover.dev/shared/logging"
 	"drover.dev/shared/metrics"
@@ -188,7 +189,9 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 	d.Pool, d.Inserters = pool, inserters
 	d.failures = metrics.NewQueryFailures()
 	d.Server.Metrics.MustRegister(d.failures, metrics.NewPool(pool))
-	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service, d.Logger)
+	d.Backlog = backlog.New(pool, spec.Config.MaxQueued, backlog.DefaultInterval, d.Server.Metrics, d.Logger)
+	d.Go(d.Backlog.Run)
+	probe.Register(d.Workers, d.Server.API, pool, inserters, spec.Service, d.Backlog, d.Logger)
 	return nil
 }
 

@@ -15,20 +15,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// BadRequest is one request of a bad-input corpus: a NUL byte or invalid UTF-8 in one string, and
-// the field a 400 answer must name.
+// BadRequest is one request of a bad-input corpus: text that cannot be stored as sent (a NUL byte,
+// invalid UTF-8, an escaped lone surrogate) in one string, or a number past any range in one
+// numeric parameter, and the field a 400 answer must name.
 type BadRequest struct {
 	Method string
 	Path   string // escaped path and query
 	Body   []byte // JSON; nil for none
 	Field  string
+	// OutOfRange marks a well-formed number past the parameter's range, which may get a 422.
+	OutOfRange bool
 }
 
 // The bad text a corpus puts in each string: escaped for a URL, and as JSON string literals
-// (a NUL can only be written escaped in JSON; invalid UTF-8 only raw).
+// (a NUL can only be written escaped in JSON; invalid UTF-8 only raw). Besides NUL and truncated
+// or stray bytes: overlong encodings of a digit and of NUL, surrogates encoded as UTF-8 (CESU-8),
+// escaped lone surrogates anywhere in a string, and mixed encodings (UTF-8 next to Latin-1, a
+// good surrogate pair next to a bad byte or a lone half).
 var (
-	badURLText  = []string{"%00", "a%00b", "%ff", "a%c3"}
-	badJSONText = []string{`"\u0000"`, `"a\u0000b"`, "\"\xff\"", "\"a\xc3\""}
+	badURLText = []string{
+		"%00", "a%00b", "%ff", "a%c3",
+		"%c0%b1", "1%e0%80%b2", "%c0%80", "%ed%a0%80", "%ed%a0%bd%ed%b8%80",
+		"%c3%a9%e9",
+	}
+	badJSONText = []string{
+		`"\u0000"`, `"a\u0000b"`, "\"\xff\"", "\"a\xc3\"",
+		"\"\xc0\xb1\"", "\"1\xe0\x80\xb2\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"",
+		`"\ud800"`, `"\udc00"`, `"a\uDBFFb"`, `"\ud83d\u0041"`, `"\ude00\ud83d"`, `"x\\\ud800"`,
+		"\"\xc3\xa9\xe9\"", "\"\\ud83d\\ude00\xff\"", `"\u00e9\udfff"`, "\"\\ud83d\xf0\x9f\x98\x80\"",
+	}
+	// badNumbers are numbers no numeric parameter takes: past 64 bits, past float64, overlong.
+	badNumbers = []string{"99999999999999999999", "1e999", "1" + strings.Repeat("0", 400)}
 )
 
 // RequireBadInputRejected sends the corpus BadInputCorpus derives from the document of the
@@ -51,6 +68,9 @@ func RequireBadInputRejected(t *testing.T, base string, extra ...BadRequest) {
 		require.NoError(t, err)
 		raw := readAll(t, resp)
 		what := fmt.Sprintf("%s %s %q: %s", r.Method, r.Path, r.Body, raw)
+		if r.OutOfRange && resp.StatusCode == http.StatusUnprocessableEntity {
+			resp.StatusCode = http.StatusBadRequest
+		}
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, what)
 		require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), what)
 		var p struct{ Field string }
@@ -72,11 +92,27 @@ func BadInputCorpus(doc *openapi3.T) []BadRequest {
 				for _, bad := range badURLText {
 					out = append(out, paramRequest(method, path, params, p.Value, bad))
 				}
+				if isNumber(p.Value) {
+					for _, bad := range badNumbers {
+						r := paramRequest(method, path, params, p.Value, bad)
+						r.OutOfRange = true
+						out = append(out, r)
+					}
+				}
 			}
 			out = append(out, bodyRequests(method, fillPath(path, params, nil, ""), op)...)
 		}
 	}
 	return out
+}
+
+// isNumber reports whether parameter p holds a number.
+func isNumber(p *openapi3.Parameter) bool {
+	if p.Schema == nil || p.Schema.Value == nil {
+		return false
+	}
+	t := p.Schema.Value.Type
+	return t.Includes(openapi3.TypeInteger) || t.Includes(openapi3.TypeNumber)
 }
 
 // paramRequest is a request with bad in the parameter at fault.

@@ -34,7 +34,7 @@ func Config(databaseURL string) config.Common {
 		LogLevel: "warn", LogFormat: "text", BodyLimit: 1 << 20,
 		ReadHeaderTimeout: time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second,
 		IdleTimeout: time.Second, ShutdownTimeout: 10 * time.Second, SoftStopTimeout: 5 * time.Second,
-		DBMaxConns: 5,
+		DBMaxConns: 5, MaxQueued: 10000,
 	}
 }
 

@@ -18,8 +18,8 @@ func bearerAuth(tokens []string, disabled bool) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c *echo.Context) error {
-			got, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			if !ok || got == "" {
+			got, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+			if !ok {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="drover"`)
 				return problem.New(problem.Unauthorized, "", "an Authorization: Bearer <token> header is required")
 			}
@@ -32,6 +32,17 @@ func bearerAuth(tokens []string, disabled bool) echo.MiddlewareFunc {
 			return problem.New(problem.Unauthorized, "", "the bearer token is not valid")
 		}
 	}
+}
+
+// bearerToken returns the token of an Authorization header value of the Bearer scheme. The scheme
+// is matched case-insensitively (RFC 9110 section 11.1) and may be followed by more than one space.
+func bearerToken(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimLeft(token, " ")
+	return token, token != ""
 }
 
 // BasicAuth accepts a request whose Authorization header carries Basic credentials naming user

@@ -21,6 +21,7 @@ type Problem struct {
 	Detail    string `json:"detail,omitempty"`
 	Instance  string `json:"instance,omitempty"`
 	Field     string `json:"field,omitempty"`
+	Queue     string `json:"queue,omitempty"`
 	RequestID string `json:"request_id,omitempty"`
 }
 
@@ -31,6 +32,7 @@ var statusOfCode = map[problem.Code]int{
 	problem.Conflict:      http.StatusConflict,
 	problem.TooLarge:      http.StatusRequestEntityTooLarge,
 	problem.Unprocessable: http.StatusUnprocessableEntity,
+	problem.Busy:          http.StatusTooManyRequests,
 	problem.Unavailable:   http.StatusServiceUnavailable,
 }
 
@@ -90,6 +92,10 @@ func errorHandler(logger *slog.Logger) echo.HTTPErrorHandler {
 			Instance:  c.Request().URL.Path,
 			Field:     field,
 			RequestID: requestID(c),
+		}
+		var pe *problem.Error
+		if errors.As(err, &pe) {
+			body.Queue = pe.Queue
 		}
 		c.Response().Header().Set(echo.HeaderContentType, "application/problem+json")
 		if c.Request().Method == http.MethodHead {

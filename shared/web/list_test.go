@@ -63,6 +63,7 @@ func TestListParamsRejectBadInput(t *testing.T) {
 		{"CursorNotBase64", "cursor=%21", "cursor"},
 		{"CursorNotJSON", "cursor=" + cursor("{"), "cursor"},
 		{"CursorWithNUL", "cursor=" + cursor(`{"n":"\u0000"}`), "cursor.n"},
+		{"CursorWithLoneSurrogate", "cursor=" + cursor(`{"n":"\ud800"}`), "cursor.n"},
 		{"CursorOfAnotherList", "cursor=" + cursor(`{"other":1}`), "cursor"},
 	}
 	for _, tt := range tests {

@@ -31,10 +31,14 @@ const baseOpenAPI = `{
         "type": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "integer"},
         "detail": {"type": "string"}, "instance": {"type": "string"},
         "field": {"type": "string", "description": "the request field at fault"},
+        "queue": {"type": "string", "description": "the queue a 429 refuses work for"},
         "request_id": {"type": "string"}}}
     },
     "responses": {
-      "Problem": {"description": "an RFC 9457 problem", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+      "Problem": {"description": "an RFC 9457 problem", "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+      "Busy": {"description": "the queue this adds to holds MAX_QUEUED waiting jobs; the problem names it; retry after Retry-After seconds",
+        "headers": {"Retry-After": {"description": "seconds to wait", "schema": {"type": "integer"}}},
+        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
     },
     "parameters": {
       "Limit": {"name": "limit", "in": "query", "description": "the most items a page holds",

@@ -87,7 +87,7 @@ func New(cfg Config, logger *slog.Logger, checks ...Check) (*Server, error) {
 // Serve answers requests on ln until Shutdown is called.
 func (s *Server) Serve(ln net.Listener) error {
 	s.logger.Info("http listening", "addr", ln.Addr().String())
-	if err := s.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := s.http.Serve(problemListener{ln}); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve http: %w", err)
 	}
 	return nil

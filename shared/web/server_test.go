@@ -1,11 +1,13 @@
 package web
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -91,24 +93,106 @@ func TestBearerAuth(t *testing.T) {
 	t.Parallel()
 
 	tests := []struct {
-		name, token string
-		want        int
+		name, header string
+		want         int
 	}{
 		{"Missing", "", http.StatusUnauthorized},
-		{"Wrong", "bad", http.StatusUnauthorized},
-		{"Good", "good", http.StatusUnprocessableEntity},
+		{"Wrong", "Bearer bad", http.StatusUnauthorized},
+		{"Good", "Bearer good", http.StatusUnprocessableEntity},
+		{"LowercaseScheme", "bearer good", http.StatusUnprocessableEntity},
+		{"UppercaseScheme", "BEARER good", http.StatusUnprocessableEntity},
+		{"SpacesBeforeToken", "Bearer   good", http.StatusUnprocessableEntity},
+		{"NoSpace", "Bearergood", http.StatusUnauthorized},
+		{"NoToken", "bearer ", http.StatusUnauthorized},
+		{"OtherScheme", "Basic good", http.StatusUnauthorized},
+		{"TokenWithTrailer", "Bearer good x", http.StatusUnauthorized},
+		{"NonASCII", "Bearer g\xf6od", http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			resp, body := setup(t).do(t, http.MethodGet, "/v1/items/1", tt.token, "")
-			require.Equal(t, tt.want, resp.StatusCode)
+			req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/v1/items/1", nil)
+			if tt.header != "" {
+				req.Header.Set("Authorization", tt.header)
+			}
+			rec := httptest.NewRecorder()
+			setup(t).server.Echo.ServeHTTP(rec, req)
+			require.Equal(t, tt.want, rec.Code, rec.Body.String())
+			require.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))
 			if tt.want == http.StatusUnauthorized {
-				require.Equal(t, "https://drover.dev/problems/unauthorized", body["type"])
-				require.Contains(t, resp.Header.Get("WWW-Authenticate"), "Bearer")
+				require.Contains(t, rec.Body.String(), `"type":"https://drover.dev/problems/unauthorized"`)
+				require.Contains(t, rec.Header().Get("WWW-Authenticate"), "Bearer")
 			}
 		})
 	}
+}
+
+// TestHeaderErrorsAreProblems sends what net/http's server refuses before any handler runs,
+// over a real connection, and requires a problem+json answer all the same.
+func TestHeaderErrorsAreProblems(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name, header string
+		status       int
+		typ          string
+	}{
+		{"NULInAuthorization", "Authorization: Bearer go\x00od\r\n", 400, "invalid"},
+		{"ControlByteInValue", "X-Note: a\x01b\r\n", 400, "invalid"},
+		{"BadHeaderName", "Bad Name: x\r\n", 400, "invalid"},
+		{"HeadersTooLarge", "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n", 431, "too-large"},
+		{"UnknownTransferEncoding", "Transfer-Encoding: foo\r\n", 501, "invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			addr := serve(t, setup(t))
+			conn, err := new(net.Dialer).DialContext(t.Context(), "tcp", addr)
+			require.NoError(t, err)
+			defer conn.Close()
+			r := bufio.NewReader(conn)
+
+			// A good request first: the rewriting leaves every normal answer alone.
+			_, err = io.WriteString(conn, "GET /v1/items/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer good\r\n\r\n")
+			require.NoError(t, err)
+			resp, err := http.ReadResponse(r, nil)
+			require.NoError(t, err)
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, string(raw))
+			require.Contains(t, string(raw), "item is archived")
+
+			_, _ = io.WriteString(conn, "GET /v1/items/1 HTTP/1.1\r\nHost: x\r\n"+tt.header+"\r\n")
+			resp, err = http.ReadResponse(r, nil)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			raw, err = io.ReadAll(resp.Body)
+			require.NoError(t, err)
+			require.Equal(t, tt.status, resp.StatusCode, string(raw))
+			require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"))
+			var p Problem
+			require.NoError(t, json.Unmarshal(raw, &p), string(raw))
+			require.Equal(t, "https://drover.dev/problems/"+tt.typ, p.Type)
+			require.Equal(t, tt.status, p.Status)
+			require.NotEmpty(t, p.Detail)
+		})
+	}
+}
+
+// serve runs b's server on a loopback port until the test ends and returns its address.
+func serve(t *testing.T, b *testBundle) string {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- b.server.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		require.NoError(t, b.server.Shutdown(ctx))
+		require.NoError(t, <-done)
+	})
+	return ln.Addr().String()
 }
 
 func TestOpenEndpointsNeedNoToken(t *testing.T) {
@@ -167,6 +251,18 @@ func TestErrorsAreProblems(t *testing.T) {
 		{"BadUTF8InJSONMapValue", "POST", "/v1/items", "{\"tags\":{\"k\":\"\xc3\"}}", 400, "invalid", "tags.k"},
 		{"NULInJSONArray", "POST", "/v1/items", `{"parts":[{"name":"a"},{"name":"\u0000"}]}`, 400, "invalid", "parts[1].name"},
 		{"BadUTF8InJSONMemberName", "POST", "/v1/items", "{\"na\xffme\":\"a\"}", 400, "invalid", ""},
+		{"LoneHighSurrogate", "POST", "/v1/items", `{"name":"\ud800"}`, 400, "invalid", "name"},
+		{"LoneLowSurrogate", "POST", "/v1/items", `{"name":"a\uDC00b"}`, 400, "invalid", "name"},
+		{"HighThenNoLow", "POST", "/v1/items", `{"name":"\ud83d\u0041"}`, 400, "invalid", "name"},
+		{"HighThenRawText", "POST", "/v1/items", `{"name":"\ud83dé"}`, 400, "invalid", "name"},
+		{"HighAtEnd", "POST", "/v1/items", `{"name":"ok\\\ud83d"}`, 400, "invalid", "name"},
+		{"TwoHighs", "POST", "/v1/items", `{"name":"\ud83d\ud83d"}`, 400, "invalid", "name"},
+		{"SurrogateInMapKey", "POST", "/v1/items", `{"tags":{"\udfff":"b"}}`, 400, "invalid", "tags"},
+		{"SurrogateInMapValue", "POST", "/v1/items", `{"tags":{"k":"\ud800"}}`, 400, "invalid", "tags.k"},
+		{"SurrogateNested", "POST", "/v1/items", `{"parts":[{"name":"a"},{"name":"x\udbff"}]}`, 400, "invalid", "parts[1].name"},
+		{"SurrogateInMemberName", "POST", "/v1/items", `{"na\ud800me":"a"}`, 400, "invalid", ""},
+		{"OverlongNUL", "POST", "/v1/items", "{\"name\":\"\xc0\x80\"}", 400, "invalid", "name"},
+		{"CESUSurrogate", "POST", "/v1/items", "{\"name\":\"\xed\xa0\x80\"}", 400, "invalid", "name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -192,6 +288,9 @@ func TestDecodeJSONAcceptsGoodBody(t *testing.T) {
 	resp, body := b.do(t, http.MethodPost, "/v1/items", "good", `{"name":"a\u00e9\\u0000","tags":{"k":"v"},"parts":[{"name":"é"}]}`)
 	require.Equal(t, http.StatusCreated, resp.StatusCode, body)
 	require.Equal(t, "aé\\u0000", body["name"], "an escaped backslash before u0000 is no NUL")
+	resp, body = b.do(t, http.MethodPost, "/v1/items", "good", `{"name":"\ud83d\uDE00\\ud800\ufffd\u00e9\n"}`)
+	require.Equal(t, http.StatusCreated, resp.StatusCode, body)
+	require.Equal(t, "😀\\ud800\ufffdé\n", body["name"], "a surrogate pair, an escaped backslash and U+FFFD written out are text")
 	resp, _ = b.do(t, http.MethodGet, "/v1/items/9223372036854775807", "good", "")
 	require.Equal(t, http.StatusUnprocessableEntity, resp.StatusCode, "the largest 64-bit id is an id")
 }

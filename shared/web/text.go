@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
@@ -16,9 +18,10 @@ import (
 )
 
 // Postgres stores no NUL byte in text or jsonb and refuses invalid UTF-8, and it says so with an
-// error the API could only answer 500 to. So no request text reaches a handler with either: query
-// parameters and path segments are checked by a middleware every server runs, JSON bodies by
-// DecodeJSON.
+// error the API could only answer 500 to; encoding/json silently turns invalid UTF-8 and an
+// escaped lone UTF-16 surrogate ("\ud800") into U+FFFD, so a client's text would be stored
+// rewritten. So no request text reaches a handler with any of them: query parameters and path
+// segments are checked by a middleware every server runs, JSON bodies by DecodeJSON.
 
 // CheckText reports a problem naming field when s holds a NUL byte or is not valid UTF-8.
 func CheckText(field, s string) error {
@@ -76,12 +79,14 @@ func checkPathValue(name, value string) error {
 }
 
 // CheckJSON reports the first string (member name or value) of the JSON value raw, read from
-// the request field named field, that holds a NUL byte or invalid UTF-8, naming it by its path
-// ("jobs[2].env"). encoding/json would silently replace invalid UTF-8, so the raw bytes of each
-// string are checked, not its value. DecodeJSON checks every body with it.
+// the request field named field, that holds a NUL byte, invalid UTF-8 or an escaped lone
+// surrogate, or otherwise would not decode to the text it spells, naming it by its path
+// ("jobs[2].env"). encoding/json would silently replace what it cannot decode, so the raw text of
+// each string is checked, not its value. DecodeJSON checks every body with it.
 func CheckJSON(field string, raw []byte) error {
-	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) {
-		return nil // no string can be at fault: the common case costs one pass
+	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u0000`)) &&
+		!bytes.Contains(raw, []byte(`\ud`)) && !bytes.Contains(raw, []byte(`\uD`)) {
+		return nil // no string can be at fault: the common case costs a few passes
 	}
 	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw, prefix: field}
 	return w.walk()
@@ -180,7 +185,9 @@ func (w *jsonWalker) field() string {
 	return b.String()
 }
 
-// checkJSONString checks a decoded string for NUL and its raw text for invalid UTF-8.
+// checkJSONString checks a decoded string for NUL, and its raw text (with its quotes) for invalid
+// UTF-8 and lone surrogates; and that the text decodes to s exactly, so a client's string is
+// stored as it was sent or not at all.
 func checkJSONString(s string, text []byte) error {
 	switch {
 	case strings.IndexByte(s, 0) >= 0:
@@ -188,5 +195,80 @@ func checkJSONString(s string, text []byte) error {
 	case !utf8.Valid(text):
 		return errors.New("must be valid UTF-8")
 	}
+	exact, err := unquoteJSON(text)
+	switch {
+	case err != nil:
+		return err
+	case exact != s:
+		return errors.New("does not decode to the text it spells")
+	}
 	return nil
+}
+
+// unquoteJSON decodes a JSON string literal that encoding/json has accepted (text may start with
+// the separator read before it), refusing what it would replace by U+FFFD: a \u escape of a UTF-16
+// surrogate that is not a high one followed by a low one.
+func unquoteJSON(text []byte) (string, error) {
+	first, last := bytes.IndexByte(text, '"'), bytes.LastIndexByte(text, '"')
+	if first < 0 || last <= first {
+		return "", errors.New("must be a JSON string")
+	}
+	text = text[first+1 : last]
+	var b strings.Builder
+	for len(text) > 0 {
+		i := bytes.IndexByte(text, '\\')
+		if i < 0 {
+			b.Write(text)
+			break
+		}
+		b.Write(text[:i])
+		text = text[i:]
+		if len(text) < 2 {
+			return "", errors.New("ends inside an escape")
+		}
+		if text[1] != 'u' {
+			b.WriteByte(unescaped[text[1]])
+			text = text[2:]
+			continue
+		}
+		r, n, err := unicodeEscape(text)
+		if err != nil {
+			return "", err
+		}
+		b.WriteRune(r)
+		text = text[n:]
+	}
+	return b.String(), nil
+}
+
+// unescaped maps the character after a backslash to the byte it stands for.
+var unescaped = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unicodeEscape decodes the \uXXXX escape text starts with, and the low surrogate that must follow
+// a high one; it returns the rune and the bytes read.
+func unicodeEscape(text []byte) (rune, int, error) {
+	r, ok := hex4(text)
+	if !ok {
+		return 0, 0, errors.New("holds a malformed \\u escape")
+	}
+	switch {
+	case r >= 0xDC00 && r <= 0xDFFF:
+		return 0, 0, fmt.Errorf("must not hold a lone UTF-16 low surrogate (\\u%04x)", r)
+	case r < 0xD800 || r > 0xDBFF:
+		return r, 6, nil
+	}
+	low, ok := hex4(text[6:])
+	if !ok || low < 0xDC00 || low > 0xDFFF {
+		return 0, 0, fmt.Errorf("must not hold a lone UTF-16 high surrogate (\\u%04x)", r)
+	}
+	return utf16.DecodeRune(r, low), 12, nil
+}
+
+// hex4 reads the \uXXXX escape text starts with.
+func hex4(text []byte) (rune, bool) {
+	if len(text) < 6 || text[0] != '\\' || text[1] != 'u' {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(text[2:6]), 16, 16)
+	return rune(v), err == nil
 }

@@ -9,8 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v5"
 
+	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
+	"drover.dev/shared/backlog"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 	"drover.dev/shared/web"
@@ -29,7 +31,7 @@ type GroupView struct {
 	Events []jobgraph.Event `json:"events"`
 }
 
-func handleSubmit(pool *pgxpool.Pool, graph *jobgraph.Graph, submit Submit) echo.HandlerFunc {
+func handleSubmit(pool *pgxpool.Pool, graph *jobgraph.Graph, submit Submit, queued *backlog.Gauge) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		var sub dag.Submission
 		if err := web.DecodeJSON(c, &sub); err != nil {
@@ -37,6 +39,9 @@ func handleSubmit(pool *pgxpool.Pool, graph *jobgraph.Graph, submit Submit) echo
 		}
 		plan, err := dag.Validate(sub, submit.Limits)
 		if err != nil {
+			return err
+		}
+		if err := admitTargets(c, queued, plan); err != nil {
 			return err
 		}
 		ctx := c.Request().Context()
@@ -50,6 +55,22 @@ func handleSubmit(pool *pgxpool.Pool, graph *jobgraph.Graph, submit Submit) echo
 		}
 		return writeGroup(c, pool, http.StatusCreated, id)
 	}
+}
+
+// admitTargets refuses a group when the build queue of one of its targets is full: its jobs
+// would only wait behind the others.
+func admitTargets(c *echo.Context, queued *backlog.Gauge, plan dag.Plan) error {
+	seen := map[string]bool{}
+	for _, j := range plan.Jobs {
+		if seen[j.Target] {
+			continue
+		}
+		seen[j.Target] = true
+		if err := queued.Admit(c, backlog.Key{Service: queue.BuildScheduler, Queue: queue.BuildQueue(j.Target)}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func handleGetGroup(pool *pgxpool.Pool) echo.HandlerFunc {

@@ -13,6 +13,7 @@ import (
 	"drover.dev/services/build-scheduler/internal/dag"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/shared/backlog"
 )
 
 // OpenAPI documents every route Routes registers; the service serves it at /openapi.json and
@@ -36,8 +37,8 @@ func (s Submit) Check() error {
 }
 
 // Routes lists every route of the service under /v1 (g).
-func Routes(g *echo.Group, pool *pgxpool.Pool, graph *jobgraph.Graph, logs logstore.Store, submit Submit) {
-	g.POST("/groups", handleSubmit(pool, graph, submit))
+func Routes(g *echo.Group, pool *pgxpool.Pool, graph *jobgraph.Graph, logs logstore.Store, submit Submit, queued *backlog.Gauge) {
+	g.POST("/groups", handleSubmit(pool, graph, submit, queued))
 	g.GET("/groups", handleListGroups(pool))
 	g.GET("/groups/:id", handleGetGroup(pool))
 	g.GET("/groups/:id/jobs", handleListJobs(pool))

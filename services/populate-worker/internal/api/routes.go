@@ -5,9 +5,11 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/services/populate-worker/internal/signing"
+	"drover.dev/shared/backlog"
 	"drover.dev/shared/web"
 )
 
@@ -22,14 +24,19 @@ type Examples struct {
 }
 
 // Routes lists every route of the service: the populate API under /v1 and the examples ex
-// enables. writeTimeout is the server's, which a waiting populate call must answer within.
-func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration) {
+// enables. writeTimeout is the server's, which a waiting populate call must answer within. A
+// populate run or a schedule is refused (429) while its queue holds MAX_QUEUED waiting jobs;
+// both queues are fed a few makes at a time (FEED_AHEAD, a run's processes), so this is a
+// backstop rather than the everyday bound.
+func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration, queued *backlog.Gauge) {
+	runs := queued.Guard(backlog.Key{Service: queue.PopulateWorker, Queue: queue.QueuePopulateRun})
+	makes := queued.Guard(backlog.Key{Service: queue.PopulateWorker, Queue: queue.QueuePopulate})
 	s.API.GET("/tables", handleTableList(e))
-	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout))
+	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout), runs)
 	s.API.GET("/populate-runs", handleRunList(e))
 	s.API.GET("/populate-runs/:id", handleRunGet(e))
 	s.API.POST("/populate-runs/:id/cancel", handleRunCancel(e))
-	s.API.POST("/tables/:name/schedule", handleSchedule(e))
+	s.API.POST("/tables/:name/schedule", handleSchedule(e), makes)
 	s.API.POST("/tables/:name/cleanup", handleCleanup(e))
 	s.API.GET("/tables/:name/progress", handleProgress(e))
 	s.API.POST("/tables/:name/ignore", handleTableIgnore(e))
