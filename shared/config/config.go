@@ -131,11 +131,33 @@ func Load(prefix string, spec any, args []string, out io.Writer) error {
 // with the field's own type and tags, so the rules are envconfig's exactly; a field that does
 // not parse gets its default, so that the checks after loading see no invented zero.
 func variableProblems(prefix string, spec any) []error {
+	var errs []error
+	err := eachSetting(spec, func(f reflect.StructField, field reflect.Value) {
+		one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: f.Name, Type: f.Type, Tag: f.Tag}}))
+		err := envconfig.Process(prefix, one.Interface())
+		if err == nil && f.Tag.Get("required") == "true" && one.Elem().Field(0).IsZero() {
+			err = errEmpty // set to "": envconfig accepts it, nothing that requires it can use it
+		}
+		if err == nil {
+			field.Set(one.Elem().Field(0))
+			return
+		}
+		errs = append(errs, variableError(prefix, f, err))
+		_ = defaultOf(f, field) // a default that does not parse is the tag's bug, named by Defaults
+	})
+	if err != nil {
+		return []error{err}
+	}
+	return errs
+}
+
+// eachSetting calls fn with every field of spec (a pointer to a struct) that envconfig reads,
+// the fields of embedded settings structs (Common) included, as envconfig walks them.
+func eachSetting(spec any, fn func(f reflect.StructField, field reflect.Value)) error {
 	v := reflect.ValueOf(spec)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return []error{envconfig.ErrInvalidSpecification}
+		return envconfig.ErrInvalidSpecification
 	}
-	var errs []error
 	var walk func(v reflect.Value)
 	walk = func(v reflect.Value) {
 		t := v.Type()
@@ -148,21 +170,11 @@ func variableProblems(prefix string, spec any) []error {
 				walk(v.Field(i)) // embedded settings (Common) share the prefix, as envconfig reads them
 				continue
 			}
-			one := reflect.New(reflect.StructOf([]reflect.StructField{{Name: f.Name, Type: f.Type, Tag: f.Tag}}))
-			err := envconfig.Process(prefix, one.Interface())
-			if err == nil && f.Tag.Get("required") == "true" && one.Elem().Field(0).IsZero() {
-				err = errEmpty // set to "": envconfig accepts it, nothing that requires it can use it
-			}
-			if err == nil {
-				v.Field(i).Set(one.Elem().Field(0))
-				continue
-			}
-			errs = append(errs, variableError(prefix, f, err))
-			_ = defaultOf(f, v.Field(i)) // a default that does not parse is the tag's bug, named by Defaults
+			fn(f, v.Field(i))
 		}
 	}
 	walk(v.Elem())
-	return errs
+	return nil
 }
 
 var errEmpty = errors.New("required variable set but empty")
@@ -229,33 +241,16 @@ type Checker interface {
 // that default, read by envconfig exactly as Load reads it when the variable is unset. Tests and
 // tools build a Config from it and change what they need, so a default lives only in its tag.
 func Defaults(spec any) error {
-	v := reflect.ValueOf(spec)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return envconfig.ErrInvalidSpecification
-	}
 	var errs []error
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() || f.Tag.Get("ignored") == "true" {
-				continue
-			}
-			if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("envconfig") == "" {
-				walk(v.Field(i))
-				continue
-			}
-			if _, ok := f.Tag.Lookup("default"); !ok {
-				continue
-			}
-			if err := defaultOf(f, v.Field(i)); err != nil {
-				errs = append(errs, fmt.Errorf("%s: default: %w", f.Name, err))
-			}
+	err := eachSetting(spec, func(f reflect.StructField, field reflect.Value) {
+		if _, ok := f.Tag.Lookup("default"); !ok {
+			return
 		}
-	}
-	walk(v.Elem())
-	return errors.Join(errs...)
+		if err := defaultOf(f, field); err != nil {
+			errs = append(errs, fmt.Errorf("%s: default: %w", f.Name, err))
+		}
+	})
+	return errors.Join(append(errs, err)...)
 }
 
 // defaultOf sets dst to field f's default tag, parsed by envconfig through a one-field struct
