@@ -44,7 +44,13 @@ func (r *run) sendJobs(ctx context.Context) error {
 		return nil
 	}
 	r.prog.jobs.Store(int64(len(ready)))
+	if r.plan.Quiet != nil {
+		r.plan.Quiet(true)
+	}
 	release := r.releaseAll(ctx, byMiner, sendAt)
+	if r.plan.Quiet != nil {
+		r.plan.Quiet(false)
+	}
 	r.res.HotRelease = release
 	sent := r.recordSpread(ready)
 	r.prog.hotReleased(release, r.res.SendSpread, sent, len(ready)-sent)

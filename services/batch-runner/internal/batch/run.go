@@ -38,6 +38,10 @@ type Plan struct {
 	// AgreeWithin bounds how long Agree or AgreeOffer may take; the miners' read deadlines are
 	// moved past it.
 	AgreeWithin time.Duration
+	// Quiet, when set, is called with true just before the hot phase parks its writers for the
+	// release and with false once the release is over, so that the caller holds back its own work
+	// on this machine meanwhile (the lease's renewal): nothing but the release runs then.
+	Quiet func(on bool)
 }
 
 // run is one batch in flight.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,8 +31,9 @@ import (
 // which waits for it to end. When renew reports store.ErrLeaseLost, or no renewal got through
 // for a whole lease counted from the last one sent that did (or from start, when the lease was
 // taken), it cancels the attempt with store.ErrLeaseLost as the cause: from then on a sweeper may
-// have handed the batch to another job.
-func keepLease(d time.Duration, start time.Time, renew func(context.Context) error, cancel context.CancelCauseFunc, logger *slog.Logger) (stop func()) {
+// have handed the batch to another job. While quiet is set (the hot phase's release, which lasts
+// far less than a lease) the renewals due are skipped.
+func keepLease(d time.Duration, start time.Time, quiet *atomic.Bool, renew func(context.Context) error, cancel context.CancelCauseFunc, logger *slog.Logger) (stop func()) {
 	ctx, quit := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -49,6 +51,9 @@ func keepLease(d time.Duration, start time.Time, renew func(context.Context) err
 				cancel(fmt.Errorf("no lease renewal got through for %s: %w", d, store.ErrLeaseLost))
 				return
 			case <-tick.C:
+			}
+			if quiet.Load() {
+				continue
 			}
 			sent := time.Now()
 			rctx, rcancel := context.WithTimeout(ctx, d/4)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -151,7 +152,8 @@ func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.
 	if err != nil {
 		return shard, plan, err
 	}
-	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, func(ctx context.Context) error {
+	quiet := new(atomic.Bool)
+	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, quiet, func(ctx context.Context) error {
 		return store.ShardLeaseRenew(ctx, w.Pool, shard, w.Lease)
 	}, lost, w.Logger.With("batch_id", shard.BatchID, "shard", shard.Shard, "attempt", shard.Attempt, "job_id", job.ID)))
 	miners := make([]batch.Miner, len(job.Args.Miners))
@@ -169,6 +171,7 @@ func (w *RunBatchShardWorker) prepare(ctx context.Context, job *river.Job[queue.
 	events := sysevent.New(nil)
 	agreement := &shardAgreement{Agreement: w.Agreement, pool: w.Pool, shard: shard, events: events}
 	plan.Plan = batch.Plan{
+		Quiet:   quiet.Store,
 		BatchID: shard.BatchID, Miners: miners, Validators: validators, Jobs: pool, Events: events,
 		AgreeOffer: agreement.agreeOffer, Agree: agreement.agree, AgreeWithin: w.Agreement.within(),
 	}

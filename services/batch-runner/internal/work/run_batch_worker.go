@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -168,11 +169,13 @@ func (w *RunBatchWorker) prepare(ctx context.Context, job *river.Job[queue.RunBa
 	if err != nil {
 		return started, plan, err
 	}
-	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, func(ctx context.Context) error {
+	quiet := new(atomic.Bool)
+	plan.StopLease = sync.OnceFunc(keepLease(w.Lease, leased, quiet, func(ctx context.Context) error {
 		return store.BatchLeaseRenew(ctx, w.Pool, started, w.Lease)
 	}, lost, w.Logger.With("batch_id", started.ID, "attempt", started.Attempt, "job_id", job.ID)))
 	w.noteRetried(ctx, job, started)
 	plan.Plan = batch.Plan{
+		Quiet:   quiet.Store,
 		BatchID: started.ID, Events: sysevent.New(nil),
 		Progress: w.Progress.Start(started.ID, job.ID, started.Attempt),
 	}
