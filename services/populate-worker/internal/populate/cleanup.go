@@ -154,18 +154,30 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 	return len(rows), nil
 }
 
-// endOrphanedRunKeys counts as an error every queued key of a running populate run that no
-// make job is left to settle (RunKeysOrphaned): River discarded its job once its
-// attempts were spent on infrastructure errors, or the job was cancelled or deleted in River UI
-// while it waited, each outside the transaction that settles a key. The error names the job and
-// its last error; it stops the run as a make's error does (unless suppress_errors), and a run
-// with nothing left queued ends. It returns how many keys it ended.
+// endOrphanedRunKeys ends every queued key of a running populate run that no make job is left to
+// settle (RunKeysOrphaned), by what became of the key. Still scheduled and marked enqueued, its
+// job is gone: River discarded it once its attempts were spent on infrastructure errors, or it was
+// cancelled or deleted in River UI while it waited, each outside the transaction that settles a
+// key; the key counts as an error naming the job and its last error, which stops the run as a
+// make's error does (unless suppress_errors), and a run with nothing left queued ends. Given back
+// to the feeder, or made, failed or gone while the run decided to wait for its make (a make whose
+// end did not see the run's entry), it is handed to River again for the run, which counts it. It
+// returns how many keys it ended or handed again.
 func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
 	rows, err := queries.RunKeysOrphaned(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("find populate run keys without a make job: %w", err)
 	}
 	for _, r := range rows {
+		if Status(r.Status) == StatusReserved {
+			continue // its make runs; its end settles the key
+		}
+		if Status(r.Status) != StatusScheduled || !r.Enqueued {
+			if err := e.enqueueRunMakes(ctx, tx, r.RunID, r.TableName, []string{r.KeyHash}); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		msg := orphanMessage(r.JobID, r.JobState, r.JobError)
 		if _, err := e.settleRun(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
 			return 0, err

@@ -63,12 +63,13 @@ func (e *Engine) handOver(ctx context.Context, tx pgx.Tx, table, hash string) er
 	return e.enqueueMakes(ctx, tx, table, ForRun(ids[0]), []string{hash})
 }
 
-// enqueueRunMakes hands keys of populate run to River, in the run's order: a key whose make is on
-// its way (enqueued by the feeder or another run, or running) gets no second job, and the run waits
-// for that make, whose end counts the key in the run (made elsewhere, or skipped when it failed);
-// a scheduled key gets the run's make job, marked enqueued so that no one else enqueues one; a
-// key that needs no make (made, failed, ignored, gone) gets the run's job too, which counts it
-// (made elsewhere or skipped) without making it.
+// enqueueRunMakes hands keys of populate run to River, in the run's order: a key whose make is
+// waiting (enqueued by the feeder or another run) gets no second job, and the run waits for that
+// make, whose end counts the key in the run (made elsewhere, or skipped when it failed); a
+// scheduled key without one gets the run's make job, marked enqueued so that no one else enqueues
+// one; any other key gets the run's job too, which counts it (made elsewhere or skipped) without
+// making it, after waiting for the make running it, if any (ErrKeyBusy): that make's end may not
+// see this run's entry of the key, written by a transaction it does not wait for.
 func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, table string, hashes []string) error {
 	if len(hashes) == 0 {
 		return nil
@@ -89,7 +90,7 @@ func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, tabl
 	}
 	busy := map[string]bool{}
 	if len(rest) > 0 {
-		rows, err := queries.MakesBusy(ctx, tx, dbsqlc.MakesBusyParams{TableName: table, KeyHashes: rest})
+		rows, err := queries.MakesOnTheirWay(ctx, tx, dbsqlc.MakesOnTheirWayParams{TableName: table, KeyHashes: rest})
 		if err != nil {
 			return fmt.Errorf("find makes on their way of populate run %d: %w", run, err)
 		}

@@ -417,10 +417,15 @@ func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts
 	return end, err
 }
 
-// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote). A
+// ErrKeyBusy is returned for a run's make whose key another make job holds (reserved, or
+// scheduled again by a reclaim): the run waits for that make's end, which settles the key in the
+// run (made elsewhere, or skipped when it fails) or leaves it to this job; the River worker
+// snoozes the job meanwhile.
+var ErrKeyBusy = errors.New("key held by another make job")
+
+// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote); a
 // run's make counts the key in its run: made elsewhere when another make made it, skipped when
-// it needs no make for another reason; a key another make is on its way for (reserved, or
-// scheduled with a job of its own) is left to that make, whose end counts it in the run.
+// it needs no make for another reason.
 func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, by Asker, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	var end End
 	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -436,7 +441,7 @@ func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, by Asker, t *Tabl
 		outcome := keySkipped
 		switch status {
 		case StatusReserved, StatusScheduled:
-			return callComplete(ctx, tx, complete, end)
+			return ErrKeyBusy
 		case StatusSuccess, "":
 			made, err := runKeyInTarget(ctx, tx, run, t, hash)
 			if err != nil {

@@ -210,9 +210,11 @@ UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE 
 -- run would stay running. Each comes with the newest ended make job of the key (the run's own
 -- first), its state and last error.
 SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+    coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
 LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
     AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
     ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
@@ -262,12 +264,12 @@ UPDATE jobs j SET enqueued = true FROM picked
 WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
 RETURNING j.key_hash::text AS key_hash;
 
--- name: MakesBusy :many
--- MakesBusy returns which of the given keys of the table have a make on its way: scheduled (a
--- make job enqueued, or a transaction marking it now) or reserved (a make running). A row locked
--- by another transaction reads as it was before it.
+-- name: MakesOnTheirWay :many
+-- MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
+-- (a make job enqueued, or a transaction marking it now). A row locked by another transaction
+-- reads as it was before it.
 SELECT key_hash::text AS key_hash FROM jobs
-WHERE table_name = @table_name::text AND key_hash = ANY(@key_hashes::text[]) AND status IN ('scheduled', 'reserved');
+WHERE table_name = @table_name::text AND key_hash = ANY(@key_hashes::text[]) AND status = 'scheduled';
 
 -- name: TablesToFeed :many
 -- TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.

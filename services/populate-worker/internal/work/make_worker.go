@@ -20,6 +20,9 @@ import (
 // rescuer, which takes back a running job once its timeout has passed, must not take it first.
 const recordGrace = 15 * time.Second
 
+// busySnooze is how long a run's make whose key another make holds waits before it looks again.
+const busySnooze = time.Second
+
 // MakeWorker works populate_make jobs, the background's and the populate runs': it reserves the key, runs make and finishes the key's job
 // and the River job in one transaction. make's own failures are recorded in the jobs table and
 // end the River job as discarded with the same error, so River UI shows an errored make as
@@ -53,6 +56,11 @@ func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMake
 	makeCtx, cancel := context.WithTimeout(ctx, w.MakeTimeout)
 	defer cancel()
 	end, err := w.Engine.MakeKey(makeCtx, by, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
+	if errors.Is(err, populate.ErrKeyBusy) {
+		// Another make holds the key; its end settles the key in the run or leaves it to this
+		// job. Until then the run waits for it, and this job with it.
+		return river.JobSnooze(busySnooze)
+	}
 	err = cancelUnknown(err, a.Table, a.KeyHash)
 	if lastAttemptFailed(job.JobRow, err) {
 		cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)

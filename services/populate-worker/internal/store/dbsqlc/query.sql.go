@@ -452,39 +452,6 @@ func (q *Queries) JobUnenqueue(ctx context.Context, db DBTX, arg JobUnenqueuePar
 	return result.RowsAffected(), nil
 }
 
-const makesBusy = `-- name: MakesBusy :many
-SELECT key_hash::text AS key_hash FROM jobs
-WHERE table_name = $1::text AND key_hash = ANY($2::text[]) AND status IN ('scheduled', 'reserved')
-`
-
-type MakesBusyParams struct {
-	TableName string
-	KeyHashes []string
-}
-
-// MakesBusy returns which of the given keys of the table have a make on its way: scheduled (a
-// make job enqueued, or a transaction marking it now) or reserved (a make running). A row locked
-// by another transaction reads as it was before it.
-func (q *Queries) MakesBusy(ctx context.Context, db DBTX, arg MakesBusyParams) ([]string, error) {
-	rows, err := db.Query(ctx, makesBusy, arg.TableName, arg.KeyHashes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var key_hash string
-		if err := rows.Scan(&key_hash); err != nil {
-			return nil, err
-		}
-		items = append(items, key_hash)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const makesClaim = `-- name: MakesClaim :many
 WITH picked AS (
     SELECT p.key_hash FROM jobs p
@@ -601,6 +568,39 @@ type MakesMarkParams struct {
 // jobs in the same transaction.
 func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) ([]string, error) {
 	rows, err := db.Query(ctx, makesMark, arg.TableName, arg.MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key_hash string
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const makesOnTheirWay = `-- name: MakesOnTheirWay :many
+SELECT key_hash::text AS key_hash FROM jobs
+WHERE table_name = $1::text AND key_hash = ANY($2::text[]) AND status = 'scheduled'
+`
+
+type MakesOnTheirWayParams struct {
+	TableName string
+	KeyHashes []string
+}
+
+// MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
+// (a make job enqueued, or a transaction marking it now). A row locked by another transaction
+// reads as it was before it.
+func (q *Queries) MakesOnTheirWay(ctx context.Context, db DBTX, arg MakesOnTheirWayParams) ([]string, error) {
+	rows, err := db.Query(ctx, makesOnTheirWay, arg.TableName, arg.KeyHashes)
 	if err != nil {
 		return nil, err
 	}
@@ -905,9 +905,11 @@ func (q *Queries) RunKeyGet(ctx context.Context, db DBTX, arg RunKeyGetParams) (
 
 const runKeysOrphaned = `-- name: RunKeysOrphaned :many
 SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+    coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
 LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
     AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
     ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
@@ -922,6 +924,8 @@ type RunKeysOrphanedRow struct {
 	RunID     int64
 	TableName string
 	KeyHash   string
+	Status    string
+	Enqueued  bool
 	JobID     int64
 	JobState  string
 	JobError  string
@@ -945,6 +949,8 @@ func (q *Queries) RunKeysOrphaned(ctx context.Context, db DBTX) ([]RunKeysOrphan
 			&i.RunID,
 			&i.TableName,
 			&i.KeyHash,
+			&i.Status,
+			&i.Enqueued,
 			&i.JobID,
 			&i.JobState,
 			&i.JobError,
