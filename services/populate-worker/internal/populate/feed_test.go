@@ -192,6 +192,22 @@ func TestFeed(t *testing.T) {
 		require.Zero(t, got.Made)
 		require.EqualValues(t, 5, got.MadeElsewhere)
 	})
+	t.Run("ARunsMakesGoBeforeTheWaitingFedOnes", func(t *testing.T) {
+		t.Parallel()
+		b := scheduledGrid(t, Config{FeedAhead: 3}, 5)
+		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t))
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
+		require.NoError(t, err)
+		b.requireOneMakeJobPerKey(t, 5)
+		var first []int64
+		for range 2 {
+			var args queue.PopulateMakeArgs
+			_, ok := b.startNext(t, queue.QueuePopulate, &args)
+			require.True(t, ok)
+			first = append(first, args.RunID)
+		}
+		require.Equal(t, []int64{run.ID, run.ID}, first, "River fetches the run's makes, enqueued last, first")
+	})
 	t.Run("IgnoreRescheduleAndCleanup", func(t *testing.T) {
 		t.Parallel()
 		b := scheduledGrid(t, Config{}, 4)
