@@ -98,7 +98,7 @@ func waitJob(t *testing.T, ui *queue.Client, id int64, state rivertype.JobState)
 		job, err = ui.JobGet(context.Background(), id)
 		require.NoError(t, err)
 		return job.State == state
-	}, 30*time.Second, 20*time.Millisecond, "job %d never %s", id, state)
+	}, 2*time.Minute, 20*time.Millisecond, "job %d never %s", id, state)
 	return job
 }
 

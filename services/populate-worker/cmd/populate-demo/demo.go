@@ -23,6 +23,7 @@ type populateRun struct {
 	Total      int      `json:"total"`
 	Made       int      `json:"made"`
 	Errors     int      `json:"errors"`
+	Elsewhere  int      `json:"made_elsewhere"`
 	Remaining  int      `json:"remaining"`
 	Rate       float64  `json:"rate"`
 	ETASeconds *float64 `json:"eta_seconds"`
@@ -47,8 +48,8 @@ func (d *demo) populateAll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "populate run %d of %s: %s, %d of the %d keys it took made, %d failed (keys made or failed before it began are not its)\n",
-			run.ID, table, run.State, run.Made, run.Total, run.Errors)
+		fmt.Fprintf(d.out, "populate run %d of %s: %s; of the %d keys it took, it made %d, %d failed, %d were made by the background workers first\n",
+			run.ID, table, run.State, run.Total, run.Made, run.Errors, run.Elsewhere)
 		if line, err := d.progressLine(ctx); err == nil {
 			fmt.Fprintln(d.out, "progress  "+line)
 		}
