@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"reflect"
-	"strconv"
 	"time"
 
 	"drover.dev/queue"
@@ -152,27 +151,16 @@ func (c Config) Check() []error {
 // FEED_AHEAD (whose zero means the default), from the envconfig default tags above: the one place
 // each default is written.
 func (c Config) withDefaults() Config {
-	v := reflect.ValueOf(&c).Elem()
+	var d Config
+	if err := config.Defaults(&d); err != nil {
+		panic(fmt.Sprintf("populate-worker Config: %v", err))
+	}
+	v, defaults := reflect.ValueOf(&c).Elem(), reflect.ValueOf(d)
 	for i := range v.NumField() {
-		f, def := v.Field(i), v.Type().Field(i).Tag.Get("default")
-		if def == "" || !f.IsZero() {
-			continue
-		}
-		switch f.Interface().(type) {
-		case time.Duration:
-			d, err := time.ParseDuration(def)
-			if err != nil {
-				panic(fmt.Sprintf("Config.%s: default %q: %v", v.Type().Field(i).Name, def, err))
-			}
-			f.SetInt(int64(d))
-		case int:
-			if v.Type().Field(i).Name == "FeedAhead" {
-				n, err := strconv.Atoi(def)
-				if err != nil {
-					panic(fmt.Sprintf("Config.FeedAhead: default %q: %v", def, err))
-				}
-				f.SetInt(int64(n))
-			}
+		f := v.Field(i)
+		_, isDuration := f.Interface().(time.Duration)
+		if f.IsZero() && (isDuration || v.Type().Field(i).Name == "FeedAhead") {
+			f.Set(defaults.Field(i))
 		}
 	}
 	return c
