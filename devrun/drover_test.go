@@ -93,7 +93,6 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 	b := &droverBundle{bin: filepath.Join(opts.bin, "drover"), config: config, fleet: f, opts: opts}
 
 	t.Run("Help", func(t *testing.T) {
-		t.Parallel()
 		help := b.ok(t, "--help")
 		for _, cmd := range []string{"status", "batches", "builds", "tables", "populate", "runs", "errors",
 			"schedule", "reschedule", "ignore", "miners", "sync", "weights", "submissions", "completion", "Exit codes:"} {
@@ -104,7 +103,6 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 		require.Equal(t, exitUsageCode, b.drover(t, "batches", "show").code, "a missing argument")
 	})
 	t.Run("Status", func(t *testing.T) {
-		t.Parallel()
 		out := b.ok(t, "status")
 		for _, s := range services() {
 			require.Regexp(t, s.name+` +ready`, out)
@@ -131,16 +129,14 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 		require.Regexp(t, `scorer +DOWN`, res.stdout)
 	})
 	t.Run("Auth", func(t *testing.T) {
-		t.Parallel()
 		res := b.drover(t, "batches", "list", "--token", "wrong")
 		require.Equal(t, 6, res.code)
 		require.Contains(t, res.stderr, "401")
 	})
-	t.Run("Batches", func(t *testing.T) { t.Parallel(); testDroverBatches(t, b) })
-	t.Run("Builds", func(t *testing.T) { t.Parallel(); testDroverBuilds(t, b) })
-	t.Run("Populate", func(t *testing.T) { t.Parallel(); testDroverPopulate(t, b) })
+	t.Run("Batches", func(t *testing.T) { testDroverBatches(t, b) })
+	t.Run("Builds", func(t *testing.T) { testDroverBuilds(t, b) })
+	t.Run("Populate", func(t *testing.T) { testDroverPopulate(t, b) })
 	t.Run("MinersAndWeights", func(t *testing.T) {
-		t.Parallel()
 		var miners page
 		b.json(t, &miners, "miners")
 		require.NotEmpty(t, miners.Items)
