@@ -84,6 +84,7 @@ type page struct {
 // TestDroverAgainstTheFleet starts make run's fleet on a fresh database and runs its demos, then
 // drives every drover command group against it, as an operator would: what each prints, in
 // tables and as JSON, and the exit code that says what happened.
+//
 //nolint:tparallel,paralleltest // the subtests share the fleet, whose ports this test holds: they run in turn
 func TestDroverAgainstTheFleet(t *testing.T) {
 	t.Parallel()
