@@ -32,7 +32,7 @@ var riverUIExpectations = []struct {
 		{"a job with its args", "build_run", "completed"},
 		{"failed build shown as failed", "build_run", "discarded"},
 	}},
-	{"populate-worker", []string{"populate", "populate_feed", "populate_maintenance", "populate_run", "probe"}, []jobExpectation{
+	{"populate-worker", []string{"populate", "populate_feed", "populate_maintenance", "probe"}, []jobExpectation{
 		{"a job with its args", "populate_make", "completed"},
 		{"errored make shown as failed", "populate_make", "discarded"},
 		{"the feeder that enqueued the makes", "populate_feed", "completed"},

@@ -57,6 +57,8 @@ type insertOpts struct {
 	MaxAttempts   int      `json:"max_attempts"`
 	UniqueByArgs  bool     `json:"unique_by_args,omitempty"`
 	UniqueByState []string `json:"unique_by_state,omitempty"`
+	// Priority is River's priority, 1 (first) to 4; absent for the default.
+	Priority int `json:"priority,omitempty"`
 	// UniqueByPeriod is the window of UniqueOpts.ByPeriod, as time.Duration prints it.
 	UniqueByPeriod string `json:"unique_by_period,omitempty"`
 }
@@ -69,7 +71,7 @@ func TestContractsInsertOptsMatchGoldenJSON(t *testing.T) {
 			t.Parallel()
 
 			opts := args.InsertOpts()
-			view := insertOpts{Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, UniqueByArgs: opts.UniqueOpts.ByArgs}
+			view := insertOpts{Queue: opts.Queue, MaxAttempts: opts.MaxAttempts, UniqueByArgs: opts.UniqueOpts.ByArgs, Priority: opts.Priority}
 			if p := opts.UniqueOpts.ByPeriod; p != 0 {
 				view.UniqueByPeriod = p.String()
 			}

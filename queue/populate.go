@@ -11,9 +11,6 @@ import (
 const (
 	QueuePopulate            = "populate"
 	QueuePopulateMaintenance = "populate_maintenance"
-	// QueuePopulateRun carries the makes of populate runs (POST /v1/tables/{name}/populate), so
-	// that a run's processes are its own workers and not a share of the background makes.
-	QueuePopulateRun = "populate_run"
 	// QueuePopulateFeed carries the populate-worker's own feed jobs, which enqueue the makes of
 	// scheduled keys a chunk at a time; a queue of their own, so that a long schedule or cleanup
 	// never holds back the feeding of makes.
@@ -21,48 +18,45 @@ const (
 )
 
 // PopulateMakeArgs asks the populate-worker to run make() for one scheduled key of a computed
-// table. The jobs table row (Table, KeyHash) is the source of truth: a job whose key is no longer
+// table, for the background (the feeder, a reschedule, a reclaim) or, with RunID, for a populate
+// run. The jobs table row (Table, KeyHash) is the source of truth: a job whose key is no longer
 // scheduled makes nothing and ends cancelled saying why, so a duplicate delivery is harmless; a
-// job retried in River UI after its make failed makes the key again.
+// job retried in River UI after its make failed makes the key again. A run's make enqueues the
+// run's next key in its finishing transaction, so that at most the run's processes makes are
+// queued or running at a time, in the run's order; a run that was cancelled or stopped has the
+// job complete without making its key.
 type PopulateMakeArgs struct {
 	// Table is the computed table's registered name.
 	Table string `json:"table"`
 
 	// KeyHash identifies the key within Table, as in the jobs table.
 	KeyHash string `json:"key_hash"`
+
+	// RunID is the populate run (populate_runs.id) that asked for the make; absent for the
+	// background's makes.
+	RunID int64 `json:"run_id,omitempty"`
 }
 
 // Kind is the job kind of PopulateMakeArgs.
 func (PopulateMakeArgs) Kind() string { return "populate_make" }
 
-// InsertOpts pins PopulateMakeArgs to QueuePopulate. Failures of make itself are recorded in the
-// jobs table rather than retried; attempts only cover infrastructure errors.
-func (PopulateMakeArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueuePopulate, MaxAttempts: 5}
-}
+// Priorities of make jobs. River fetches a queue's jobs by priority, then by scheduled time: a
+// run's makes (a user waits for them) go before the thousands of background makes the feeder
+// keeps waiting.
+const (
+	PriorityRunMake        = 1
+	PriorityBackgroundMake = 2
+)
 
-// PopulateRunMakeArgs asks the populate-worker to make one key of a populate run: the same make as
-// PopulateMakeArgs, after which the run's next key is enqueued in the finishing transaction, so
-// that at most the run's processes makes are queued or running at a time, in the run's order.
-// A run that was cancelled or stopped completes the job without making its key.
-type PopulateRunMakeArgs struct {
-	// Table is the computed table's registered name.
-	Table string `json:"table"`
-
-	// KeyHash identifies the key within Table, as in the jobs table.
-	KeyHash string `json:"key_hash"`
-
-	// RunID is the populate run (populate_runs.id) the key belongs to.
-	RunID int64 `json:"run_id"`
-}
-
-// Kind is the job kind of PopulateRunMakeArgs.
-func (PopulateRunMakeArgs) Kind() string { return "populate_run_make" }
-
-// InsertOpts pins PopulateRunMakeArgs to QueuePopulateRun; as for PopulateMakeArgs, attempts
-// only cover infrastructure errors.
-func (PopulateRunMakeArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueuePopulateRun, MaxAttempts: 5}
+// InsertOpts pins PopulateMakeArgs to QueuePopulate, a run's makes at a better priority than the
+// background's. Failures of make itself are recorded in the jobs table rather than retried;
+// attempts only cover infrastructure errors.
+func (a PopulateMakeArgs) InsertOpts() river.InsertOpts {
+	priority := PriorityBackgroundMake
+	if a.RunID != 0 {
+		priority = PriorityRunMake
+	}
+	return river.InsertOpts{Queue: QueuePopulate, MaxAttempts: 5, Priority: priority}
 }
 
 // PopulateScheduleArgs asks the populate-worker to schedule the missing keys of a computed table

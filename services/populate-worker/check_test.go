@@ -9,44 +9,43 @@ import (
 	"drover.dev/shared/config"
 )
 
-// The pool must hold a connection per make (MAKE_WORKERS + RUN_WORKERS), the two listeners' and a
-// make's second connection: check-config refuses less, and the defaults fit the budget's share.
+// The pool must hold a connection per make (MAKE_WORKERS), the two listeners' and a make's
+// second connection: check-config refuses less, and the defaults fit the budget's share.
 func TestCheckPoolFitsTheMakes(t *testing.T) {
 	t.Parallel()
-	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 4, RunWorkers: 7}
+	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}
 	require.Empty(t, ok.Check(), "the defaults in the budget's share (%d)", config.DBBudget["POPULATE_WORKER"])
 	for _, tc := range []struct {
-		name                 string
-		pool                 int32
-		makeWorkers, runWork int
-		want                 string
+		name        string
+		pool        int32
+		makeWorkers int
+		want        string
 	}{
-		{"RunWorkersCount", 14, 4, 8, "POPULATE_WORKER_DB_MAX_CONNS 14 is too small for POPULATE_WORKER_MAKE_WORKERS 4 and POPULATE_WORKER_RUN_WORKERS 8: at least MAKE_WORKERS + RUN_WORKERS + 3 = 15"},
-		{"OnlyRunWorkers", 6, 0, 4, "at least MAKE_WORKERS + RUN_WORKERS + 3 = 7"},
-		{"OnlyMakeWorkers", 5, 3, 0, "at least MAKE_WORKERS + RUN_WORKERS + 3 = 6"},
-		{"NegativeRunWorkers", 14, 4, -1, "POPULATE_WORKER_RUN_WORKERS: -1, want 0 or more"},
+		{"MakeWorkersCount", 14, 12, "POPULATE_WORKER_DB_MAX_CONNS 14 is too small for POPULATE_WORKER_MAKE_WORKERS 12: at least MAKE_WORKERS + 3 = 15"},
+		{"FewMakeWorkers", 5, 3, "at least MAKE_WORKERS + 3 = 6"},
+		{"NegativeMakeWorkers", 14, -1, "POPULATE_WORKER_MAKE_WORKERS: -1, want 0 or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			cfg := ok
-			cfg.DBMaxConns, cfg.MakeWorkers, cfg.RunWorkers = tc.pool, tc.makeWorkers, tc.runWork
+			cfg.DBMaxConns, cfg.MakeWorkers = tc.pool, tc.makeWorkers
 			require.ErrorContains(t, errors.Join(cfg.Check()...), tc.want)
 		})
 	}
 	for _, fits := range []struct {
-		pool                 int32
-		makeWorkers, runWork int
-	}{{15, 4, 8}, {7, 0, 4}, {3, 0, 0}} {
+		pool        int32
+		makeWorkers int
+	}{{15, 12}, {7, 4}, {3, 0}} {
 		cfg := ok
-		cfg.DBMaxConns, cfg.MakeWorkers, cfg.RunWorkers = fits.pool, fits.makeWorkers, fits.runWork
-		require.Empty(t, cfg.Check(), "pool %d, %d + %d workers", fits.pool, fits.makeWorkers, fits.runWork)
+		cfg.DBMaxConns, cfg.MakeWorkers = fits.pool, fits.makeWorkers
+		require.Empty(t, cfg.Check(), "pool %d, %d workers", fits.pool, fits.makeWorkers)
 	}
 }
 
 // FEED_AHEAD below zero would leave the feeder enqueueing nothing, for good: check-config says so.
 func TestCheckFeedAhead(t *testing.T) {
 	t.Parallel()
-	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 4, RunWorkers: 7, FeedAhead: -1}
+	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11, FeedAhead: -1}
 	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_FEED_AHEAD: -1, want 1 or more (0: the default)")
 	cfg.FeedAhead = 0
 	require.Empty(t, cfg.Check())

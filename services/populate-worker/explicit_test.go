@@ -42,7 +42,7 @@ func TestRestrictedScheduleAfterTruncateIsExact(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "tables.json")
 	require.NoError(t, os.WriteFile(file, []byte("["+defs+"]"), 0o600))
-	cfg := Config{Common: servicetest.Config(dbURL), TablesFile: file, MakeWorkers: 0, RunWorkers: 0,
+	cfg := Config{Common: servicetest.Config(dbURL), TablesFile: file, MakeWorkers: 0,
 		MinSchedulingInterval: time.Millisecond, ListenFlushEvery: 5 * time.Millisecond, ScheduleEvery: time.Hour}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)

@@ -188,7 +188,6 @@ func TestEveryKindIsRescuedWithinItsTimeout(t *testing.T) {
 		cfg = cfg.withDefaults()
 		timeouts := map[string]time.Duration{
 			queue.PopulateMakeArgs{}.Kind():     (&work.MakeWorker{MakeTimeout: cfg.MakeTimeout}).Timeout(nil),
-			queue.PopulateRunMakeArgs{}.Kind():  (&work.RunMakeWorker{MakeTimeout: cfg.MakeTimeout}).Timeout(nil),
 			queue.PopulateScheduleArgs{}.Kind(): (&work.ScheduleWorker{MaintenanceTimeout: cfg.MaintenanceTimeout}).Timeout(nil),
 			queue.PopulateCleanupArgs{}.Kind():  (&work.CleanupWorker{MaintenanceTimeout: cfg.MaintenanceTimeout}).Timeout(nil),
 			"populate_feed":                     (&work.FeedWorker{FeedTimeout: cfg.FeedTimeout}).Timeout(nil),

@@ -174,7 +174,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	// Schedule the keys on a replica that makes nothing; its feeder enqueues their River jobs.
 	first := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
-		cfg.RunWorkers = 0
+		cfg.MakeWorkers, cfg.FeedOff = 0, false
 		return run(ctx, cfg, ln, stdout)
 	})
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, first+"/v1/tables/held/schedule",
@@ -213,7 +213,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	start := time.Now()
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
-		cfg.MakeWorkers, cfg.OrphanTimeout, cfg.ReclaimEvery = 2, orphan, reclaim
+		cfg.MakeWorkers, cfg.FeedOff, cfg.OrphanTimeout, cfg.ReclaimEvery = 2, false, orphan, reclaim
 		return run(ctx, cfg, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
@@ -272,7 +272,7 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	start := time.Now()
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
-		cfg.MakeWorkers, cfg.ReclaimEvery = 1, reclaim
+		cfg.MakeWorkers, cfg.FeedOff, cfg.ReclaimEvery = 1, false, reclaim
 		return run(ctx, cfg, ln, stdout)
 	})
 	require.Eventually(t, func() bool {

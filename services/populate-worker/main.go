@@ -30,8 +30,8 @@ type Config struct {
 	FeedAhead             int           `envconfig:"FEED_AHEAD" default:"5000" desc:"populate_make jobs of a table the feeder keeps waiting in River; it enqueues the rest of the scheduled keys' makes as these drain"`
 	FeedEvery             time.Duration `envconfig:"FEED_EVERY" default:"500ms" desc:"how soon a feeder that reached FEED_AHEAD looks again"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
-	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"4" desc:"concurrent background makes of scheduled keys (queue populate; 0: this replica makes only keys of populate runs)"`
-	RunWorkers            int           `envconfig:"RUN_WORKERS" default:"7" desc:"concurrent makes of populate runs on this replica (queue populate_run; a run's processes are spread over every replica's); MAKE_WORKERS + RUN_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
+	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"11" desc:"concurrent makes on this replica (queue populate): a populate run's makes go before the background makes of scheduled keys (River priority); MAKE_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
+	FeedOff               bool          `envconfig:"FEED_OFF" default:"false" desc:"this replica does not work the feeder's queue (populate_feed), so the background makes of scheduled keys are not enqueued here; with it on every replica only populate runs, reschedules and reclaims enqueue makes"`
 	RunWatchEvery         time.Duration `envconfig:"RUN_WATCH_EVERY" default:"250ms" desc:"how often running makes of populate runs look whether their run was cancelled"`
 	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run; River rescues a make job of a dead replica within MAKE_TIMEOUT + 45 s"`
 	MaintenanceTimeout    time.Duration `envconfig:"MAINTENANCE_TIMEOUT" default:"10m" desc:"longest a populate_schedule or populate_cleanup job may run (schedule_jobs or cleanup_jobs of every table it names); River rescues one of a dead replica within MAINTENANCE_TIMEOUT + 30 s"`
@@ -61,12 +61,12 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	queues := map[string]int{queue.QueuePopulateMaintenance: 1, queue.QueuePopulateFeed: 1}
+	queues := map[string]int{queue.QueuePopulateMaintenance: 1}
+	if !cfg.FeedOff {
+		queues[queue.QueuePopulateFeed] = 1
+	}
 	if cfg.MakeWorkers > 0 {
 		queues[queue.QueuePopulate] = cfg.MakeWorkers
-	}
-	if cfg.RunWorkers > 0 {
-		queues[queue.QueuePopulateRun] = cfg.RunWorkers
 	}
 	doc, err := api.OpenAPI(cfg.Examples, cfg.ExamplesSeed)
 	if err != nil {
@@ -99,8 +99,8 @@ func (c Config) rescueAfter() time.Duration {
 	return min(c.MakeTimeout, c.MaintenanceTimeout, c.FeedTimeout, time.Minute)
 }
 
-// poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS and
-// RUN_WORKERS of them at once) holds its reserving connection while it runs and takes a second for
+// poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS of
+// them at once) holds its reserving connection while it runs and takes a second for
 // its finishing transaction, and River's and the change listener hold one each. With less, every
 // make could hold its first and wait for its second for good; with it, one always gets its
 // second, finishes and gives both back.
@@ -128,13 +128,10 @@ func (c Config) Check() []error {
 			errs = append(errs, fmt.Errorf("POPULATE_WORKER_%s: %s, want more than zero", d.name, d.v))
 		}
 	}
-	if c.RunWorkers < 0 {
-		errs = append(errs, fmt.Errorf("POPULATE_WORKER_RUN_WORKERS: %d, want 0 or more", c.RunWorkers))
-	}
-	if pool, need := c.PoolSize(queue.PopulateWorker.EnvPrefix()), c.MakeWorkers+c.RunWorkers+poolHeadroom; pool > 0 && int(pool) < need {
-		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d and POPULATE_WORKER_RUN_WORKERS %d: "+
-			"at least MAKE_WORKERS + RUN_WORKERS + %d = %d (a connection held by every make, two listeners and a make's second connection)",
-			pool, c.MakeWorkers, c.RunWorkers, poolHeadroom, need))
+	if pool, need := c.PoolSize(queue.PopulateWorker.EnvPrefix()), c.MakeWorkers+poolHeadroom; pool > 0 && int(pool) < need {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d: "+
+			"at least MAKE_WORKERS + %d = %d (a connection held by every make, two listeners and a make's second connection)",
+			pool, c.MakeWorkers, poolHeadroom, need))
 	}
 	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
 		errs = append(errs, err)

@@ -32,8 +32,8 @@ func setup(t *testing.T, cfg Config) *testBundle {
 	t.Helper()
 	b := &testBundle{dbURL: testdb.New(t)}
 	cfg.Common = servicetest.Config(b.dbURL)
-	if cfg.RunWorkers == 0 {
-		cfg.RunWorkers = 2
+	if cfg.MakeWorkers == 0 { // a replica making only the keys of populate runs
+		cfg.MakeWorkers, cfg.FeedOff = 2, true
 	}
 	b.base = servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return run(ctx, cfg, ln, stdout)
@@ -68,9 +68,9 @@ type populateResult struct {
 
 func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{})
+	b := setup(t, Config{MakeWorkers: 1})
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
-	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulateRun, queue.QueuePopulateFeed)
+	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulate, queue.QueuePopulateFeed)
 	var probe struct{ ID int64 }
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/probes", map[string]string{"target": "populate-worker"}, &probe))
 	require.Positive(t, probe.ID)
@@ -109,7 +109,7 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 		require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/"+table+"/populate?wait=30",
 			map[string]any{"suppress_errors": true, "processes": 2}, &res))
 		require.Equal(t, "done", res.State)
-		// MakeWorkers is 0, so the run's River jobs make every key, while the upstream listener's
+		// The feeder is off, so the run's River jobs make every key, while the upstream listener's
 		// schedule_jobs run concurrently: a key they schedule again is settled, not counted.
 		var p progress
 		b.call(t, http.MethodGet, "/v1/tables/"+table+"/progress", nil, &p)

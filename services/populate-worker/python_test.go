@@ -97,7 +97,7 @@ func TestPythonClient(t *testing.T) {
 	worker.Env = append(os.Environ(), "POPULATE_PYTHON_HELPER=1")
 	for k, v := range map[string]string{
 		"DATABASE_URL": dbURL, "API_TOKENS": servicetest.Token, "TABLES_FILE": tablesFile,
-		"EXAMPLES_SEED": "true", "MAKE_WORKERS": "0", "RUN_WORKERS": "2", "MIN_SCHEDULING_INTERVAL": "1ms",
+		"EXAMPLES_SEED": "true", "MAKE_WORKERS": "2", "FEED_OFF": "true", "MIN_SCHEDULING_INTERVAL": "1ms",
 		"LISTEN_FLUSH_EVERY": "1h", "SCHEDULE_EVERY": "1h", "DB_MAX_CONNS": "6", "LOG_LEVEL": "warn", "FUNCTION_SECRET": secret,
 	} {
 		worker.Env = append(worker.Env, queue.PopulateWorker.EnvPrefix()+"_"+k+"="+v)

@@ -104,7 +104,7 @@ func waitState(t *testing.T, pool *pgxpool.Pool, id int64, state string) riverJo
 func TestRiverUIRetryOfAFailedMakeMakesItsKey(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	cfg := Config{Common: servicetest.Config(dbURL), Examples: true, ExamplesSeed: true, MakeWorkers: 1, RunWorkers: 1,
+	cfg := Config{Common: servicetest.Config(dbURL), Examples: true, ExamplesSeed: true, MakeWorkers: 2,
 		MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true}
 	base, logs := startLogged(t, cfg)
 	pool := testdb.NewPoolFor(t, dbURL)
@@ -185,7 +185,7 @@ func TestRiverUICancelOfARunningMakeRecordsTheInterrupt(t *testing.T) {
 		return 0
 	})
 	cfg := b.config()
-	cfg.MakeWorkers, cfg.RunWorkers = 1, 0
+	cfg.MakeWorkers, cfg.FeedOff = 1, false
 	_, logs := startLogged(t, cfg)
 	ctx := context.Background()
 	b.waitEntered(t, 1)
@@ -224,7 +224,7 @@ func TestRiverUICancelOrDeleteOfAWaitingMakeGivesTheKeyBack(t *testing.T) {
 	t.Parallel()
 	b := setupHeld(t, 1, func(int) time.Duration { return 0 })
 	cfg := b.config()
-	cfg.MakeWorkers, cfg.RunWorkers = 0, 0 // nothing makes the key: its make job waits
+	cfg.MakeWorkers, cfg.FeedOff = 0, false // nothing makes the key: its make job waits
 	cfg.OrphanTimeout, cfg.ReclaimEvery = 300*time.Millisecond, 50*time.Millisecond
 	startLogged(t, cfg)
 	ctx := context.Background()

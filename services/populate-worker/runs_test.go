@@ -79,7 +79,7 @@ func (b *heldBundle) count(t *testing.T, sql string) int {
 
 // config is a replica making only keys of populate runs, two at a time.
 func (b *heldBundle) config() Config {
-	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 0, RunWorkers: 2,
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 2, FeedOff: true,
 		MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}
 }
 
@@ -119,13 +119,13 @@ func (b *heldBundle) jobIDs(t *testing.T, kind, state string) []int64 {
 }
 
 // startRunAndStop starts a populate run of held with processes on a replica that makes nothing
-// (RUN_WORKERS 0), which then stops: the run's first makes are left queued in River.
+// (MAKE_WORKERS 0), which then stops: the run's first makes are left queued in River.
 func (b *heldBundle) startRunAndStop(t *testing.T, processes int) populateResult {
 	t.Helper()
 	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	cfg := b.config()
-	cfg.RunWorkers = 0
+	cfg.MakeWorkers = 0
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
@@ -259,7 +259,7 @@ func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
 	require.Equal(t, keys, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
 }
 
-// A run whose populate_run_make jobs ended without settling their keys ends: River discarded them
+// A run whose populate_make jobs ended without settling their keys ends: River discarded them
 // (their attempts spent on infrastructure errors, outside the transaction that settles a key), or
 // they were cancelled or deleted in River UI while they waited. The reclaim sweep counts such a key
 // as an error naming the job, and the run, without suppress_errors, fails (its other keys dropped).
@@ -277,25 +277,25 @@ func TestRunEndsWhenItsMakeJobsEndWithoutMakingTheirKeys(t *testing.T) {
 				}
 				return nil
 			}))
-		}, `^populate_run_make job \d+ discarded without making the key$`},
+		}, `^populate_make job \d+ discarded without making the key$`},
 		{"CancelledInRiverUI", func(t *testing.T, _ *heldBundle, client *queue.Client, ids []int64) {
 			for _, id := range ids {
 				_, err := client.JobCancel(context.Background(), id)
 				require.NoError(t, err)
 			}
-		}, `^populate_run_make job \d+ cancelled without making the key$`},
+		}, `^populate_make job \d+ cancelled without making the key$`},
 		{"DeletedInRiverUI", func(t *testing.T, _ *heldBundle, client *queue.Client, ids []int64) {
 			for _, id := range ids {
 				_, err := client.JobDelete(context.Background(), id)
 				require.NoError(t, err)
 			}
-		}, `^populate_run_make job: none left for the key; it was not made$`},
+		}, `^populate_make job: none left for the key; it was not made$`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			b := setupHeld(t, 4, func(int) time.Duration { return 0 })
 			cfg := b.config()
-			cfg.RunWorkers = 0 // nothing makes the keys: their jobs stay waiting until ended below
+			cfg.MakeWorkers = 0 // nothing makes the keys: their jobs stay waiting until ended below
 			cfg.ReclaimEvery = 50 * time.Millisecond
 			base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 				return run(ctx, cfg, ln, stdout)
@@ -303,7 +303,7 @@ func TestRunEndsWhenItsMakeJobsEndWithoutMakingTheirKeys(t *testing.T) {
 			var got populateResult
 			require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
 				map[string]any{"processes": 2}, &got))
-			tc.end(t, b, b.riverClient(t), b.jobIDs(t, queue.PopulateRunMakeArgs{}.Kind(), "available"))
+			tc.end(t, b, b.riverClient(t), b.jobIDs(t, queue.PopulateMakeArgs{}.Kind(), "available"))
 			require.Eventually(t, func() bool {
 				servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
 				return got.State != "running"
@@ -331,7 +331,7 @@ func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `CREATE TRIGGER refuse_reserve BEFORE UPDATE ON populate_worker.jobs FOR EACH ROW
 		WHEN (NEW.status = 'reserved') EXECUTE FUNCTION populate_worker.refuse_reserve()`)
 	require.NoError(t, err)
-	require.Equal(t, 1, queuetest.SetJobs(ctx, t, b.pool, "populate_worker", queue.PopulateRunMakeArgs{}.Kind(),
+	require.Equal(t, 1, queuetest.SetJobs(ctx, t, b.pool, "populate_worker", queue.PopulateMakeArgs{}.Kind(),
 		queuetest.Patch{MaxAttempts: queuetest.Ptr(1)}))
 
 	other := b.config()
@@ -346,11 +346,11 @@ func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
 	require.Equal(t, "failed", got.State)
 	require.Equal(t, 1, got.Errors)
 	require.Len(t, got.ErrorList, 1)
-	const want = `^populate_run_make job \d+ discarded without making the key: make held/\w+: attempt 1 of 1: .*injected: reservation refused`
+	const want = `^populate_make job \d+ discarded without making the key: make held/\w+: attempt 1 of 1: .*injected: reservation refused`
 	require.Regexp(t, want, got.ErrorList[0].ErrorMessage)
-	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_run_make'
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make'
 		AND state = 'discarded' AND errors[array_upper(errors, 1)] ->> 'error' LIKE '%injected: reservation refused%'`))
-	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_run_make'
+	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make'
 		AND state NOT IN ('completed', 'discarded', 'cancelled')`))
 }
 
@@ -373,7 +373,7 @@ func TestBackgroundMakesLastAttemptGivesItsKeyBackToTheFeeder(t *testing.T) {
 	// A replica that makes nothing schedules the keys and feeds their makes, then stops; every
 	// make job gets one attempt, so the first refusal is its last.
 	cfg := b.config()
-	cfg.MakeWorkers, cfg.RunWorkers = 0, 0
+	cfg.MakeWorkers, cfg.FeedOff = 0, false
 	b.startAndStop(t, cfg, func(base string) {
 		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/schedule", map[string]any{}, nil))
 		require.Eventually(t, func() bool {

@@ -89,7 +89,7 @@ func (b *bench) makeAll(ctx context.Context, w int) (int, error) {
 	for range w {
 		g.Go(func() error {
 			for h := range next {
-				end, err := b.engine.MakeKey(gctx, "bench", h, populate.MakeOpts{}, nil)
+				end, err := b.engine.MakeKey(gctx, populate.Background, "bench", h, populate.MakeOpts{}, nil)
 				if err != nil {
 					return err
 				}

@@ -25,14 +25,13 @@ type Examples struct {
 
 // Routes lists every route of the service: the populate API under /v1 and the examples ex
 // enables. writeTimeout is the server's, which a waiting populate call must answer within. A
-// populate run or a schedule is refused (429) while its queue holds MAX_QUEUED waiting jobs;
-// both queues are fed a few makes at a time (FEED_AHEAD, a run's processes), so this is a
-// backstop rather than the everyday bound.
+// populate run or a schedule is refused (429) while the makes' queue holds MAX_QUEUED waiting
+// jobs; it is fed a few makes at a time (FEED_AHEAD, a run's processes), so this is a backstop
+// rather than the everyday bound.
 func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration, queued *backlog.Gauge) {
-	runs := queued.Guard(backlog.Key{Service: queue.PopulateWorker, Queue: queue.QueuePopulateRun})
 	makes := queued.Guard(backlog.Key{Service: queue.PopulateWorker, Queue: queue.QueuePopulate})
 	s.API.GET("/tables", handleTableList(e))
-	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout), runs)
+	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout), makes)
 	s.API.GET("/populate-runs", handleRunList(e))
 	s.API.GET("/populate-runs/:id", handleRunGet(e))
 	s.API.POST("/populate-runs/:id/cancel", handleRunCancel(e))

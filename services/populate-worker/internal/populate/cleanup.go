@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
 )
@@ -66,7 +65,7 @@ func cleanupSQL(t *Table) string {
 // a copy, so that whatever stage a worker died in, its key is made again within ORPHAN_TIMEOUT
 // plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT
 // (and up to 30 s) and then finds its key taken. It also ends, as errors, the keys of running
-// populate runs whose populate_run_make job ended without settling them (endOrphanedRunKeys), so
+// populate runs whose make job ended without settling them (endOrphanedRunKeys), so
 // that such a run ends; at most once per orphan timeout, gives back to the feeder the scheduled
 // keys whose make job is gone (giveBackLost); and inserts a feed job for every table whose
 // scheduled keys wait for one with none waiting (ensureFeeders). It returns how many keys it put
@@ -83,7 +82,7 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 			byTable[r.TableName] = append(byTable[r.TableName], r.KeyHash)
 		}
 		for table, hashes := range byTable {
-			if err := e.enqueueMakes(ctx, tx, table, hashes); err != nil {
+			if err := e.enqueueMakes(ctx, tx, table, Background, hashes); err != nil {
 				return err
 			}
 		}
@@ -143,45 +142,42 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find stalled make jobs: %w", err)
 	}
-	params := make([]riverInsert, 0, len(rows))
 	for _, r := range rows {
-		var args river.JobArgs
-		switch r.Kind {
-		case queue.PopulateRunMakeArgs{}.Kind():
-			var a queue.PopulateRunMakeArgs
-			err = json.Unmarshal(r.Args, &a)
-			args = a
-		default:
-			var a queue.PopulateMakeArgs
-			err = json.Unmarshal(r.Args, &a)
-			args = a
-		}
-		if err != nil {
+		var a queue.PopulateMakeArgs
+		if err := json.Unmarshal(r.Args, &a); err != nil {
 			return 0, fmt.Errorf("stalled %s job: %w", r.Kind, err)
 		}
-		params = append(params, riverInsert{Args: args})
+		if err := e.enqueueMakes(ctx, tx, a.Table, AskerOf(a), []string{a.KeyHash}); err != nil {
+			return 0, err
+		}
 	}
-	if len(params) == 0 {
-		return 0, nil
-	}
-	if _, err := e.river.InsertManyFastTx(ctx, tx, params); err != nil {
-		return 0, fmt.Errorf("enqueue stalled makes again: %w", err)
-	}
-	return len(params), nil
+	return len(rows), nil
 }
 
-// endOrphanedRunKeys counts as an error every queued key of a running populate run that no
-// populate_run_make job is left to settle (RunKeysOrphaned): River discarded its job once its
-// attempts were spent on infrastructure errors, or the job was cancelled or deleted in River UI
-// while it waited, each outside the transaction that settles a key. The error names the job and
-// its last error; it stops the run as a make's error does (unless suppress_errors), and a run
-// with nothing left queued ends. It returns how many keys it ended.
+// endOrphanedRunKeys ends every queued key of a running populate run that no make job is left to
+// settle (RunKeysOrphaned), by what became of the key. Still scheduled and marked enqueued, its
+// job is gone: River discarded it once its attempts were spent on infrastructure errors, or it was
+// cancelled or deleted in River UI while it waited, each outside the transaction that settles a
+// key; the key counts as an error naming the job and its last error, which stops the run as a
+// make's error does (unless suppress_errors), and a run with nothing left queued ends. Given back
+// to the feeder, or made, failed or gone while the run decided to wait for its make (a make whose
+// end did not see the run's entry), it is handed to River again for the run, which counts it. It
+// returns how many keys it ended or handed again.
 func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
 	rows, err := queries.RunKeysOrphaned(ctx, tx)
 	if err != nil {
 		return 0, fmt.Errorf("find populate run keys without a make job: %w", err)
 	}
 	for _, r := range rows {
+		if Status(r.Status) == StatusReserved {
+			continue // its make runs; its end settles the key
+		}
+		if Status(r.Status) != StatusScheduled || !r.Enqueued {
+			if err := e.enqueueRunMakes(ctx, tx, r.RunID, r.TableName, []string{r.KeyHash}); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		msg := orphanMessage(r.JobID, r.JobState, r.JobError)
 		if _, err := e.settleRun(ctx, tx, r.RunID, r.TableName, r.KeyHash, keyError, &msg, stopError); err != nil {
 			return 0, err
@@ -196,9 +192,9 @@ func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error)
 // in state without settling it, after jobErr.
 func orphanMessage(job int64, state, jobErr string) string {
 	if job == 0 {
-		return "populate_run_make job: none left for the key; it was not made"
+		return "populate_make job: none left for the key; it was not made"
 	}
-	msg := fmt.Sprintf("populate_run_make job %d %s without making the key", job, state)
+	msg := fmt.Sprintf("populate_make job %d %s without making the key", job, state)
 	if jobErr != "" {
 		msg += ": " + jobErr
 	}

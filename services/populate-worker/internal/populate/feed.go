@@ -127,7 +127,7 @@ func (e *Engine) feedChunk(ctx context.Context, tx pgx.Tx, table string, n int) 
 	if err != nil {
 		return 0, fmt.Errorf("mark keys enqueued: %w", err)
 	}
-	if err := e.enqueueMakes(ctx, tx, table, hashes); err != nil {
+	if err := e.enqueueMakes(ctx, tx, table, Background, hashes); err != nil {
 		return 0, err
 	}
 	return len(hashes), nil
@@ -178,22 +178,17 @@ func (e *Engine) ensureFeeders(ctx context.Context, tx pgx.Tx) (int, error) {
 	return n, nil
 }
 
-// Unfeed ends a background make's River job (end, on the transaction) that did not make its key,
-// and gives the key, when it is still scheduled, back to the feeder in the same transaction,
-// with a feed job waiting for it. Without it, a make job River discards after its attempts (each
-// failing before the key's reservation) would leave the key scheduled, marked enqueued, with no
-// job to make it and no feeder to give it one.
-func (e *Engine) Unfeed(ctx context.Context, table, hash string, end func(context.Context, pgx.Tx) error) error {
-	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		n, err := queries.JobUnenqueue(ctx, tx, dbsqlc.JobUnenqueueParams{TableName: table, KeyHash: hash})
-		if err != nil {
-			return fmt.Errorf("give %s/%s back to the feeder: %w", table, hash, err)
-		}
-		if n > 0 {
-			if _, err = e.ensureFeed(ctx, tx, table); err != nil {
-				return err
-			}
-		}
-		return end(ctx, tx)
-	})
+// unfeed gives the key of hash, when it is still scheduled and marked enqueued, back to the
+// feeder on tx, with a feed job waiting for it: its make job ends without making it (GiveUp, a
+// stopped run's make), and without this the key would have no job to make it and no feeder to
+// give it one until the reclaim sweep.
+func (e *Engine) unfeed(ctx context.Context, tx pgx.Tx, table, hash string) error {
+	n, err := queries.JobUnenqueue(ctx, tx, dbsqlc.JobUnenqueueParams{TableName: table, KeyHash: hash})
+	if err != nil {
+		return fmt.Errorf("give %s/%s back to the feeder: %w", table, hash, err)
+	}
+	if n > 0 {
+		_, err = e.ensureFeed(ctx, tx, table)
+	}
+	return err
 }

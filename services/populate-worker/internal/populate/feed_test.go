@@ -1,6 +1,7 @@
 package populate
 
 import (
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func (b *testBundle) drainMakes(t *testing.T, n int) int {
 		if !ok {
 			return i
 		}
-		_, err := b.engine.MakeKey(b.ctx, args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
+		_, err := b.engine.MakeKey(b.ctx, Background, args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
 		require.NoError(t, err)
 	}
 	return n
@@ -156,23 +157,56 @@ func TestFeed(t *testing.T) {
 		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed' AND state = 'available'`))
 	})
-	t.Run("ARunsMakeAndAFedMakeMakeTheKeyOnce", func(t *testing.T) {
+	t.Run("ARunAndTheFeederEnqueueEachKeyOnce", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 5)
-		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 2})
 		require.NoError(t, err)
-		require.Equal(t, FeedResult{Enqueued: 5}, b.feed(t), "the run's keys are scheduled: the feeder enqueues them too")
-		require.Equal(t, 3, b.drainMakes(t, 3))
+		require.Equal(t, FeedResult{Enqueued: 3}, b.feed(t), "the feeder leaves alone the keys the run enqueued")
+		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make' AND priority = 1
+			AND (args ->> 'run_id')::bigint = `+strconv.FormatInt(run.ID, 10)), "a run's makes go first")
 		b.drainRun(t)
-		require.Equal(t, 2, b.drainMakes(t, 5), "the fed makes of keys the run made complete without make")
-		require.Len(t, b.calls.list(), 5, "reservation decides: each key made once")
+		b.requireOneMakeJobPerKey(t, 5)
+		require.Len(t, b.calls.list(), 5, "each key made once")
 		got, err := b.engine.GetRun(b.ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, RunDone, got.State)
 		require.EqualValues(t, 2, got.Made, "the run counts the makes done for it")
 		require.EqualValues(t, 3, got.MadeElsewhere, "and apart the keys the fed makes made while it waited")
 		require.Zero(t, got.Remaining)
+	})
+	t.Run("ARunWaitsForTheFedMakesOfItsKeys", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, Config{})
+		b.grid(t, 5)
+		b.schedule(t, ScheduleOpts{})
+		require.Equal(t, FeedResult{Enqueued: 5}, b.feed(t))
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
+		require.NoError(t, err)
+		b.requireOneMakeJobPerKey(t, 5)
+		require.Equal(t, 5, b.drainMakes(t, 10))
+		got, err := b.engine.GetRun(b.ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, RunDone, got.State)
+		require.Zero(t, got.Made)
+		require.EqualValues(t, 5, got.MadeElsewhere)
+	})
+	t.Run("ARunsMakesGoBeforeTheWaitingFedOnes", func(t *testing.T) {
+		t.Parallel()
+		b := scheduledGrid(t, Config{FeedAhead: 3}, 5)
+		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t))
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
+		require.NoError(t, err)
+		b.requireOneMakeJobPerKey(t, 5)
+		var first []int64
+		for range 2 {
+			var args queue.PopulateMakeArgs
+			_, ok := b.startNext(t, queue.QueuePopulate, &args)
+			require.True(t, ok)
+			first = append(first, args.RunID)
+		}
+		require.Equal(t, []int64{run.ID, run.ID}, first, "River fetches the run's makes, enqueued last, first")
 	})
 	t.Run("IgnoreRescheduleAndCleanup", func(t *testing.T) {
 		t.Parallel()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
@@ -135,7 +134,7 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 			return fmt.Errorf("set job %s/%s %s: %w", table, keyHash, to, err)
 		}
 		if to == StatusScheduled {
-			if err := e.enqueueMakes(ctx, tx, table, []string{keyHash}); err != nil {
+			if err := e.enqueueMakes(ctx, tx, table, Background, []string{keyHash}); err != nil {
 				return err
 			}
 		}
@@ -143,22 +142,6 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 		return err
 	})
 	return job, err
-}
-
-// enqueueMakes inserts a populate_make River job per key hash on tx, in batches, with COPY.
-func (e *Engine) enqueueMakes(ctx context.Context, tx pgx.Tx, table string, hashes []string) error {
-	const batch = 5000
-	for start := 0; start < len(hashes); start += batch {
-		end := min(start+batch, len(hashes))
-		params := make([]riverInsert, 0, end-start)
-		for _, h := range hashes[start:end] {
-			params = append(params, riverInsert{Args: queue.PopulateMakeArgs{Table: table, KeyHash: h}})
-		}
-		if _, err := e.river.InsertManyFastTx(ctx, tx, params); err != nil {
-			return fmt.Errorf("enqueue makes of %s: %w", table, err)
-		}
-	}
-	return nil
 }
 
 // Ignore marks a key's job ignore, so that neither populate nor schedule_jobs (without force)

@@ -62,7 +62,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		if err != nil {
 			return err
 		}
-		if end.Settled, err = e.settleKey(recordCtx, tx, r.run, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
+		if end.Settled, err = e.settleKey(recordCtx, tx, r.by, r.table.Name, r.hash, keyError, &msg, stopFor(makeErr)); err != nil {
 			return err
 		}
 		return callComplete(recordCtx, tx, complete, end)
@@ -185,7 +185,7 @@ func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, comple
 	if err != nil {
 		return err
 	}
-	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.run, r.table.Name, r.hash, outcome, nil, ""); err != nil {
+	if end.Settled, err = e.settleRuns(ctx, tx, ids, r.by, r.table.Name, r.hash, outcome, nil, ""); err != nil {
 		return err
 	}
 	return callComplete(ctx, tx, complete, *end)
@@ -316,22 +316,18 @@ func fillKey(t *Table, key Key, row Row) error {
 
 // MakeKey is the entry point of the River worker of populate_make jobs: reserve the job of hash
 // in table, make it and finish it, calling complete inside the finishing transaction with how it
-// ended. A key that is no longer scheduled (made or being made by another job, failed, ignored,
-// cleaned up) is not made, unless opts.Retried and it is in error: then River UI's Retry makes it
-// again. It returns how the delivery ended separately from a failure to record anything.
-func (e *Engine) MakeKey(ctx context.Context, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
-	return e.makeKey(ctx, 0, table, hash, opts, complete)
-}
-
-// MakeRunKey is the entry point of the River worker of populate_run_make jobs: MakeKey for a key
-// of populate run run. A run that stopped taking keys (cancelled, failed, interrupted) has the key
-// dropped without make; a key that needs no make is counted skipped. Either way the run's next
-// key is enqueued in the same transaction, and a running make is cut off when the run is
-// cancelled. A job retried in River UI (opts.Retried) makes its key as MakeKey does, outside the
-// run, which counted the key when the job first ended.
-func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
-	if opts.Retried {
-		return e.makeKey(ctx, 0, table, hash, opts, complete)
+// ended, counting it in the populate run that asked (by) and in the others that hold the key. A
+// key that is no longer scheduled (made or being made by another job, failed, ignored, cleaned
+// up) is not made, unless opts.Retried and it is in error: then River UI's Retry makes it again;
+// a run that asked counts such a key made elsewhere or skipped. A run that stopped taking keys
+// (cancelled, failed, interrupted) has the key dropped without make and given back to the
+// feeder; a running make is cut off when its run is cancelled. A job retried in River UI makes
+// its key for the background, outside the run, which counted the key when the job first ended.
+// It returns how the delivery ended separately from a failure to record anything.
+func (e *Engine) MakeKey(ctx context.Context, by Asker, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+	run, ok := by.Run()
+	if !ok || opts.Retried {
+		return e.makeKey(ctx, Background, table, hash, opts, complete)
 	}
 	st, err := queries.RunGet(ctx, e.pool, run)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -342,6 +338,9 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 			n, err := e.settleRun(ctx, tx, run, table, hash, keyDropped, nil, "")
 			if err != nil {
+				return err
+			}
+			if err := e.handOver(ctx, tx, table, hash); err != nil {
 				return err
 			}
 			end = End{Outcome: OutcomeDropped, Settled: n,
@@ -356,25 +355,31 @@ func (e *Engine) MakeRunKey(ctx context.Context, run int64, table, hash string, 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer e.watch.watch(run, cancel)()
-	return e.makeKey(ctx, run, table, hash, opts, complete)
+	return e.makeKey(ctx, by, table, hash, opts, complete)
 }
 
-// FailRunKey ends a key of populate run run whose make job spent its last attempt on an
-// infrastructure error: in one transaction, the key is counted an error in the run (stopping it
-// as a make's error does, unless suppress_errors) and end ends the River job (discarded with the
-// same error), so the run does not wait for a key no job will make. Should this transaction fail
-// too, River discards the job and the reclaim sweep ends the key.
-func (e *Engine) FailRunKey(ctx context.Context, run int64, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
-	msg := orphanMessage(job, "discarded", cause.Error())
+// GiveUp ends a make job that spent its last attempt on an infrastructure error, in one
+// transaction: the key, still scheduled, is handed over (handOver) to a run waiting for it or
+// back to the feeder; the run that asked (by) counts the key an error (stopping it as a make's error does,
+// unless suppress_errors), so that it does not wait for a key no job will make; and end ends the
+// River job (discarded with the same error). Without it River would discard the job outside any
+// transaction of the key's: the key, marked enqueued, would wait for the reclaim sweep.
+func (e *Engine) GiveUp(ctx context.Context, by Asker, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-		if _, err := e.settleRun(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+		if run, ok := by.Run(); ok {
+			msg := orphanMessage(job, "discarded", cause.Error())
+			if _, err := e.settleRun(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
+				return err
+			}
+		}
+		if err := e.handOver(ctx, tx, table, hash); err != nil {
 			return err
 		}
 		return end(ctx, tx)
 	})
 }
 
-func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	t, err := e.tables.Get(table)
 	if err != nil {
 		return End{}, err
@@ -386,7 +391,7 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opt
 	held := &heldConn{conn: conn}
 	defer held.release()
 	meta := e.runMetadata("river")
-	if run != 0 {
+	if run, ok := by.Run(); ok {
 		meta["run_id"] = run
 	}
 	if opts.JobID != 0 {
@@ -397,10 +402,10 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opt
 		return End{}, err
 	}
 	if r == nil {
-		return e.skip(ctx, conn, run, t, hash, opts, complete)
+		return e.skip(ctx, conn, by, t, hash, opts, complete)
 	}
 	r.held = held
-	r.run = run
+	r.by = by
 	end, err := e.run(ctx, r, complete)
 	if errors.Is(err, ErrNotReserved) {
 		// Reclaimed while we made it; the reclaim enqueued a new make job, which makes the key.
@@ -412,15 +417,16 @@ func (e *Engine) makeKey(ctx context.Context, run int64, table, hash string, opt
 	return end, err
 }
 
-// ErrKeyBusy is returned for a run's make whose key another make job holds reserved: the run
-// waits for that make's end, which settles the key in the run (made elsewhere, or skipped when it
-// fails); the River worker snoozes the job meanwhile.
-var ErrKeyBusy = errors.New("key reserved by another make job")
+// ErrKeyBusy is returned for a run's make whose key another make job holds (reserved, or
+// scheduled again by a reclaim): the run waits for that make's end, which settles the key in the
+// run (made elsewhere, or skipped when it fails) or leaves it to this job; the River worker
+// snoozes the job meanwhile.
+var ErrKeyBusy = errors.New("key held by another make job")
 
-// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote);
-// a run's make counts the key in its run: made elsewhere when another make made it, skipped when
+// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote); a
+// run's make counts the key in its run: made elsewhere when another make made it, skipped when
 // it needs no make for another reason.
-func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, run int64, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
+func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, by Asker, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	var end End
 	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
 		note, status, err := skipNote(ctx, tx, t, hash, opts.Retried)
@@ -428,12 +434,13 @@ func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, run int64, t *Tab
 			return err
 		}
 		end = End{Outcome: OutcomeSkipped, Note: note}
-		if run == 0 {
+		run, ok := by.Run()
+		if !ok {
 			return callComplete(ctx, tx, complete, end)
 		}
 		outcome := keySkipped
 		switch status {
-		case StatusReserved:
+		case StatusReserved, StatusScheduled:
 			return ErrKeyBusy
 		case StatusSuccess, "":
 			made, err := runKeyInTarget(ctx, tx, run, t, hash)
@@ -493,7 +500,7 @@ const (
 )
 
 // End is how a delivery of a make job ended. CompleteFunc receives it inside the transaction
-// that records it, so that the River job ends with it; MakeKey and MakeRunKey return it.
+// that records it, so that the River job ends with it; MakeKey returns it.
 type End struct {
 	Outcome Outcome
 	// Err is make's error for OutcomeError and OutcomeCancelled, as the jobs table records it.

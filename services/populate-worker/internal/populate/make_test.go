@@ -113,7 +113,7 @@ func TestInterruptedMakeIsRecorded(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(b.ctx)
 			go func() { <-started; cancel() }()
-			end, err := b.engine.MakeKey(ctx, "pair", b.hashes(t, StatusScheduled)[0], MakeOpts{}, nil)
+			end, err := b.engine.MakeKey(ctx, Background, "pair", b.hashes(t, StatusScheduled)[0], MakeOpts{}, nil)
 			require.NoError(t, err)
 			require.Equal(t, OutcomeError, end.Outcome)
 			job := b.onlyJob(t)
@@ -221,7 +221,7 @@ func TestFailingMakesHoldingEveryConnectionAreRecorded(t *testing.T) {
 	var g errgroup.Group
 	for _, h := range b.hashes(t, StatusScheduled) {
 		g.Go(func() error {
-			end, err := engine.MakeKey(b.ctx, "pair", h, MakeOpts{}, nil)
+			end, err := engine.MakeKey(b.ctx, Background, "pair", h, MakeOpts{}, nil)
 			if err == nil && end.Outcome != OutcomeError {
 				return fmt.Errorf("make ended %s", end)
 			}

@@ -90,8 +90,8 @@ func (o Opts) view() OptsView {
 
 // Populate is DataJoint's populate for the table registered as name, as a run: it schedules
 // (unless told not to), records a run holding the matching scheduled keys in order, and hands
-// the first opts.Processes of them to River as populate_run_make jobs, in one transaction. The
-// run goes on in River's workers on any replica; follow it with GetRun.
+// the first opts.Processes of them to River as populate_make jobs of the run (enqueueRunMakes), in
+// one transaction. The run goes on in River's workers on any replica; follow it with GetRun.
 func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, error) {
 	t, err := e.tables.Get(name)
 	if err != nil {

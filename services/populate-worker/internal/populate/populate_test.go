@@ -38,17 +38,17 @@ func (b *testBundle) populate(t *testing.T, opts Opts) result {
 	return result{SuccessCount: int(run.Made), Skipped: int(run.Skipped), ErrorList: run.ErrorList, Stopped: run.State == RunFailed}
 }
 
-// drainRun works the waiting populate_run_make jobs one at a time, oldest first, as one River
-// worker would, until none is left; the background populate_make jobs stay waiting.
+// drainRun works the waiting populate_make jobs one at a time, in River's order (a run's first),
+// as one River worker would, until none is left.
 func (b *testBundle) drainRun(t *testing.T) {
 	t.Helper()
 	for {
-		var args queue.PopulateRunMakeArgs
-		id, ok := b.startNext(t, queue.QueuePopulateRun, &args)
+		var args queue.PopulateMakeArgs
+		id, ok := b.startNext(t, queue.QueuePopulate, &args)
 		if !ok {
 			return
 		}
-		_, err := b.engine.MakeRunKey(b.ctx, args.RunID, args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
+		_, err := b.engine.MakeKey(b.ctx, AskerOf(args), args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
 		require.NoError(t, err)
 	}
 }
@@ -201,7 +201,7 @@ func TestPopulate(t *testing.T) {
 			require.Equal(t, 2, res.Skipped, "the stale keys needed no make")
 			require.Empty(t, res.ErrorList)
 			var got End
-			end, err := b.engine.MakeKey(b.ctx, "pair", stale[1], MakeOpts{}, func(_ context.Context, _ pgx.Tx, end End) error {
+			end, err := b.engine.MakeKey(b.ctx, Background, "pair", stale[1], MakeOpts{}, func(_ context.Context, _ pgx.Tx, end End) error {
 				got = end
 				return nil
 			})
@@ -255,7 +255,7 @@ func (b *testBundle) scheduleStale(t *testing.T, keys ...string) []string {
 			}
 			hashes = append(hashes, h)
 		}
-		return b.engine.enqueueMakes(b.ctx, tx, "pair", hashes)
+		return b.engine.enqueueMakes(b.ctx, tx, "pair", Background, hashes)
 	}))
 	return hashes
 }
@@ -285,14 +285,14 @@ func TestRetriedMakes(t *testing.T) {
 	_, err := b.pool.Exec(b.ctx, `UPDATE src SET v = 1 WHERE a = 1`)
 	require.NoError(t, err)
 
-	end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
+	end, err := b.engine.MakeKey(b.ctx, Background, "pair", hash, MakeOpts{}, nil)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSkipped, end.Outcome, "a duplicate delivery does not make an errored key")
 	require.Contains(t, end.Note, "POST /v1/jobs/pair/"+hash+"/reschedule")
 
 	var run int64
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT max(id) FROM populate_runs`).Scan(&run))
-	end, err = b.engine.MakeRunKey(b.ctx, run, "pair", hash, MakeOpts{Retried: true}, nil)
+	end, err = b.engine.MakeKey(b.ctx, ForRun(run), "pair", hash, MakeOpts{Retried: true}, nil)
 	require.NoError(t, err)
 	require.Equal(t, End{Outcome: OutcomeMade, Revived: true}, end)
 	require.Equal(t, 2, b.count(t, `SELECT count(*) FROM dst`))
@@ -301,7 +301,7 @@ func TestRetriedMakes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []int64{1, 1}, []int64{got.Made, got.Errors}, "the ended run keeps what it saw")
 
-	end, err = b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{Retried: true}, nil)
+	end, err = b.engine.MakeKey(b.ctx, Background, "pair", hash, MakeOpts{Retried: true}, nil)
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSkipped, end.Outcome, "a made key is not made twice")
 	require.Equal(t, []string{"1/1", "2/1", "1/1"}, b.calls.list(), "the failed make, the other key, the retried make")

@@ -34,8 +34,8 @@ type reservation struct {
 	backend int64
 	started time.Time
 	meta    map[string]any
-	// run is the populate run the make is done for; zero for a make of the feeder's (or a Retry).
-	run int64
+	// by is who asked for the make: a populate run, or the background (also a Retry's).
+	by Asker
 	// revived is true when the key was in error and reserved to be made again (a Retry).
 	revived bool
 	// held releases conn once, early when a failed make broke it.

@@ -73,7 +73,7 @@ func TestConcurrentWorkersMakeEachKeyOnce(t *testing.T) {
 		wg.Go(func() {
 			for i := range hashes {
 				h := hashes[(i*7+w*13)%len(hashes)] // every worker tries every key, in its own order
-				_, err := b.engine.MakeKey(b.ctx, "pair", h, MakeOpts{}, nil)
+				_, err := b.engine.MakeKey(b.ctx, Background, "pair", h, MakeOpts{}, nil)
 				require.NoError(t, err)
 			}
 		})
@@ -119,7 +119,7 @@ func TestReclaim(t *testing.T) {
 			return n == 1
 		}, 5*time.Second, 20*time.Millisecond)
 		require.Equal(t, 4, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'`), "the reclaim enqueues a make")
-		require.Equal(t, 3, b.populate(t, Opts{ReserveJobs: true}).SuccessCount)
+		require.Equal(t, 4, b.drainMakes(t, 10))
 		require.Len(t, b.calls.list(), 3, "the reclaimed key is made once")
 	})
 	t.Run("FetchedButNeverReserved", func(t *testing.T) {
@@ -176,7 +176,7 @@ func TestReclaim(t *testing.T) {
 		hash := b.hashes(t, StatusScheduled)[0]
 		done := make(chan error, 1)
 		go func() {
-			end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
+			end, err := b.engine.MakeKey(b.ctx, Background, "pair", hash, MakeOpts{}, nil)
 			if err == nil && end.Outcome != OutcomeSkipped {
 				err = fmt.Errorf("the stale worker's make ended %s", end)
 			}
@@ -188,7 +188,7 @@ func TestReclaim(t *testing.T) {
 		n, err := b.engine.Reclaim(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		end, err := b.engine.MakeKey(b.ctx, "pair", hash, MakeOpts{}, nil)
+		end, err := b.engine.MakeKey(b.ctx, Background, "pair", hash, MakeOpts{}, nil)
 		require.NoError(t, err)
 		require.Equal(t, OutcomeMade, end.Outcome)
 		close(release)

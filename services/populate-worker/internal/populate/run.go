@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 
-	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/problem"
 )
@@ -194,7 +192,7 @@ func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsq
 		if err != nil {
 			return fmt.Errorf("queue keys of populate run %d: %w", id, err)
 		}
-		if err := e.enqueueRunMakes(ctx, tx, id, next); err != nil {
+		if err := e.queueNext(ctx, tx, id, next); err != nil {
 			return err
 		}
 		queued += int64(len(next))
@@ -212,8 +210,8 @@ func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsq
 	return nil
 }
 
-// enqueueRunMakes inserts a populate_run_make job per key, in the run's order.
-func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, keys []dbsqlc.RunKeysQueueNextRow) error {
+// queueNext hands keys (RunKeysQueueNext) of run to River in the run's order (enqueueRunMakes).
+func (e *Engine) queueNext(ctx context.Context, tx pgx.Tx, run int64, keys []dbsqlc.RunKeysQueueNextRow) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -222,36 +220,33 @@ func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, keys
 		return fmt.Errorf("populate run %d: %w", run, err)
 	}
 	slices.SortFunc(keys, func(a, b dbsqlc.RunKeysQueueNextRow) int { return int(a.Seq - b.Seq) })
-	params := make([]river.InsertManyParams, len(keys))
+	hashes := make([]string, len(keys))
 	for i, k := range keys {
-		params[i] = river.InsertManyParams{Args: queue.PopulateRunMakeArgs{Table: table, KeyHash: k.KeyHash, RunID: run}}
+		hashes[i] = k.KeyHash
 	}
-	if _, err := e.river.InsertManyTx(ctx, tx, params); err != nil {
-		return fmt.Errorf("enqueue makes of populate run %d: %w", run, err)
-	}
-	return nil
+	return e.enqueueRunMakes(ctx, tx, run, table, hashes)
 }
 
 // settleKey records, in the transaction that ends a key's make (or finds it needs none), the
 // outcome in every running run that holds the key still pending or queued, moves those runs on
-// and returns how many entries it settled: own, the run the make was done for (none when zero),
-// counts outcome and may stop for stop; the others count elsewhere(outcome) and never stop. It
+// and returns how many entries it settled: the run that asked for the make (by) counts outcome
+// and may stop for stop; the others count elsewhere(outcome) and never stop. It
 // costs one index lookup when no run holds the key.
-func (e *Engine) settleKey(ctx context.Context, tx pgx.Tx, own int64, table, hash, outcome string, msg *string, stop string) (int, error) {
+func (e *Engine) settleKey(ctx context.Context, tx pgx.Tx, by Asker, table, hash, outcome string, msg *string, stop string) (int, error) {
 	ids, err := queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash})
 	if err != nil {
 		return 0, fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
 	}
-	return e.settleRuns(ctx, tx, ids, own, table, hash, outcome, msg, stop)
+	return e.settleRuns(ctx, tx, ids, by, table, hash, outcome, msg, stop)
 }
 
 // settleRun is settleKey in run alone, the run the make was done for.
 func (e *Engine) settleRun(ctx context.Context, tx pgx.Tx, run int64, table, hash, outcome string, msg *string, stop string) (int, error) {
-	return e.settleRuns(ctx, tx, []int64{run}, run, table, hash, outcome, msg, stop)
+	return e.settleRuns(ctx, tx, []int64{run}, ForRun(run), table, hash, outcome, msg, stop)
 }
 
 // settleRuns is settleKey in the runs ids (those of RunIDsOfOpenKey, or one run).
-func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, own int64, table, hash, outcome string, msg *string, stop string) (int, error) {
+func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, by Asker, table, hash, outcome string, msg *string, stop string) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -259,9 +254,9 @@ func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, own int
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	others := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return id == own })
+	others := slices.DeleteFunc(slices.Clone(ids), by.is)
 	var rows []dbsqlc.RunKeysResolveRow
-	if len(others) < len(ids) {
+	if own, ok := by.Run(); ok && len(others) < len(ids) {
 		if rows, err = e.resolveRunKeys(ctx, tx, []int64{own}, table, hash, outcome, msg); err != nil {
 			return 0, err
 		}
@@ -277,7 +272,7 @@ func (e *Engine) settleRuns(ctx context.Context, tx pgx.Tx, ids []int64, own int
 	for _, r := range rows {
 		tally := dbsqlc.RunTallyParams{}
 		state := outcome
-		if r.RunID == own {
+		if by.is(r.RunID) {
 			tally.Stop = stop
 		} else {
 			state = elsewhere(outcome)

@@ -53,7 +53,7 @@ func TestScheduleJobs(t *testing.T) {
 				&match, &q, &state, &metadata, &maxAttempts, &priority, &attempt))
 			require.True(t, match, "args are %T as River marshals them", args)
 			opts := args.InsertOpts()
-			require.Equal(t, []any{opts.Queue, "available", "{}", opts.MaxAttempts, 1, 0},
+			require.Equal(t, []any{opts.Queue, "available", "{}", opts.MaxAttempts, max(opts.Priority, 1), 0},
 				[]any{q, state, metadata, maxAttempts, priority, attempt}, args.Kind())
 		}
 	})

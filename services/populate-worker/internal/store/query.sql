@@ -103,7 +103,7 @@ JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regcla
 -- MAKE_TIMEOUT. A job with a copy waiting, or fetched within the timeout, is left alone.
 SELECT rj.kind, rj.args FROM river_job rj
 JOIN jobs j ON j.table_name = rj.args ->> 'table' AND j.key_hash = rj.args ->> 'key_hash'
-WHERE rj.state = 'running' AND rj.kind IN ('populate_make', 'populate_run_make')
+WHERE rj.state = 'running' AND rj.kind = 'populate_make'
     AND rj.attempted_at < now() - @orphan_timeout::interval AND j.status = 'scheduled'
     AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = rj.kind AND w.args @> rj.args AND w.id <> rj.id
         AND (w.state IN ('available', 'pending', 'retryable', 'scheduled')
@@ -198,26 +198,29 @@ SELECT table_name FROM populate_runs WHERE id = @id;
 -- RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
 -- completes without make when it runs, and the run need not wait for it.
 WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = @run_id AND k.state = 'queued'
-    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make' AND rj.state = 'running'
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make' AND rj.state = 'running'
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
     RETURNING 1)
 UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = @run_id;
 
 -- name: RunKeysOrphaned :many
--- RunKeysOrphaned lists the queued keys of running runs that no populate_run_make job is left to
--- settle: River discarded the key's job after its attempts (infrastructure errors) or it was
--- cancelled, outside the transaction that settles a key, so the run would stay running. Each
--- comes with the newest ended job of the key, its state and last error.
+-- RunKeysOrphaned lists the queued keys of running runs that no populate_make job (the run's own,
+-- or the one it waits for) is left to settle: River discarded the key's job after its attempts
+-- (infrastructure errors) or it was cancelled, outside the transaction that settles a key, so the
+-- run would stay running. Each comes with the newest ended make job of the key (the run's own
+-- first), its state and last error.
 SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+    coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
-LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_run_make'
-    AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
-    ORDER BY rj.id DESC LIMIT 1) e ON true
+LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
+LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
+    AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
+    ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
 WHERE r.state = 'running' AND k.state = 'queued'
-    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make'
-        AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
 ORDER BY k.run_id, k.seq;
 
@@ -249,6 +252,25 @@ UPDATE jobs j SET enqueued = true FROM picked
 WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
 RETURNING j.key_hash::text AS key_hash;
 
+-- name: MakesClaim :many
+-- MakesClaim is MakesMark for the given keys of a populate run: it marks enqueued those of them
+-- that are scheduled and whose make is not enqueued (skipping rows locked at this instant) and
+-- returns their hashes, for the caller to insert their make jobs in the same transaction.
+WITH picked AS (
+    SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = @table_name::text AND p.key_hash = ANY(@key_hashes::text[]) AND p.status = 'scheduled' AND NOT p.enqueued
+    FOR UPDATE SKIP LOCKED)
+UPDATE jobs j SET enqueued = true FROM picked
+WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
+RETURNING j.key_hash::text AS key_hash;
+
+-- name: MakesOnTheirWay :many
+-- MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
+-- (a make job enqueued, or a transaction marking it now). A row locked by another transaction
+-- reads as it was before it.
+SELECT key_hash::text AS key_hash FROM jobs
+WHERE table_name = @table_name::text AND key_hash = ANY(@key_hashes::text[]) AND status = 'scheduled';
+
 -- name: TablesToFeed :many
 -- TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.
 SELECT t::text AS table_name FROM unnest(@names::text[]) t
@@ -268,7 +290,7 @@ WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled'
 
 -- name: MakesLost :many
 -- MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
--- make job (populate_make or populate_run_make) is waiting for or running: their job was
+-- make job is waiting for or running: their job was
 -- cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
 -- outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
 -- transaction, never leaves such a key. Each comes with the newest ended populate_make job of
@@ -276,7 +298,7 @@ WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled'
 WITH lost AS (
     SELECT j.table_name, j.key_hash FROM jobs j
     WHERE j.status = 'scheduled' AND j.enqueued
-        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind IN ('populate_make', 'populate_run_make')
+        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
             AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
             AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
     LIMIT @max_keys FOR UPDATE OF j SKIP LOCKED)

@@ -23,7 +23,7 @@ const recordGrace = 15 * time.Second
 // busySnooze is how long a run's make whose key another make holds waits before it looks again.
 const busySnooze = time.Second
 
-// MakeWorker works populate_make jobs: it reserves the key, runs make and finishes the key's job
+// MakeWorker works populate_make jobs, the background's and the populate runs': it reserves the key, runs make and finishes the key's job
 // and the River job in one transaction. make's own failures are recorded in the jobs table and
 // end the River job as discarded with the same error, so River UI shows an errored make as
 // failed; only failures to record anything are returned, for River to retry. River UI's buttons:
@@ -44,23 +44,35 @@ func (w *MakeWorker) Timeout(*river.Job[queue.PopulateMakeArgs]) time.Duration {
 	return w.MakeTimeout + recordGrace
 }
 
-// Work makes one key. An infrastructure error on the job's last attempt ends the job as discarded
-// and gives the key back to the feeder in one transaction: River would discard the job on its
-// own, and the key, still scheduled and marked enqueued, would have no job to make it.
+// Work makes one key, for the populate run that asked (its args' run id) or the background. An
+// infrastructure error on the job's last attempt ends the job as discarded, gives the key back to
+// the feeder and counts it an error of the run that asked, in one transaction: River would
+// discard the job on its own, and the key, still scheduled and marked enqueued, would have no job
+// to make it, and the run would wait for it.
 func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMakeArgs]) error {
 	a := job.Args
+	by := populate.AskerOf(a)
 	opts := makeOpts(job.JobRow)
 	makeCtx, cancel := context.WithTimeout(ctx, w.MakeTimeout)
 	defer cancel()
-	end, err := w.Engine.MakeKey(makeCtx, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
+	end, err := w.Engine.MakeKey(makeCtx, by, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
+	if errors.Is(err, populate.ErrKeyBusy) {
+		// Another make holds the key; its end settles the key in the run or leaves it to this
+		// job. Until then the run waits for it, and this job with it.
+		return river.JobSnooze(busySnooze)
+	}
 	err = cancelUnknown(err, a.Table, a.KeyHash)
 	if lastAttemptFailed(job.JobRow, err) {
 		cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
-		out := makeOutput{Outcome: "failed", Table: a.Table, KeyHash: a.KeyHash, Error: cause.Error(), Note: "the key was given back to the feeder"}
+		note := "the key was given back to the feeder"
+		if run, ok := by.Run(); ok {
+			note += fmt.Sprintf("; counted an error of populate run %d", run)
+		}
+		out := makeOutput{Outcome: "failed", Table: a.Table, KeyHash: a.KeyHash, Error: cause.Error(), Note: note}
 		endTx := func(ctx context.Context, tx pgx.Tx) error {
 			return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateDiscarded, Err: cause, Output: out})
 		}
-		if ferr := w.Engine.Unfeed(context.WithoutCancel(ctx), a.Table, a.KeyHash, endTx); ferr != nil {
+		if ferr := w.Engine.GiveUp(context.WithoutCancel(ctx), by, a.Table, a.KeyHash, job.ID, cause, endTx); ferr != nil {
 			err = errors.Join(err, ferr)
 		} else {
 			err = nil
@@ -76,54 +88,6 @@ func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMake
 func lastAttemptFailed(job *rivertype.JobRow, err error) bool {
 	var cancel *river.JobCancelError
 	return err != nil && job.Attempt >= job.MaxAttempts && !errors.As(err, &cancel)
-}
-
-// RunMakeWorker works populate_run_make jobs: the make of one key of a populate run, as
-// MakeWorker's, after which the run's next key is enqueued in the finishing transaction. Retry of
-// a finished one makes its key as a populate_make would, outside the run's counts.
-type RunMakeWorker struct {
-	river.WorkerDefaults[queue.PopulateRunMakeArgs]
-	Engine      *populate.Engine
-	Log         *ActionLog
-	MakeTimeout time.Duration
-}
-
-// Timeout is the longest a make job may run, as MakeWorker's.
-func (w *RunMakeWorker) Timeout(*river.Job[queue.PopulateRunMakeArgs]) time.Duration {
-	return w.MakeTimeout + recordGrace
-}
-
-// Work makes one key of a run. An infrastructure error on the job's last attempt ends the key as
-// an error of the run and the job as discarded in one transaction: River would discard the job on
-// its own, outside any transaction that settles the key, and the run would wait for it.
-func (w *RunMakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateRunMakeArgs]) error {
-	a := job.Args
-	opts := makeOpts(job.JobRow)
-	makeCtx, cancel := context.WithTimeout(ctx, w.MakeTimeout)
-	defer cancel()
-	end, err := w.Engine.MakeRunKey(makeCtx, a.RunID, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
-	if errors.Is(err, populate.ErrKeyBusy) {
-		// Another make holds the key; its end settles the key in the run. Until then the run
-		// waits for it, and this job with it.
-		return river.JobSnooze(busySnooze)
-	}
-	err = cancelUnknown(err, a.Table, a.KeyHash)
-	if lastAttemptFailed(job.JobRow, err) {
-		cause := fmt.Errorf("make %s/%s: attempt %d of %d: %w", a.Table, a.KeyHash, job.Attempt, job.MaxAttempts, err)
-		out := makeOutput{Outcome: "failed", Table: a.Table, KeyHash: a.KeyHash, Error: cause.Error(),
-			Note: fmt.Sprintf("counted an error of populate run %d", a.RunID)}
-		endTx := func(ctx context.Context, tx pgx.Tx) error {
-			return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateDiscarded, Err: cause, Output: out})
-		}
-		if ferr := w.Engine.FailRunKey(context.WithoutCancel(ctx), a.RunID, a.Table, a.KeyHash, job.ID, cause, endTx); ferr != nil {
-			err = errors.Join(err, ferr)
-		} else {
-			err = nil
-			end = populate.End{Outcome: populate.OutcomeSkipped, Note: out.Note + " after: " + cause.Error()}
-		}
-	}
-	w.Log.made(ctx, job.JobRow, opts, end, err)
-	return err
 }
 
 // makeOpts is what the engine needs to know of a make job.
@@ -150,7 +114,7 @@ type makeOutput struct {
 // made the key or settled its job or run entry; discarded with make's error; cancelled when River
 // UI's Cancel cut its make off, or when it had nothing to do (a job that made nothing never ends
 // completed). The output it records says what became of the key.
-func ender[T river.JobArgs](job *river.Job[T], table, hash string) populate.CompleteFunc {
+func ender(job *river.Job[queue.PopulateMakeArgs], table, hash string) populate.CompleteFunc {
 	return func(ctx context.Context, tx pgx.Tx, end populate.End) error {
 		out := makeOutput{Outcome: string(end.Outcome), Table: table, KeyHash: hash, Note: end.Note, Revived: end.Revived, RunEntries: end.Settled}
 		state, cause := rivertype.JobStateCompleted, error(nil)

@@ -152,7 +152,6 @@ type Config struct {
 // Register adds the populate workers and their periodic jobs.
 func Register(workers *river.Workers, e *populate.Engine, cfg Config) []*river.PeriodicJob {
 	river.AddWorker(workers, &MakeWorker{Engine: e, Log: cfg.Log, MakeTimeout: cfg.MakeTimeout})
-	river.AddWorker(workers, &RunMakeWorker{Engine: e, Log: cfg.Log, MakeTimeout: cfg.MakeTimeout})
 	river.AddWorker(workers, &FeedWorker{Engine: e, Log: cfg.Log, FeedTimeout: cfg.FeedTimeout})
 	river.AddWorker(workers, &ScheduleWorker{Engine: e, Log: cfg.Log, MaintenanceTimeout: cfg.MaintenanceTimeout})
 	river.AddWorker(workers, &CleanupWorker{Engine: e, Log: cfg.Log, MaintenanceTimeout: cfg.MaintenanceTimeout})

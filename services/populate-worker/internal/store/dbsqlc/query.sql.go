@@ -452,11 +452,49 @@ func (q *Queries) JobUnenqueue(ctx context.Context, db DBTX, arg JobUnenqueuePar
 	return result.RowsAffected(), nil
 }
 
+const makesClaim = `-- name: MakesClaim :many
+WITH picked AS (
+    SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = $1::text AND p.key_hash = ANY($2::text[]) AND p.status = 'scheduled' AND NOT p.enqueued
+    FOR UPDATE SKIP LOCKED)
+UPDATE jobs j SET enqueued = true FROM picked
+WHERE j.table_name = $1::text AND j.key_hash = picked.key_hash
+RETURNING j.key_hash::text AS key_hash
+`
+
+type MakesClaimParams struct {
+	TableName string
+	KeyHashes []string
+}
+
+// MakesClaim is MakesMark for the given keys of a populate run: it marks enqueued those of them
+// that are scheduled and whose make is not enqueued (skipping rows locked at this instant) and
+// returns their hashes, for the caller to insert their make jobs in the same transaction.
+func (q *Queries) MakesClaim(ctx context.Context, db DBTX, arg MakesClaimParams) ([]string, error) {
+	rows, err := db.Query(ctx, makesClaim, arg.TableName, arg.KeyHashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key_hash string
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const makesLost = `-- name: MakesLost :many
 WITH lost AS (
     SELECT j.table_name, j.key_hash FROM jobs j
     WHERE j.status = 'scheduled' AND j.enqueued
-        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind IN ('populate_make', 'populate_run_make')
+        AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
             AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
             AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
     LIMIT $1 FOR UPDATE OF j SKIP LOCKED)
@@ -479,7 +517,7 @@ type MakesLostRow struct {
 }
 
 // MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
-// make job (populate_make or populate_run_make) is waiting for or running: their job was
+// make job is waiting for or running: their job was
 // cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
 // outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
 // transaction, never leaves such a key. Each comes with the newest ended populate_make job of
@@ -548,6 +586,39 @@ func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) (
 	return items, nil
 }
 
+const makesOnTheirWay = `-- name: MakesOnTheirWay :many
+SELECT key_hash::text AS key_hash FROM jobs
+WHERE table_name = $1::text AND key_hash = ANY($2::text[]) AND status = 'scheduled'
+`
+
+type MakesOnTheirWayParams struct {
+	TableName string
+	KeyHashes []string
+}
+
+// MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
+// (a make job enqueued, or a transaction marking it now). A row locked by another transaction
+// reads as it was before it.
+func (q *Queries) MakesOnTheirWay(ctx context.Context, db DBTX, arg MakesOnTheirWayParams) ([]string, error) {
+	rows, err := db.Query(ctx, makesOnTheirWay, arg.TableName, arg.KeyHashes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key_hash string
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const makesWaiting = `-- name: MakesWaiting :one
 SELECT count(*) FROM (SELECT 1 FROM river_job rj
     WHERE rj.state IN ('available', 'scheduled', 'retryable', 'pending') AND rj.queue = $1::text
@@ -579,7 +650,7 @@ func (q *Queries) MakesWaiting(ctx context.Context, db DBTX, arg MakesWaitingPar
 const riverMakeJobsStuck = `-- name: RiverMakeJobsStuck :many
 SELECT rj.kind, rj.args FROM river_job rj
 JOIN jobs j ON j.table_name = rj.args ->> 'table' AND j.key_hash = rj.args ->> 'key_hash'
-WHERE rj.state = 'running' AND rj.kind IN ('populate_make', 'populate_run_make')
+WHERE rj.state = 'running' AND rj.kind = 'populate_make'
     AND rj.attempted_at < now() - $1::interval AND j.status = 'scheduled'
     AND NOT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = rj.kind AND w.args @> rj.args AND w.id <> rj.id
         AND (w.state IN ('available', 'pending', 'retryable', 'scheduled')
@@ -642,7 +713,7 @@ func (q *Queries) RunDropPending(ctx context.Context, db DBTX, id int64) error {
 
 const runDropWaiting = `-- name: RunDropWaiting :exec
 WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = $1 AND k.state = 'queued'
-    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make' AND rj.state = 'running'
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make' AND rj.state = 'running'
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
     RETURNING 1)
 UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = $1
@@ -834,15 +905,17 @@ func (q *Queries) RunKeyGet(ctx context.Context, db DBTX, arg RunKeyGetParams) (
 
 const runKeysOrphaned = `-- name: RunKeysOrphaned :many
 SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+    coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
-LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_run_make'
-    AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
-    ORDER BY rj.id DESC LIMIT 1) e ON true
+LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
+LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
+    AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
+    ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
 WHERE r.state = 'running' AND k.state = 'queued'
-    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_run_make'
-        AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text)
+    AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
+        AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
 ORDER BY k.run_id, k.seq
 `
@@ -851,15 +924,18 @@ type RunKeysOrphanedRow struct {
 	RunID     int64
 	TableName string
 	KeyHash   string
+	Status    string
+	Enqueued  bool
 	JobID     int64
 	JobState  string
 	JobError  string
 }
 
-// RunKeysOrphaned lists the queued keys of running runs that no populate_run_make job is left to
-// settle: River discarded the key's job after its attempts (infrastructure errors) or it was
-// cancelled, outside the transaction that settles a key, so the run would stay running. Each
-// comes with the newest ended job of the key, its state and last error.
+// RunKeysOrphaned lists the queued keys of running runs that no populate_make job (the run's own,
+// or the one it waits for) is left to settle: River discarded the key's job after its attempts
+// (infrastructure errors) or it was cancelled, outside the transaction that settles a key, so the
+// run would stay running. Each comes with the newest ended make job of the key (the run's own
+// first), its state and last error.
 func (q *Queries) RunKeysOrphaned(ctx context.Context, db DBTX) ([]RunKeysOrphanedRow, error) {
 	rows, err := db.Query(ctx, runKeysOrphaned)
 	if err != nil {
@@ -873,6 +949,8 @@ func (q *Queries) RunKeysOrphaned(ctx context.Context, db DBTX) ([]RunKeysOrphan
 			&i.RunID,
 			&i.TableName,
 			&i.KeyHash,
+			&i.Status,
+			&i.Enqueued,
 			&i.JobID,
 			&i.JobState,
 			&i.JobError,

@@ -1,0 +1,108 @@
+package populate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
+)
+
+// Asker is who asked for a make: the background (the feeder, a reschedule, a reclaim) or a
+// populate run, whose success count, errors and state count the makes done for it alone.
+type Asker struct{ run int64 }
+
+// Background is the asker of the makes of scheduled keys that no populate run asked for.
+var Background = Asker{}
+
+// ForRun is the asker of the makes of populate run id.
+func ForRun(id int64) Asker { return Asker{run: id} }
+
+// AskerOf is who asked for the make job args.
+func AskerOf(args queue.PopulateMakeArgs) Asker { return Asker{run: args.RunID} }
+
+// Run returns the populate run that asked, and false for the background.
+func (a Asker) Run() (int64, bool) { return a.run, a.run != 0 }
+
+// is reports whether run asked.
+func (a Asker) is(run int64) bool { id, ok := a.Run(); return ok && id == run }
+
+// enqueueMakes inserts a populate_make River job per key hash of table on tx, asked for by by, in
+// batches, with COPY: the one place make jobs are enqueued. The caller has marked the keys
+// enqueued (MakesMark, MakesClaim, JobSetStatus, JobReclaim) in the same transaction, so that a
+// key holds one make job at a time; a run's makes go before the background's (their priority).
+func (e *Engine) enqueueMakes(ctx context.Context, tx pgx.Tx, table string, by Asker, hashes []string) error {
+	const batch = 5000
+	for start := 0; start < len(hashes); start += batch {
+		end := min(start+batch, len(hashes))
+		params := make([]riverInsert, 0, end-start)
+		for _, h := range hashes[start:end] {
+			params = append(params, riverInsert{Args: queue.PopulateMakeArgs{Table: table, KeyHash: h, RunID: by.run}})
+		}
+		if _, err := e.river.InsertManyFastTx(ctx, tx, params); err != nil {
+			return fmt.Errorf("enqueue makes of %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// handOver passes on, on tx, the key of a make job that ends without making it and without
+// settling the runs that wait for it (its run stopped, or its last attempt failed): a populate run
+// still holding the key pending or queued gets a make job of its own (the key stays marked
+// enqueued); with none, the key goes back to the feeder (unfeed).
+func (e *Engine) handOver(ctx context.Context, tx pgx.Tx, table, hash string) error {
+	ids, err := queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash})
+	if err != nil {
+		return fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
+	}
+	if len(ids) == 0 {
+		return e.unfeed(ctx, tx, table, hash)
+	}
+	return e.enqueueMakes(ctx, tx, table, ForRun(ids[0]), []string{hash})
+}
+
+// enqueueRunMakes hands keys of populate run to River, in the run's order: a key whose make is
+// waiting (enqueued by the feeder or another run) gets no second job, and the run waits for that
+// make, whose end counts the key in the run (made elsewhere, or skipped when it failed); a
+// scheduled key without one gets the run's make job, marked enqueued so that no one else enqueues
+// one; any other key gets the run's job too, which counts it (made elsewhere or skipped) without
+// making it, after waiting for the make running it, if any (ErrKeyBusy): that make's end may not
+// see this run's entry of the key, written by a transaction it does not wait for.
+func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, table string, hashes []string) error {
+	if len(hashes) == 0 {
+		return nil
+	}
+	claimed, err := queries.MakesClaim(ctx, tx, dbsqlc.MakesClaimParams{TableName: table, KeyHashes: hashes})
+	if err != nil {
+		return fmt.Errorf("mark keys of populate run %d enqueued: %w", run, err)
+	}
+	mine := make(map[string]bool, len(claimed))
+	for _, h := range claimed {
+		mine[h] = true
+	}
+	var rest []string
+	for _, h := range hashes {
+		if !mine[h] {
+			rest = append(rest, h)
+		}
+	}
+	busy := map[string]bool{}
+	if len(rest) > 0 {
+		rows, err := queries.MakesOnTheirWay(ctx, tx, dbsqlc.MakesOnTheirWayParams{TableName: table, KeyHashes: rest})
+		if err != nil {
+			return fmt.Errorf("find makes on their way of populate run %d: %w", run, err)
+		}
+		for _, h := range rows {
+			busy[h] = true
+		}
+	}
+	enqueue := make([]string, 0, len(hashes))
+	for _, h := range hashes {
+		if !busy[h] {
+			enqueue = append(enqueue, h)
+		}
+	}
+	return e.enqueueMakes(ctx, tx, table, ForRun(run), enqueue)
+}
