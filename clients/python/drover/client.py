@@ -78,9 +78,12 @@ class Run:
     eta_seconds: float | None = None
     created_at: str | None = None
     finished_at: str | None = None
-    # The run's keys when the worker says (made + errors + remaining otherwise), and those that
-    # needed no make (made or ignored meanwhile) or that a stopped run never reached.
+    # The run's keys when the worker says (made + errors + remaining otherwise); those another
+    # make (another run, a reschedule) made while the run waited, counted neither as the run's
+    # success nor its error, as DataJoint counts a call's own makes; those that needed no make or
+    # failed under another make; and those a stopped run never reached.
     total: int = 0
+    made_elsewhere: int = 0
     skipped: int = 0
     dropped: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -96,6 +99,7 @@ class Run:
             errors=errors,
             remaining=remaining,
             total=d.get("total", made + errors + remaining),
+            made_elsewhere=d.get("made_elsewhere") or 0,
             skipped=d.get("skipped") or 0,
             dropped=d.get("dropped") or 0,
             error_list=[KeyFailure(e.get("key") or {}, e.get("error_message") or "") for e in d.get("error_list") or []],
