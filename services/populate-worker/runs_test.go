@@ -204,6 +204,50 @@ func TestCancelledRunRecordsKeyboardInterrupt(t *testing.T) {
 	require.Equal(t, int32(2), b.calls.Load())
 }
 
+// TestCancelledRunWaitingOnAnotherRunsMakesEnds cancels a run whose keys wait on another run's
+// make job (enqueued, not started: one make worker, busy) and on its own jobs, none started: it
+// ends interrupted at once, having made nothing, while the other run goes on holding its keys;
+// cancelling that one too ends it, its running make cut off.
+func TestCancelledRunWaitingOnAnotherRunsMakesEnds(t *testing.T) {
+	t.Parallel()
+	b := setupHeld(t, 4, func(int) time.Duration { return -1 })
+	cfg := b.config()
+	cfg.MakeWorkers = 1
+	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
+		return run(ctx, cfg, ln, stdout)
+	})
+	get := func(id int64) runCounts {
+		var r runCounts
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(id, 10), nil, &r))
+		return r
+	}
+	cancelAndWait := func(id int64) runCounts {
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/populate-runs/"+strconv.FormatInt(id, 10)+"/cancel", nil, nil))
+		var r runCounts
+		require.Eventually(t, func() bool { r = get(id); return r.State != "running" }, 15*time.Second, 20*time.Millisecond)
+		return r
+	}
+
+	var first, second runCounts
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+		map[string]any{"processes": 2, "suppress_errors": true}, &first))
+	require.Equal(t, []int{1}, b.waitEntered(t, 1), "the one worker makes key 1; key 2's job waits")
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+		map[string]any{"processes": 3, "schedule_jobs": false}, &second))
+	second = get(second.ID)
+	require.Equal(t, []any{"running", 3}, []any{second.State, second.Total},
+		"keys 2 (waiting on the first run's job), 3 and 4 (the second run's own jobs); key 1 is reserved")
+
+	second = cancelAndWait(second.ID)
+	require.Equal(t, []any{"interrupted", 0, 0, 3}, []any{second.State, second.SuccessCount, second.Errors, second.Dropped})
+	require.Equal(t, "running", get(first.ID).State, "the first run goes on")
+
+	first = cancelAndWait(first.ID)
+	require.Equal(t, []any{"interrupted", 0, 1}, []any{first.State, first.SuccessCount, first.Errors},
+		"its running make cut off (KeyboardInterrupt), the rest dropped")
+	require.Equal(t, 1, b.jobMessages(t)["error: KeyboardInterrupt"])
+}
+
 func TestSIGTERMRecordsSystemExitAndInterruptsTheRun(t *testing.T) {
 	t.Parallel()
 	// Key 1 ends within the soft-stop budget, key 2 never does.
