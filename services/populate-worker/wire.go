@@ -2,19 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/api"
-	"drover.dev/services/populate-worker/internal/examples"
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/services/populate-worker/internal/signing"
 	"drover.dev/services/populate-worker/internal/work"
@@ -70,80 +65,6 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	deps.Go(func(ctx context.Context) error { return reclaimLoop(ctx, engine, cfg.ReclaimEvery, deps) })
 	deps.Go(func(ctx context.Context) error { return engine.WatchRuns(ctx, cfg.RunWatchEvery) })
 	return nil
-}
-
-// registry builds the tables from code (the examples) and from the tables file. ownFunction is
-// the URL of this service's example function, used when EXAMPLES_FUNCTION_URL is empty.
-func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
-	reg := populate.NewRegistry()
-	if cfg.Examples {
-		url := cfg.ExamplesFunctionURL
-		if url == "" {
-			url = ownFunction
-		}
-		if err := examples.Register(reg, url); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.TablesFile != "" {
-		if err := reg.LoadFile(cfg.TablesFile); err != nil {
-			return nil, err
-		}
-	}
-	return reg, nil
-}
-
-// functionKeys says which secrets sign the calls to each function make: those in the variable a
-// table's function_secret_env names, else FUNCTION_SECRET (service). It lists the function tables
-// whose calls go unsigned (neither is set), and fails when a table's variable is unset or two
-// tables call one URL with different secrets.
-func functionKeys(reg *populate.Registry, service []string, getenv func(string) string) (signing.Keys, []string, error) {
-	byURL := map[string][]string{}
-	var unsigned []string
-	var errs []error
-	for _, t := range reg.All() {
-		if t.FunctionURL == "" {
-			continue
-		}
-		secrets := service
-		if t.FunctionSecretEnv != "" {
-			secrets = splitSecrets(getenv(t.FunctionSecretEnv))
-			if len(secrets) == 0 {
-				errs = append(errs, fmt.Errorf("table %s: %s, its function_secret_env, is not set", t.Name, t.FunctionSecretEnv))
-				continue
-			}
-		}
-		if len(secrets) == 0 {
-			unsigned = append(unsigned, t.Name)
-		}
-		u, err := url.Parse(t.FunctionURL)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("table %s: function_url: %w", t.Name, err))
-			continue
-		}
-		if prev, ok := byURL[u.String()]; ok && !slices.Equal(prev, secrets) {
-			errs = append(errs, fmt.Errorf("table %s: function_url %s is another table's, with another secret", t.Name, t.FunctionURL))
-		}
-		byURL[u.String()] = secrets
-	}
-	keys := func(req *http.Request) []string {
-		if s, ok := byURL[req.URL.String()]; ok {
-			return s
-		}
-		return service
-	}
-	return keys, unsigned, errors.Join(errs...)
-}
-
-// splitSecrets reads a comma-separated list of secrets, as FUNCTION_SECRET is read.
-func splitSecrets(v string) []string {
-	var out []string
-	for s := range strings.SplitSeq(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // reclaimLoop returns dead workers' reservations to scheduled on every replica; the sweep is one

@@ -13,8 +13,6 @@ import (
 	"drover.dev/services/populate-worker/internal/populate"
 )
 
-func atomicAdd(n *int64) { atomic.AddInt64(n, 1) }
-
 // reset leaves exactly o.jobs scheduled jobs of the bench table and nothing else of the bench's
 // own tables. River's jobs stay: the makes here run without River, and no River job is touched.
 func (b *bench) reset(ctx context.Context) error {

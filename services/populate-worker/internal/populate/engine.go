@@ -1,10 +1,13 @@
 package populate
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"runtime/debug"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,3 +105,53 @@ func buildVersion() string {
 
 // Pool returns the engine's pool, for read-only queries of the jobs table.
 func (e *Engine) Pool() *pgxpool.Pool { return e.pool }
+
+// errRunCancelled is the cause of a make's context when its run was cancelled.
+var errRunCancelled = errors.New("populate run cancelled")
+
+// runWatch is what this process knows of the runs whose makes it runs: each make's cancel
+// function by run, so that a cancelled run's makes are cut off here.
+type runWatch struct {
+	mu    sync.Mutex
+	makes map[int64]map[*context.CancelCauseFunc]struct{}
+}
+
+// watch registers a make of run; the returned function unregisters it.
+func (w *runWatch) watch(run int64, cancel context.CancelCauseFunc) func() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.makes == nil {
+		w.makes = map[int64]map[*context.CancelCauseFunc]struct{}{}
+	}
+	if w.makes[run] == nil {
+		w.makes[run] = map[*context.CancelCauseFunc]struct{}{}
+	}
+	key := &cancel
+	w.makes[run][key] = struct{}{}
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		delete(w.makes[run], key)
+		if len(w.makes[run]) == 0 {
+			delete(w.makes, run)
+		}
+	}
+}
+
+func (w *runWatch) runs() []int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ids := make([]int64, 0, len(w.makes))
+	for id := range w.makes {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+func (w *runWatch) cancel(run int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for c := range w.makes[run] {
+		(*c)(errRunCancelled)
+	}
+}

@@ -6,32 +6,11 @@ import (
 	"sync"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"golang.org/x/sync/errgroup"
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
-
-// FeedArgs asks the populate-worker to enqueue the populate_make jobs of a table's scheduled keys
-// that have none yet (the feeder). schedule_jobs inserts one in the transaction that schedules
-// the keys; the feed job is the populate-worker's own, worked by the populate_feed queue of every
-// replica.
-type FeedArgs struct {
-	// Table is the computed table's registered name.
-	Table string `json:"table"`
-}
-
-// Kind is the job kind of FeedArgs.
-func (FeedArgs) Kind() string { return "populate_feed" }
-
-// InsertOpts pins FeedArgs to its queue. It has no UniqueOpts: River's uniqueness counts a running
-// job, and a running feed job may have looked for keys before the caller's committed, or belong
-// to a replica that died; ensureFeed skips the insert only when a feed job of the table is
-// waiting.
-func (FeedArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queue.QueuePopulateFeed, MaxAttempts: 5}
-}
 
 // feedChunk is the most keys one feeder transaction enqueues.
 const feedChunk = 1000
@@ -133,62 +112,5 @@ func (e *Engine) feedChunk(ctx context.Context, tx pgx.Tx, table string, n int) 
 	return len(hashes), nil
 }
 
-// ensureFeed inserts table's feed job on tx unless one is waiting (FeedJobWaiting) and reports
-// whether it inserted one. Two transactions doing so at once may both insert one: a second feed
-// job is harmless (the feeder's chunks lock what they enqueue).
-func (e *Engine) ensureFeed(ctx context.Context, tx pgx.Tx, table string) (bool, error) {
-	waiting, err := queries.FeedJobWaiting(ctx, tx, dbsqlc.FeedJobWaitingParams{TableName: table, Kind: FeedArgs{}.Kind()})
-	if err != nil {
-		return false, fmt.Errorf("look for the feed job of %s: %w", table, err)
-	}
-	if waiting {
-		return false, nil
-	}
-	if _, err := e.river.InsertTx(ctx, tx, FeedArgs{Table: table}, nil); err != nil {
-		return false, fmt.Errorf("enqueue feed job of %s: %w", table, err)
-	}
-	return true, nil
-}
-
-// ensureFeeders inserts on tx a feed job for every table that has scheduled keys without a make
-// job and no feed job waiting, and returns how many it inserted. It is the reclaim pass's safety
-// net: a feed job lost with its replica (River shows it running until it rescues it, FEED_TIMEOUT
-// plus up to 30 s later), discarded after its attempts, cancelled or deleted in River UI, or a
-// feed pass that found the keys locked by a transaction that then rolled back, leaves keys no
-// feed job would enqueue; within a reclaim period they get one.
-func (e *Engine) ensureFeeders(ctx context.Context, tx pgx.Tx) (int, error) {
-	names := make([]string, 0, len(e.tables.All()))
-	for _, t := range e.tables.All() {
-		names = append(names, t.Name)
-	}
-	tables, err := queries.TablesToFeed(ctx, tx, names)
-	if err != nil {
-		return 0, fmt.Errorf("find tables to feed: %w", err)
-	}
-	n := 0
-	for _, table := range tables {
-		wrote, err := e.ensureFeed(ctx, tx, table)
-		if err != nil {
-			return 0, err
-		}
-		if wrote {
-			n++
-		}
-	}
-	return n, nil
-}
-
-// unfeed gives the key of hash, when it is still scheduled and marked enqueued, back to the
-// feeder on tx, with a feed job waiting for it: its make job ends without making it (GiveUp, a
-// stopped run's make), and without this the key would have no job to make it and no feeder to
-// give it one until the reclaim sweep.
-func (e *Engine) unfeed(ctx context.Context, tx pgx.Tx, table, hash string) error {
-	n, err := queries.JobUnenqueue(ctx, tx, dbsqlc.JobUnenqueueParams{TableName: table, KeyHash: hash})
-	if err != nil {
-		return fmt.Errorf("give %s/%s back to the feeder: %w", table, hash, err)
-	}
-	if n > 0 {
-		_, err = e.ensureFeed(ctx, tx, table)
-	}
-	return err
-}
+// makeOpts are the River insert options of every populate_make job.
+var makeOpts = queue.PopulateMakeArgs{}.InsertOpts()

@@ -263,12 +263,6 @@ func targetHas(ctx context.Context, q querier, t *Table, key Key) (bool, error) 
 	return ok, nil
 }
 
-// targetHasSQL is the statement of targetHas, whose one argument is the key.
-func targetHasSQL(t *Table) string {
-	return `SELECT EXISTS (SELECT 1 FROM ` + t.target() + ` t,
-		jsonb_populate_record(NULL::` + t.target() + `, $1::jsonb) k WHERE ` + t.pkMatch("t", "k") + `)`
-}
-
 // insertRows inserts rows into the target, converting JSON values to the column types in
 // Postgres. A row lacking a key column gets the key's value; a row with a different value fails.
 func insertRows(ctx context.Context, tx pgx.Tx, t *Table, key Key, rows []Row) error {

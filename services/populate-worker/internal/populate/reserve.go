@@ -13,16 +13,6 @@ import (
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
-// Order is the order populate takes keys in.
-type Order string
-
-// The orders DataJoint offers. Original is ascending key order.
-const (
-	OrderOriginal Order = "original"
-	OrderReverse  Order = "reverse"
-	OrderRandom   Order = "random"
-)
-
 // reservation is a key this worker reserved, on the connection that holds it. The connection's
 // backend pid is the job's connection_id: while it lives the reservation is ours, and when the
 // process dies with it the orphan sweep sees the connection gone.

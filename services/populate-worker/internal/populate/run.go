@@ -2,10 +2,10 @@ package populate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -325,56 +325,6 @@ func stopFor(makeErr error) string {
 	return stopError
 }
 
-// errRunCancelled is the cause of a make's context when its run was cancelled.
-var errRunCancelled = errors.New("populate run cancelled")
-
-// runWatch is what this process knows of the runs whose makes it runs: each make's cancel
-// function by run, so that a cancelled run's makes are cut off here.
-type runWatch struct {
-	mu    sync.Mutex
-	makes map[int64]map[*context.CancelCauseFunc]struct{}
-}
-
-// watch registers a make of run; the returned function unregisters it.
-func (w *runWatch) watch(run int64, cancel context.CancelCauseFunc) func() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.makes == nil {
-		w.makes = map[int64]map[*context.CancelCauseFunc]struct{}{}
-	}
-	if w.makes[run] == nil {
-		w.makes[run] = map[*context.CancelCauseFunc]struct{}{}
-	}
-	key := &cancel
-	w.makes[run][key] = struct{}{}
-	return func() {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		delete(w.makes[run], key)
-		if len(w.makes[run]) == 0 {
-			delete(w.makes, run)
-		}
-	}
-}
-
-func (w *runWatch) runs() []int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ids := make([]int64, 0, len(w.makes))
-	for id := range w.makes {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-func (w *runWatch) cancel(run int64) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for c := range w.makes[run] {
-		(*c)(errRunCancelled)
-	}
-}
-
 // WatchRuns cuts off this process's makes of cancelled runs until ctx ends, looking every
 // interval (one indexed query, only while runs' makes are running here).
 func (e *Engine) WatchRuns(ctx context.Context, every time.Duration) error {
@@ -398,4 +348,59 @@ func (e *Engine) WatchRuns(ctx context.Context, every time.Duration) error {
 			e.watch.cancel(id)
 		}
 	}
+}
+
+// RunFilter picks the runs ListRuns returns: those of Table and in State (every one when empty),
+// with ids below Before (0: from the newest), at most Limit.
+type RunFilter struct {
+	Table  string
+	State  RunState
+	Before int64
+	Limit  int
+}
+
+// ListRuns returns populate runs newest first, as GetRun shows them but with an empty
+// error_list: a run's failed keys are read one run at a time.
+func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	rows, err := queries.RunList(ctx, e.pool, dbsqlc.RunListParams{
+		Before: f.Before, TableName: f.Table, State: string(f.State), MaxRows: int32(f.Limit),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list populate runs: %w", err)
+	}
+	runs := make([]Run, 0, len(rows))
+	for _, r := range rows {
+		run, err := runOf(dbsqlc.RunGetRow(r))
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// runOf is a run's row as the API shows it, without its error_list: its counts, and its rate
+// and ETA as of the database's clock.
+func runOf(r dbsqlc.RunGetRow) (Run, error) {
+	run := Run{
+		ID: r.ID, Table: r.TableName, State: RunState(r.State), Stopping: r.Stopping, Total: r.Total,
+		Made: r.Made, SuccessCount: r.Made, Errors: r.Errors, MadeElsewhere: r.MadeElsewhere, Skipped: r.Skipped,
+		Dropped: r.Dropped, Queued: r.Queued, Remaining: r.Total - r.Made - r.Errors - r.MadeElsewhere - r.Skipped - r.Dropped, CreatedAt: r.CreatedAt, FinishedAt: r.FinishedAt,
+		ErrorList: []RunError{},
+	}
+	if err := json.Unmarshal(r.Options, &run.Options); err != nil {
+		return Run{}, fmt.Errorf("populate run %d options: %w", r.ID, err)
+	}
+	end := r.Now
+	if r.FinishedAt != nil {
+		end = *r.FinishedAt
+	}
+	if secs := end.Sub(r.CreatedAt).Seconds(); secs > 0 {
+		run.Rate = float64(r.Made+r.Errors) / secs
+	}
+	if run.State == RunRunning && run.Rate > 0 {
+		eta := float64(run.Remaining) / run.Rate
+		run.ETASeconds = &eta
+	}
+	return run, nil
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
@@ -105,9 +104,6 @@ func (e *Engine) schedule(ctx context.Context, t *Table, f filter, force bool, i
 	})
 	return res, err
 }
-
-// makeOpts are the River insert options of every populate_make job.
-var makeOpts = queue.PopulateMakeArgs{}.InsertOpts()
 
 // scheduleSQL is the set-based statement, parameters $1 to $4 as schedule passes them and cond's
 // after them. Of key_source minus the target (fresh, restricted by cond), it inserts a scheduled

@@ -154,3 +154,9 @@ func (t *Table) hasPK(column string) bool {
 
 // autoSchedule reports whether background passes schedule the table's keys.
 func (t *Table) autoSchedule() bool { return t.AutoSchedule == nil || *t.AutoSchedule }
+
+// targetHasSQL is the statement of targetHas, whose one argument is the key.
+func targetHasSQL(t *Table) string {
+	return `SELECT EXISTS (SELECT 1 FROM ` + t.target() + ` t,
+		jsonb_populate_record(NULL::` + t.target() + `, $1::jsonb) k WHERE ` + t.pkMatch("t", "k") + `)`
+}
