@@ -6,6 +6,24 @@
 // completion together, errors are recorded with message and stack, dead reservations are
 // reclaimed, and cleanup_jobs removes jobs whose key is gone.
 //
+// The files form floors: each uses only files on the floors below it, never one above, so the
+// package reads from the bottom up.
+//
+//   - What the rest stands on: key.go (a key and its values), errors.go (a make's error as
+//     DataJoint records it), asker.go (who asked for a make: a run or the background),
+//     table.go, restriction.go and registry.go (computed tables and how keys are restricted),
+//     jobs.go (the jobs table: statuses, rows, reads, gauges), metrics.go.
+//   - engine.go (the Engine, its Config and the makes it watches for cancelled runs) and opts.go
+//     (a populate run's options).
+//   - enqueue.go (the one place make and feed jobs are inserted, and keys handed on or back),
+//     reserve.go (reserving a key), function.go (HTTP function makes), notify.go (triggers that
+//     ask for a schedule).
+//   - feed.go (the feeder), schedule.go (schedule_jobs), run.go (a run's counts, its end,
+//     cancel), batch.go (statements sent with the transaction's first round trip).
+//   - populate.go (starting a run), manage.go (reschedule, ignore, progress), cleanup.go
+//     (cleanup_jobs and the reclaim sweep).
+//   - make.go: one make job from reservation to the transaction that records its end.
+//
 // Everything that reaches SQL from outside the process (restrictions, key hashes, statuses) is a
 // bind parameter; only table and column names from registration, which the operator controls and
 // which are validated against the database at start, are spliced into statements, quoted.
