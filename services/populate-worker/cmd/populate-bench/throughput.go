@@ -36,7 +36,7 @@ func (b *bench) reset(ctx context.Context) error {
 
 // throughputTarget is the share of the floor's rate that reserve + make + complete should reach,
 // in percent, at every number of workers.
-const throughputTarget = 70.0
+const throughputTarget = 80.0
 
 // throughput measures ours and the floor with w workers, prints both and their ratio, and
 // returns the number of double reservations seen.
