@@ -10,16 +10,16 @@
 // package reads from the bottom up.
 //
 //   - What the rest stands on: key.go (a key and its values), errors.go (a make's error as
-//     DataJoint records it), asker.go (who asked for a make: a run or the background),
-//     table.go, restriction.go and registry.go (computed tables and how keys are restricted),
-//     jobs.go (the jobs table: statuses, rows, reads, gauges), metrics.go.
+//     DataJoint records it), table.go, restriction.go and registry.go (computed tables and how
+//     keys are restricted), jobs.go (the jobs table: statuses, rows, reads, gauges), metrics.go.
 //   - engine.go (the Engine, its Config and the makes it watches for cancelled runs) and opts.go
 //     (a populate run's options).
-//   - enqueue.go (the one place make and feed jobs are inserted, and keys handed on or back),
-//     reserve.go (reserving a key), function.go (HTTP function makes), notify.go (triggers that
-//     ask for a schedule).
+//   - enqueue.go (who asks for a make, a run or the background, and the one place make and feed
+//     jobs are inserted and keys handed on or back), function.go (HTTP function makes),
+//     notify.go (triggers that ask for a schedule).
 //   - feed.go (the feeder), schedule.go (schedule_jobs), run.go (a run's counts, its end,
-//     cancel), batch.go (statements sent with the transaction's first round trip).
+//     cancel), reserve.go (reserving a key, and the statements sent with a transaction's first
+//     round trip).
 //   - populate.go (starting a run), manage.go (reschedule, ignore, progress), cleanup.go
 //     (cleanup_jobs and the reclaim sweep).
 //   - make.go: one make job from reservation to the transaction that records its end.
