@@ -179,7 +179,8 @@ func (e *Engine) fetchCompute(ctx context.Context, r *reservation) (rows []Row, 
 }
 
 // finishAll ends r's job as a success, counts it in the runs that hold it (outcome made, or
-// skipped when the key was already in the target, in r's run; made elsewhere in the others) and completes its River job with end.
+// skipped when the key was already in the target, in r's run; made elsewhere in the others) and
+// completes its River job with end.
 func finishAll(ctx context.Context, tx pgx.Tx, e *Engine, r *reservation, complete CompleteFunc, end *End, outcome string) error {
 	ids, err := e.finishSuccessFindRuns(ctx, tx, r)
 	if err != nil {

@@ -167,8 +167,8 @@ func (e *Engine) CancelRun(ctx context.Context, id int64) (Run, error) {
 }
 
 // advanceRun counts tally in run id (locking its row) and moves it on: a stopping run drops its
-// pending keys and the queued ones whose make has not started; a taking one hands its next keys to River until processes are queued; a run with
-// nothing queued ends.
+// pending keys and the queued ones whose make has not started; a taking one hands its next keys
+// to River until processes are queued; a run with nothing queued ends.
 func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsqlc.RunTallyParams) error {
 	tally.ID = id
 	row, err := queries.RunTally(ctx, tx, tally)

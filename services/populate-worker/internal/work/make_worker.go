@@ -23,10 +23,11 @@ const recordGrace = 15 * time.Second
 // busySnooze is how long a run's make whose key another make holds waits before it looks again.
 const busySnooze = time.Second
 
-// MakeWorker works populate_make jobs, the background's and the populate runs': it reserves the key, runs make and finishes the key's job
-// and the River job in one transaction. make's own failures are recorded in the jobs table and
-// end the River job as discarded with the same error, so River UI shows an errored make as
-// failed; only failures to record anything are returned, for River to retry. River UI's buttons:
+// MakeWorker works populate_make jobs, the background's and the populate runs': it reserves the
+// key, runs make and finishes the key's job and the River job in one transaction. make's own
+// failures are recorded in the jobs table and end the River job as discarded with the same
+// error, so River UI shows an errored make as failed; only failures to record anything are
+// returned, for River to retry. River UI's buttons:
 // Retry of a failed make makes its key again; Cancel of a running make interrupts it and records
 // the key's error as KeyboardInterrupt, in the transaction that ends the job cancelled; a job
 // whose key is not its to make ends cancelled saying why, never completed.
