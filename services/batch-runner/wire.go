@@ -1,15 +1,10 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"time"
 
 	"github.com/riverqueue/river"
 
-	"drover.dev/computehorde/hotkey"
-	"drover.dev/computehorde/protocol"
-	"drover.dev/computehorde/synthetic"
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/api"
 	"drover.dev/services/batch-runner/internal/batch"
@@ -47,52 +42,4 @@ func wire(d *service.Deps, cfg Config, batchCfg batch.Config) error {
 	}
 	api.Routes(d.Server.API, d.Pool, client, progress)
 	return nil
-}
-
-// batchConfig builds the batch settings and loads the validator hotkey.
-func batchConfig(cfg Config) (batch.Config, error) {
-	key, err := loadHotkey(cfg)
-	if err != nil {
-		return batch.Config{}, err
-	}
-	gens, classes, err := generators(cfg)
-	if err != nil {
-		return batch.Config{}, err
-	}
-	return batch.Config{
-		Key: key, Classes: classes, SpinUps: cfg.SpinUps, MinSpinUp: cfg.MinSpinUp, ClassCaps: cfg.ClassCaps,
-		Generators: gens, ManifestTimeout: cfg.ManifestTimeout, ReadyGrace: cfg.ReadyGrace, JobExtra: cfg.JobExtra,
-		ReceiptTimeout: cfg.ReceiptTimeout, WriteTimeout: cfg.WriteTimeout, SlowSend: cfg.SlowSend,
-		MaxFrameSize: cfg.MaxFrameSize, ExcuseMinStake: cfg.ExcuseMinStake,
-	}.WithDefaults(), nil
-}
-
-// generators reads the executor class table (the built-in one, or CLASS_TABLE's file) and the
-// job generator of each class.
-func generators(cfg Config) (batch.Generators, protocol.ClassTable, error) {
-	gens, err := batch.ParseGenerators(cfg.Generators, synthetic.PoWGenerator{Range: cfg.PoWRange, Limit: cfg.PoWTimeLimit})
-	if err != nil {
-		return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
-	}
-	classes := protocol.DefaultClassTable()
-	if cfg.ClassTablePath != "" {
-		data, err := os.ReadFile(cfg.ClassTablePath)
-		if err != nil {
-			return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_CLASS_TABLE: %w", err)
-		}
-		if classes, err = protocol.ParseClassTable(data); err != nil {
-			return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_CLASS_TABLE %s: %w", cfg.ClassTablePath, err)
-		}
-	}
-	if gens, _, err = gens.ForClasses(classes); err != nil {
-		return nil, protocol.ClassTable{}, fmt.Errorf("BATCH_RUNNER_GENERATORS: %w", err)
-	}
-	return gens, classes, nil
-}
-
-func loadHotkey(cfg Config) (*hotkey.Keypair, error) {
-	return hotkey.Settings{
-		Prefix: "BATCH_RUNNER_", URI: cfg.HotkeyURI, Path: cfg.WalletPath,
-		WalletName: cfg.WalletName, WalletHotkey: cfg.WalletHotkey, WalletDir: cfg.WalletDir,
-	}.Load()
 }

@@ -1,14 +1,8 @@
 package main
 
 import (
-	"fmt"
-	"net/url"
-	"strings"
-
 	"github.com/riverqueue/river"
 
-	"drover.dev/computehorde/hotkey"
-	"drover.dev/computehorde/subtensor"
 	"drover.dev/queue"
 	"drover.dev/services/scorer/internal/api"
 	"drover.dev/services/scorer/internal/direct"
@@ -62,62 +56,4 @@ func addWeightSetting(d *service.Deps, cfg Config, signer *direct.Client, m *wor
 		func() (river.JobArgs, *river.InsertOpts) { return queue.SetWeightsArgs{Reason: "periodic"}, nil },
 		&river.PeriodicJobOpts{ID: "set_weights", RunOnStart: true},
 	))
-}
-
-// pylonAddress checks PYLON_ADDRESS and the netuid; an address without a scheme (host:port, as
-// ComputeHorde's deployments often write it) is taken as http.
-func pylonAddress(c Config) (string, error) {
-	if c.PylonAddress == "" {
-		return "", nil
-	}
-	addr := c.PylonAddress
-	if !strings.Contains(addr, "://") {
-		addr = "http://" + addr
-	}
-	u, err := url.Parse(addr)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("SCORER_PYLON_ADDRESS: %q is not an http(s)://host:port address", c.PylonAddress)
-	}
-	if c.Netuid < 0 || c.Netuid > 65535 {
-		return "", fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
-	}
-	return addr, nil
-}
-
-// directClient is the signer of set_weights when no Pylon is configured and a subtensor node is
-// (SUBTENSOR_URL, or BITTENSOR_NETWORK); nil when weights go through Pylon or nowhere. The node
-// without a hotkey to sign with, or a VALIDATOR_HOTKEY other than the hotkey's, stops the start.
-func directClient(c Config) (*direct.Client, error) {
-	if c.PylonAddress != "" {
-		return nil, nil
-	}
-	node := c.SubtensorURL
-	switch {
-	case node == "" && c.Network != "":
-		u, err := subtensor.NetworkURL(c.Network)
-		if err != nil {
-			return nil, err
-		}
-		node = u
-	case node == "":
-		return nil, nil
-	}
-	if u, err := url.Parse(node); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
-		return nil, fmt.Errorf("SCORER_SUBTENSOR_URL: %q is not a ws(s)://host:port address", node)
-	}
-	if c.Netuid < 0 || c.Netuid > 65535 {
-		return nil, fmt.Errorf("SCORER_BITTENSOR_NETUID: %d is not a netuid (0..65535)", c.Netuid)
-	}
-	keys := hotkey.Settings{
-		Prefix: "SCORER_", URI: c.HotkeyURI, Path: c.WalletPath,
-		WalletName: c.WalletName, WalletHotkey: c.WalletHotkey, WalletDir: c.WalletDir,
-	}
-	key, err := keys.Load()
-	if err != nil {
-		return nil, fmt.Errorf("signing set_weights for %s: %w", node, err)
-	}
-	if c.ValidatorHotkey != "" && c.ValidatorHotkey != key.Address() {
-		return nil, fmt.Errorf("SCORER_VALIDATOR_HOTKEY %s is not the signing hotkey %s", c.ValidatorHotkey, key.Address())
-	}
-	return &direct.Client{URL: node, Netuid: uint16(c.Netuid), Key: key, Timeout: c.SubtensorTimeout}, nil
 }
