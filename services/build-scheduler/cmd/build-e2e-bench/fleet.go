@@ -93,6 +93,15 @@ func (f *fleet) start(ctx context.Context, binary, prefix string, settings map[s
 	}
 }
 
+// pids are the running processes' ids.
+func (f *fleet) pids() []int {
+	var ids []int
+	for _, p := range f.procs {
+		ids = append(ids, p.cmd.Process.Pid)
+	}
+	return ids
+}
+
 // stop ends every process with SIGTERM, as a deployment would, workers first.
 func (f *fleet) stop() { f.stopWhere(func(process) bool { return true }) }
 

@@ -114,6 +114,9 @@ type bench struct {
 	api     client
 	workers []string // the build-workers' base URLs
 	command []string // the groups' instant command
+	// postmaster is the database server's process when it runs on this machine (0 otherwise),
+	// whose CPU time the pairs count.
+	postmaster int
 }
 
 func run(ctx context.Context, o options, out io.Writer) error {
@@ -143,6 +146,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	defer drop()
 	b := &bench{o: o, out: out, pool: pool, fleet: &fleet{dir: dir, bin: o.bin, dbURL: dbURL}, command: benchdb.Graph(target).Jobs[0].Command}
 	defer b.fleet.stop()
+	b.postmaster = postmasterPID(ctx, pool)
 	if b.floor, err = startFloor(ctx, pool, o, b.command); err != nil {
 		return fmt.Errorf("the River floor: %w", err)
 	}
@@ -248,17 +252,29 @@ func (b *bench) pairs(ctx context.Context, v *verdicts) error {
 	fmt.Fprintf(out, "\nthroughput, %d pairs on %d workers × %d slots; River's floors run %q in each job (fork/exec) or nothing (bare):\n",
 		o.pairs, o.workers, o.slots, strings.Join(b.command, " "))
 	var total stageTrace
+	var busy, took time.Duration // the slots' time spent on tokens; the groups' time
 	for i := range o.pairs {
 		var p pair
+		var cpu [3]cpuUse // bare, exec, ours
+		timed := func(k int, f func() error) func() error {
+			return func() error {
+				before := cpuNow(b.fleet.pids(), b.postmaster)
+				err := f()
+				cpu[k] = cpuNow(b.fleet.pids(), b.postmaster).since(before)
+				return err
+			}
+		}
 		steps := []func() error{
-			func() (err error) { p.bare, err = b.floor.throughput(ctx, n, false); return err },
-			func() (err error) { p.exec, err = b.floor.throughput(ctx, n, true); return err },
-			func() (err error) {
+			timed(0, func() (err error) { p.bare, err = b.floor.throughput(ctx, n, false); return err }),
+			timed(1, func() (err error) { p.exec, err = b.floor.throughput(ctx, n, true); return err }),
+			timed(2, func() (err error) {
 				var trace stageTrace
 				p.ours, trace, err = b.traced(ctx, fmt.Sprintf("bench-10000-%d", i+1), "", false)
 				total = trace.plus(total)
+				busy += trace.busy()
+				took += p.ours.took
 				return err
-			},
+			}),
 		}
 		if i%2 == 1 {
 			slices.Reverse(steps)
@@ -272,11 +288,14 @@ func (b *bench) pairs(ctx context.Context, v *verdicts) error {
 		fmt.Fprintf(out, "  pair %d (%s): scheduler %.0f jobs/s, fork/exec floor %.0f (%.0f%%), bare floor %.0f (%.0f%%); claim → report p50 %s, p99 %s; load %s\n",
 			i+1, map[bool]string{false: "floors first", true: "scheduler first"}[i%2 == 1], p.ours.rate(), p.exec, 100*p.execRatio(),
 			p.bare, 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99), loadAverage())
+		fmt.Fprintf(out, "    scheduler: %s\n    fork/exec floor: %s\n    bare floor: %s\n", cpu[2].perJob(n), cpu[1].perJob(n), cpu[0].perJob(n))
 	}
 	m := v.median()
 	fmt.Fprintf(out, "  median pair's group: POST /v1/groups answered in %s; dispatch latency, slot wait included: p50 %s, p99 %s\n",
 		m.ours.post.Round(time.Millisecond), fmtMS(m.ours.p50), fmtMS(m.ours.p99))
 	total.print(out, fmt.Sprintf("the %d groups of 10,000 on %d slots", o.pairs, o.workers*o.slots))
+	fmt.Fprintf(out, "  the slots were working a token %.0f%% of the groups' time (the rest, waiting for River to hand them one)\n",
+		100*busy.Seconds()/(took.Seconds()*float64(o.workers*o.slots)))
 	return nil
 }
 

@@ -165,6 +165,16 @@ func (t stageTrace) print(out io.Writer, title string) {
 		}
 		fmt.Fprintf(out, "    %-16s %9s %9s %9s %6.0f%%\n", s, fmtMS(h.mean()), fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)), 100*h.sum/max(total.sum, 1e-9))
 	}
+	// Outside the total; their means would count the wait of a group's first tokens since the
+	// group before.
+	if h := t["slot_idle"]; h != nil && h.count > 0 {
+		fmt.Fprintf(out, "    %-16s %9s %9s %9s   a slot's wait from its previous token's end to this one's start\n",
+			"slot_idle", "", fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)))
+	}
+	if h := t["handover"]; h != nil && h.count > 0 {
+		fmt.Fprintf(out, "    %-16s %9s %9s %9s   of which River's fetch of the token → Work starting\n",
+			"handover", "", fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)))
+	}
 }
 
 // plus is the sum of t and u (either may be nil).
@@ -185,4 +195,12 @@ func (t stageTrace) plus(u stageTrace) stageTrace {
 		}
 	}
 	return s
+}
+
+// busy is the time the slots spent working tokens: the sum of the totals.
+func (t stageTrace) busy() time.Duration {
+	if h := t["total"]; h != nil {
+		return seconds(h.sum)
+	}
+	return 0
 }

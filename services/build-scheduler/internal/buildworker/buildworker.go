@@ -69,6 +69,7 @@ type Worker struct {
 
 	groups groupReaper // kills the builds' process groups when this process dies
 	dirs   workdirs    // the empty work directories of finished builds
+	idle   idleSlots   // when each free slot's last token ended
 }
 
 // Close removes the work directories the worker keeps for its next builds.
@@ -102,6 +103,8 @@ func (w *Worker) NextRetry(job *river.Job[queue.BuildRunArgs]) time.Time {
 // to build ends cancelled, saying so: River shows a token completed only when its build
 // succeeded.
 func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) error {
+	w.idle.start(w.Metrics, job.Args.Target, *job.AttemptedAt)
+	defer w.idle.end(w.Metrics, job.Args.Target)
 	clock := newStageClock(w.Metrics)
 	claim, ok, err := w.take(ctx, job)
 	if err != nil || !ok {

@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 		}, []string{"target"}),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "drover_build_worker_stage_seconds", Buckets: stageBuckets,
-			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report, token_end, commit; total is their sum).",
+			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report, token_end, commit; total is their sum; slot_idle, outside it, is a slot's wait from the end of its previous token's work to the start of this one's).",
 		}, []string{"stage"}),
 	}
 	for _, s := range Stages {

@@ -1,6 +1,9 @@
 package buildworker
 
-import "time"
+import (
+	"sync"
+	"time"
+)
 
 // The stages of a token's work, in order, each timed from the end of the one before, so that
 // they add up to the whole: drover_build_worker_stage_seconds by stage, which build-e2e-bench
@@ -19,8 +22,8 @@ const (
 	stageTotal     = "total"          // Work called → the report committed: the sum of the above
 )
 
-// Stages are the stage labels in the order they happen, total last.
-var Stages = []string{stageClaim, stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageHeartbeat, stageReport, stageTokenEnd, stageCommit, stageTotal}
+// Stages are the stage labels in the order they happen, then total, then a slot's idle time.
+var Stages = []string{stageClaim, stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageHeartbeat, stageReport, stageTokenEnd, stageCommit, stageTotal, stageIdle, stageHandover}
 
 // stageClock times one token's stages. A nil clock (no metrics) times nothing.
 type stageClock struct {
@@ -53,4 +56,53 @@ func (c *stageClock) end(stage string) {
 	}
 	c.lap(stage)
 	c.m.stage(stageTotal, c.last.Sub(c.first))
+}
+
+// stageIdle is not a stage of a token's work but the time a slot waited for it: from the end of
+// the slot's previous token's Work (the report committed) to the start of this one's, which is
+// River completing the previous token, fetching the next one and handing it over. It is outside
+// the total.
+const stageIdle = "slot_idle"
+
+// stageHandover is the last part of a slot's idle time: from River fetching the token (its
+// attempted_at) to Work starting.
+const stageHandover = "handover"
+
+// idleSlots times the gap between a slot's tokens. River does not say which slot works a token,
+// so a token starting takes the slot freed longest ago: with every slot busy between gaps, the
+// gaps it observes are the slots' own. Slots that have not worked a token yet are not counted.
+type idleSlots struct {
+	mu   sync.Mutex
+	free map[string][]time.Time // by target, oldest first
+}
+
+// start observes the idle time of the slot a token of target starts on, fetched at fetched.
+func (s *idleSlots) start(m *Metrics, target string, fetched time.Time) {
+	if m == nil {
+		return
+	}
+	m.stage(stageHandover, time.Since(fetched))
+	s.mu.Lock()
+	free := s.free[target]
+	if len(free) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	since := free[0]
+	s.free[target] = free[1:]
+	s.mu.Unlock()
+	m.stage(stageIdle, time.Since(since))
+}
+
+// end frees a slot of target.
+func (s *idleSlots) end(m *Metrics, target string) {
+	if m == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free == nil {
+		s.free = map[string][]time.Time{}
+	}
+	s.free[target] = append(s.free[target], time.Now())
 }
