@@ -10,8 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
-	"riverqueue.com/riverui"
-
 	"drover.dev/queue"
 	"drover.dev/shared/backlog"
 	"drover.dev/shared/metrics"
@@ -38,7 +36,7 @@ type Deps struct {
 	spec       Spec
 	background []func(context.Context) error
 	client     *queue.Client
-	riverUI    *riverui.Handler
+	riverUI    *lazyRiverUI
 	failures   *prometheus.CounterVec // failed gauge statements, for Gauge
 }
 

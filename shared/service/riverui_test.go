@@ -3,11 +3,13 @@ package service
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"riverqueue.com/riverui"
 
 	"drover.dev/queue"
 	"drover.dev/shared/servicetest"
@@ -78,4 +80,28 @@ func TestRiverUIIsOpenWhenAuthIsDisabled(t *testing.T) {
 	})
 	status, _, _ := getRiverUI(t, base+"/riverui/api/queues", "", "")
 	require.Equal(t, http.StatusOK, status)
+}
+
+// TestRiverUICountsOnlyOnceOpened: River UI's background counting starts at its first request
+// while the service serves, once, and never before.
+func TestRiverUICountsOnlyOnceOpened(t *testing.T) {
+	t.Parallel()
+	client, err := queue.NewInserter(nil, queue.Scorer)
+	require.NoError(t, err)
+	handler, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints: riverui.NewEndpoints(client, nil), Logger: slog.New(slog.DiscardHandler), Prefix: RiverUIPath,
+	})
+	require.NoError(t, err)
+	ui := &lazyRiverUI{handler: handler, logger: slog.New(slog.DiscardHandler)}
+
+	ui.start()
+	require.False(t, ui.started, "started before the service served")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ui.serveUntil(ctx)
+	require.False(t, ui.started, "started with no request")
+	ui.start()
+	ui.start()
+	require.True(t, ui.started)
 }

@@ -198,12 +198,11 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 // serve runs HTTP (already serving on httpDone's behalf), River and the service's background
 // loops, opens the routes, and shuts them down in order.
 func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) error {
-	// River UI's caches run until the service has stopped serving it.
+	// River UI's caches, once its first request starts them, run until the service has stopped
+	// serving it.
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
-	if err := deps.riverUI.Start(uiCtx); err != nil {
-		return errors.Join(fmt.Errorf("start river ui: %w", err), stopHTTP(ctx, deps, httpDone))
-	}
+	deps.riverUI.serveUntil(uiCtx)
 	// River's own context outlives ctx: stopping is ours to sequence below.
 	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return errors.Join(fmt.Errorf("start river: %w", err), stopHTTP(ctx, deps, httpDone))
