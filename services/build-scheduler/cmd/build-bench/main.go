@@ -7,8 +7,9 @@
 //
 // Each slot claims with ClaimNext and applies its report with Report, in two transactions as a
 // build-worker does today: the claim one statement committed asynchronously, the report BEGIN and
-// its statement in one round trip, the released jobs' tokens, COMMIT, waiting for the WAL flush as
-// the report of a build of BUILD_WORKER_DURABLE_AFTER or longer does. River's fetch and the
+// its statement in one round trip, the released jobs' tokens (inserted quietly and announced
+// after the commit by a goroutine of their own), COMMIT, waiting for the WAL flush as the report
+// of a build of BUILD_WORKER_DURABLE_AFTER or longer does. River's fetch and the
 // token's end (which a build-worker commits in its report's transaction) are left out, as they
 // are River's cost, not the scheduler's.
 //
@@ -23,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -78,10 +80,17 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 		INSERT INTO bench_floor SELECT i, 0 FROM generate_series(1, 1000) i`); err != nil {
 		return fmt.Errorf("create floor table: %w", err)
 	}
-	tokens, err := queue.NewInserter(nil, queue.BuildScheduler)
+	// The tokens a report inserts are announced after it commits, by a goroutine of their own, as
+	// a build-worker does (queue.NewQuietInserter, queue.Announcer): a notification inside the
+	// report would hold every report to one per WAL flush.
+	tokens, err := queue.NewQuietInserter(nil, queue.BuildScheduler)
 	if err != nil {
 		return err
 	}
+	announcer := queue.NewAnnouncer(pool, queue.BuildScheduler, slog.New(slog.DiscardHandler))
+	announcing, stopAnnouncing := context.WithCancel(ctx)
+	defer stopAnnouncing()
+	go func() { _ = announcer.Run(announcing) }()
 	graph := &jobgraph.Graph{Tokens: tokens}
 	// The floor and the scheduler take turns, rounds times, so that a burst of load from elsewhere
 	// on the machine lands on one round, not on one side of every comparison; the median ratio is
@@ -101,7 +110,7 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 		if _, err := pool.Exec(ctx, `VACUUM ANALYZE job_graph, group_stripes, groups, river_job`); err != nil {
 			return fmt.Errorf("vacuum before round %d: %w", r+1, err)
 		}
-		took, done, err := drive(ctx, pool, graph, plan, slots, time.Hour, false)
+		took, done, err := drive(ctx, pool, graph, announcer, plan, slots, time.Hour, false)
 		if err != nil {
 			return err
 		}
@@ -120,7 +129,7 @@ func run(ctx context.Context, server string, slots, rounds int, queryFor time.Du
 	}
 	fmt.Fprintf(out, "scheduler/floor, median of %d rounds: %.0f%% (rounds %.0f–%.0f%%); claim+report >= %.0f%% of its floor: %s\n",
 		rounds, 100*med, 100*ratios[0], 100*ratios[rounds-1], 100*targetRatio, verdict)
-	took, done, err := drive(ctx, pool, graph, plan, slots, queryFor, true)
+	took, done, err := drive(ctx, pool, graph, announcer, plan, slots, queryFor, true)
 	if err != nil {
 		return err
 	}
@@ -146,7 +155,7 @@ func measureFloor(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration
 // drive submits plan as a new group and has slots goroutines claim and complete its jobs until
 // the group is final or limit passes. With byQuery, completion flips dependents to ready with the
 // readiness query instead of the counter.
-func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan dag.Plan, slots int, limit time.Duration, byQuery bool) (time.Duration, int, error) {
+func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, announcer *queue.Announcer, plan dag.Plan, slots int, limit time.Duration, byQuery bool) (time.Duration, int, error) {
 	var g int64
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) { g, err = graph.SubmitTx(ctx, tx, plan, 3); return err })
 	if err != nil {
@@ -162,7 +171,7 @@ func drive(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, plan 
 	for range slots {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
-				ok, err := step(ctx, pool, graph, g, byQuery)
+				ok, err := step(ctx, pool, graph, announcer, g, byQuery)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
@@ -191,8 +200,9 @@ func finished(ctx context.Context, pool *pgxpool.Pool, g int64) bool {
 	return !open
 }
 
-// step claims one job and completes it, in two transactions.
-func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int64, byQuery bool) (bool, error) {
+// step claims one job and completes it, in two transactions, and announces the tokens the
+// report inserted.
+func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, announcer *queue.Announcer, g int64, byQuery bool) (bool, error) {
 	c, ok, err := jobgraph.ClaimNext(ctx, pool, "bench", "bench", time.Minute)
 	if err != nil || !ok {
 		return false, err
@@ -200,7 +210,10 @@ func step(ctx context.Context, pool *pgxpool.Pool, graph *jobgraph.Graph, g int6
 	if byQuery {
 		return true, completeByQueryRetrying(ctx, pool, c.JobID, g)
 	}
-	_, err = graph.Report(ctx, pool, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}, nil)
+	res, err := graph.Report(ctx, pool, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}, nil)
+	for _, t := range res.Targets {
+		announcer.Announce(queue.BuildQueue(t))
+	}
 	return true, err
 }
 
