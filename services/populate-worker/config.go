@@ -47,6 +47,13 @@ type Config struct {
 	FunctionSecret        []string      `envconfig:"FUNCTION_SECRET" secret:"true" desc:"secret shared with the HTTP function makes: every call is signed with it (Drover-Signature header, HMAC-SHA256 of time and body) and the example function refuses unsigned calls; comma separated to sign with several while rotating; a table of TABLES_FILE may name its own variable (function_secret_env); empty: calls go unsigned (a warning at start), which the Python library's serve refuses"`
 }
 
+// poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS of
+// them at once) holds its reserving connection while it runs and takes a second for
+// its finishing transaction, and River's and the change listener hold one each. With less, every
+// make could hold its first and wait for its second for good; with it, one always gets its
+// second, finishes and gives both back.
+const poolHeadroom = 3
+
 // rescueAfter is River's RescueStuckJobsAfter and JobTimeout: the shortest timeout of any kind
 // the service works (a make's is MAKE_TIMEOUT and its recording grace; a kind without its own,
 // the probe, gets JobTimeout, at most River's default minute). River's rescuer, every 30 s, takes
@@ -187,10 +194,3 @@ func splitSecrets(v string) []string {
 	}
 	return out
 }
-
-// poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS of
-// them at once) holds its reserving connection while it runs and takes a second for
-// its finishing transaction, and River's and the change listener hold one each. With less, every
-// make could hold its first and wait for its second for good; with it, one always gets its
-// second, finishes and gives both back.
-const poolHeadroom = 3
