@@ -10,10 +10,14 @@
 //   - throughput, in -pairs pairs: River's floor and the scheduler take turns on the same warm
 //     database, the order flipped every pair, so that load from elsewhere, or from the
 //     scheduler's own processes, lands on both sides of a pair; each side starts after a
-//     VACUUM ANALYZE, so that neither pays for the other's dead row versions. The floor is River clients with
-//     the workers' slots and settings whose jobs fork and exec the group's instant command (River
-//     plus the process, as a build is); River's bare figure (jobs doing nothing) runs beside it.
-//     The median ratio of the pairs is the figure, printed with their range;
+//     VACUUM ANALYZE, so that neither pays for the other's dead row versions. The floor is River
+//     clients with the workers' slots and settings whose jobs fork and exec the group's instant
+//     command (River plus the process, as a build is); River's bare figure (jobs doing nothing)
+//     runs beside it. The median ratio of the pairs is the figure, printed with their range;
+//
+//   - one more pair on -spare-workers × -spare-slots slots (1 × 2), a load this machine can
+//     carry with cores to spare, not judged: there each side's throughput is what its latency
+//     allows, where on 8 slots of a 2-core machine it is what its CPU a job allows;
 //
 //   - the per-stage trace of a token's work (claim, work directory, process start, run, reap, log
 //     flush, heartbeat stop, report), from the workers' drover_build_worker_stage_seconds;
@@ -68,6 +72,7 @@ type options struct {
 	server                   string
 	workers, slots           int
 	scaleWorkers, scaleSlots int
+	spareWorkers, spareSlots int
 	pairs                    int
 	chainDepth               int
 	timeout                  time.Duration
@@ -86,6 +91,8 @@ func main() {
 	flag.IntVar(&o.pairs, "pairs", 3, "floor/scheduler pairs of the throughput comparison")
 	flag.IntVar(&o.scaleWorkers, "scale-workers", 8, "build-worker processes of the scale run (0 skips it)")
 	flag.IntVar(&o.scaleSlots, "scale-slots", 8, "slots of each build-worker of the scale run")
+	flag.IntVar(&o.spareWorkers, "spare-workers", 1, "build-worker processes of the spare-cores pair (0 skips it)")
+	flag.IntVar(&o.spareSlots, "spare-slots", 2, "slots of each build-worker of the spare-cores pair")
 	flag.IntVar(&o.chainDepth, "chain-depth", 20, "depth of the chains of the latency run (one chain per slot)")
 	flag.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on a group after this long")
 	flag.StringVar(&o.bin, "bin", "", "folder holding build-scheduler and build-worker (default: built into a temporary folder)")
@@ -151,7 +158,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if b.floor, err = startFloor(ctx, pool, o, b.command); err != nil {
 		return fmt.Errorf("the River floor: %w", err)
 	}
-	defer b.floor.stop()
+	defer func() { b.floor.stop() }() // the floor spare starts, when it does
 	base, err := b.fleet.start(ctx, "build-scheduler", "BUILD_SCHEDULER", map[string]string{
 		"MAX_JOBS_PER_GROUP": "10000", "BODY_LIMIT": fmt.Sprint(16 << 20), "DB_MAX_CONNS": "4", "REPORT_WORKERS": "2",
 	})
@@ -169,6 +176,11 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if o.big {
 		if err := b.pairs(ctx, &v); err != nil {
 			return err
+		}
+		if o.spareWorkers > 0 {
+			if err := b.spare(ctx, &v); err != nil {
+				return err
+			}
 		}
 		b.floor.stop()
 		if o.scaleWorkers > 0 {
@@ -249,50 +261,20 @@ func (b *bench) latency(ctx context.Context) (verdicts, error) {
 // pairs runs the throughput comparison: the floors and the scheduler take turns.
 func (b *bench) pairs(ctx context.Context, v *verdicts) error {
 	o, out := b.o, b.out
-	n := len(benchdb.Graph(target).Jobs)
 	fmt.Fprintf(out, "\nthroughput, %d pairs on %d workers × %d slots; River's floors run %q in each job (fork/exec) or nothing (bare):\n",
 		o.pairs, o.workers, o.slots, strings.Join(b.command, " "))
 	var total stageTrace
 	var busy, took time.Duration // the slots' time spent on tokens; the groups' time
 	for i := range o.pairs {
-		var p pair
-		var cpu [3]cpuUse // bare, exec, ours
-		timed := func(k int, f func() error) func() error {
-			return func() error {
-				if err := b.settle(ctx); err != nil {
-					return err
-				}
-				before := cpuNow(b.fleet.pids(), b.postmaster)
-				err := f()
-				cpu[k] = cpuNow(b.fleet.pids(), b.postmaster).since(before)
-				return err
-			}
+		p, trace, err := b.pair(ctx, fmt.Sprintf("bench-10000-%d", i+1), i%2 == 1)
+		if err != nil {
+			return err
 		}
-		steps := []func() error{
-			timed(0, func() (err error) { p.bare, err = b.floor.throughput(ctx, n, false); return err }),
-			timed(1, func() (err error) { p.exec, err = b.floor.throughput(ctx, n, true); return err }),
-			timed(2, func() (err error) {
-				var trace stageTrace
-				p.ours, trace, err = b.traced(ctx, fmt.Sprintf("bench-10000-%d", i+1), "", false)
-				total = trace.plus(total)
-				busy += trace.busy()
-				took += p.ours.took
-				return err
-			}),
-		}
-		if i%2 == 1 {
-			slices.Reverse(steps)
-		}
-		for _, step := range steps {
-			if err := step(); err != nil {
-				return err
-			}
-		}
+		total = trace.plus(total)
+		busy += trace.busy()
+		took += p.ours.took
 		v.pairs = append(v.pairs, p)
-		fmt.Fprintf(out, "  pair %d (%s): scheduler %.0f jobs/s, fork/exec floor %.0f (%.0f%%), bare floor %.0f (%.0f%%); claim → report p50 %s, p99 %s; load %s\n",
-			i+1, map[bool]string{false: "floors first", true: "scheduler first"}[i%2 == 1], p.ours.rate(), p.exec, 100*p.execRatio(),
-			p.bare, 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99), loadAverage())
-		fmt.Fprintf(out, "    scheduler: %s\n    fork/exec floor: %s\n    bare floor: %s\n", cpu[2].perJob(n), cpu[1].perJob(n), cpu[0].perJob(n))
+		fmt.Fprintf(out, "  pair %d (%s): %s\n", i+1, map[bool]string{false: "floors first", true: "scheduler first"}[i%2 == 1], p)
 	}
 	m := v.median()
 	fmt.Fprintf(out, "  median pair's group: POST /v1/groups answered in %s; dispatch latency, slot wait included: p50 %s, p99 %s\n",
@@ -300,6 +282,68 @@ func (b *bench) pairs(ctx context.Context, v *verdicts) error {
 	total.print(out, fmt.Sprintf("the %d groups of 10,000 on %d slots", o.pairs, o.workers*o.slots))
 	fmt.Fprintf(out, "  the slots were working a token %.0f%% of the groups' time (the rest, waiting for River to hand them one)\n",
 		100*busy.Seconds()/(took.Seconds()*float64(o.workers*o.slots)))
+	return nil
+}
+
+// pair runs the bare floor, the fork/exec floor and the scheduler's group name, in that order or
+// (schedulerFirst) the reverse, each after settle, and measures the CPU each took.
+func (b *bench) pair(ctx context.Context, name string, schedulerFirst bool) (pair, stageTrace, error) {
+	n := len(benchdb.Graph(target).Jobs)
+	var p pair
+	var trace stageTrace
+	timed := func(use *cpuUse, f func() error) func() error {
+		return func() error {
+			if err := b.settle(ctx); err != nil {
+				return err
+			}
+			before := cpuNow(b.fleet.pids(), b.postmaster)
+			err := f()
+			*use = cpuNow(b.fleet.pids(), b.postmaster).since(before)
+			return err
+		}
+	}
+	steps := []func() error{
+		timed(&p.cpuBare, func() (err error) { p.bare, err = b.floor.throughput(ctx, n, false); return err }),
+		timed(&p.cpuExec, func() (err error) { p.exec, err = b.floor.throughput(ctx, n, true); return err }),
+		timed(&p.cpuOurs, func() (err error) { p.ours, trace, err = b.traced(ctx, name, "", false); return err }),
+	}
+	if schedulerFirst {
+		slices.Reverse(steps)
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return p, nil, err
+		}
+	}
+	p.jobs = n
+	return p, trace, nil
+}
+
+// spare runs one more pair on spareWorkers × spareSlots slots (1 × 2): a load this machine has
+// cores to spare for, where each side's throughput is what its latency allows rather than what
+// its CPU a job allows. Not judged (the targets are for 8 slots); it shows what the 8-slot
+// ratios are made of.
+func (b *bench) spare(ctx context.Context, v *verdicts) error {
+	o, out := b.o, b.out
+	so := o
+	so.workers, so.slots = o.spareWorkers, o.spareSlots
+	b.floor.stop()
+	f, err := startFloor(ctx, b.pool, so, b.command)
+	if err != nil {
+		return fmt.Errorf("the River floor on %d × %d slots: %w", so.workers, so.slots, err)
+	}
+	f.rounds = b.floor.rounds // its rounds' jobs are told apart by their number
+	b.floor = f
+	b.fleet.stopWorkers()
+	if err := b.startWorkers(ctx, so.workers, so.slots, so.slots+4); err != nil {
+		return err
+	}
+	p, _, err := b.pair(ctx, "bench-10000-spare", false)
+	if err != nil {
+		return err
+	}
+	v.spare = &p
+	fmt.Fprintf(out, "\nspare cores: 1 pair on %d worker × %d slots, a load this machine can carry with cores to spare:\n  %s\n", so.workers, so.slots, p)
 	return nil
 }
 

@@ -13,8 +13,19 @@ import (
 
 // pair is one turn of the throughput comparison.
 type pair struct {
-	ours       result
-	exec, bare float64 // the floors, jobs/s
+	ours                      result
+	exec, bare                float64 // the floors, jobs/s
+	jobs                      int     // each side's
+	cpuOurs, cpuExec, cpuBare cpuUse
+}
+
+// String is the pair's line: throughput, ratios, the claim → report time, the load average, and
+// the CPU a job of each side.
+func (p pair) String() string {
+	return fmt.Sprintf("scheduler %.0f jobs/s, fork/exec floor %.0f (%.0f%%), bare floor %.0f (%.0f%%); claim → report p50 %s, p99 %s; load %s\n"+
+		"    scheduler: %s\n    fork/exec floor: %s\n    bare floor: %s",
+		p.ours.rate(), p.exec, 100*p.execRatio(), p.bare, 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99), loadAverage(),
+		p.cpuOurs.perJob(p.jobs), p.cpuExec.perJob(p.jobs), p.cpuBare.perJob(p.jobs))
 }
 
 func (p pair) execRatio() float64 { return p.ours.rate() / p.exec }
@@ -25,6 +36,7 @@ type verdicts struct {
 	floorP50, floorP99 time.Duration // River's chains
 	chains             result
 	pairs              []pair
+	spare              *pair // on spare cores (1 × 2 slots), not judged
 	scale              *result
 	scalePeak          int
 }
@@ -86,6 +98,10 @@ func (v verdicts) print(out io.Writer, o options) {
 			fmt.Sprintf("%s (pairs %s–%s)", fmtMS(r50), fmtMS(lo50), fmtMS(hi50)), r50 <= targetRunP50)
 		row(fmt.Sprintf("claim → report p99 <= %s, %d slots", fmtMS(targetRunP99), slots),
 			fmt.Sprintf("%s (pairs %s–%s)", fmtMS(r99), fmtMS(lo99), fmtMS(hi99)), r99 <= targetRunP99)
+	}
+	if p := v.spare; p != nil {
+		fmt.Fprintf(out, "  not judged, on %d × %d slots (spare cores): %.0f%% of the fork/exec floor, %.0f%% of the bare; claim → report p50 %s, p99 %s\n",
+			o.spareWorkers, o.spareSlots, 100*p.execRatio(), 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99))
 	}
 	row("chains' dispatch p50 <= "+fmtMS(targetP50), fmt.Sprintf("%s (River %s)", fmtMS(v.chains.p50), fmtMS(v.floorP50)), v.chains.p50 <= targetP50)
 	row("chains' dispatch p99 <= "+fmtMS(targetP99), fmt.Sprintf("%s (River %s)", fmtMS(v.chains.p99), fmtMS(v.floorP99)), v.chains.p99 <= targetP99)
