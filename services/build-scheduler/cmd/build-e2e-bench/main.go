@@ -158,7 +158,7 @@ func run(ctx context.Context, o options, out io.Writer) error {
 	if b.floor, err = startFloor(ctx, pool, o, b.command); err != nil {
 		return fmt.Errorf("the River floor: %w", err)
 	}
-	defer func() { b.floor.stop() }() // the floor spare starts, when it does
+	defer func() { b.floor.stop() }() // spare replaces b.floor
 	base, err := b.fleet.start(ctx, "build-scheduler", "BUILD_SCHEDULER", map[string]string{
 		"MAX_JOBS_PER_GROUP": "10000", "BODY_LIMIT": fmt.Sprint(16 << 20), "DB_MAX_CONNS": "4", "REPORT_WORKERS": "2",
 	})
@@ -315,7 +315,7 @@ func (b *bench) pair(ctx context.Context, name string, schedulerFirst bool) (pai
 			return p, nil, err
 		}
 	}
-	p.jobs = n
+	p.jobs, p.load = n, loadAverage()
 	return p, trace, nil
 }
 
@@ -343,7 +343,7 @@ func (b *bench) spare(ctx context.Context, v *verdicts) error {
 		return err
 	}
 	v.spare = &p
-	fmt.Fprintf(out, "\nspare cores: 1 pair on %d worker × %d slots, a load this machine can carry with cores to spare:\n  %s\n", so.workers, so.slots, p)
+	fmt.Fprintf(out, "\nspare cores: 1 pair on %d × %d slots, a load this machine can carry with cores to spare:\n  %s\n", so.workers, so.slots, p)
 	return nil
 }
 

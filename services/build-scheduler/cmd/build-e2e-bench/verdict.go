@@ -17,6 +17,7 @@ type pair struct {
 	exec, bare                float64 // the floors, jobs/s
 	jobs                      int     // each side's
 	cpuOurs, cpuExec, cpuBare cpuUse
+	load                      string // the load average when the pair ended
 }
 
 // String is the pair's line: throughput, ratios, the claim → report time, the load average, and
@@ -24,7 +25,7 @@ type pair struct {
 func (p pair) String() string {
 	return fmt.Sprintf("scheduler %.0f jobs/s, fork/exec floor %.0f (%.0f%%), bare floor %.0f (%.0f%%); claim → report p50 %s, p99 %s; load %s\n"+
 		"    scheduler: %s\n    fork/exec floor: %s\n    bare floor: %s",
-		p.ours.rate(), p.exec, 100*p.execRatio(), p.bare, 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99), loadAverage(),
+		p.ours.rate(), p.exec, 100*p.execRatio(), p.bare, 100*p.bareRatio(), fmtMS(p.ours.runP50), fmtMS(p.ours.runP99), p.load,
 		p.cpuOurs.perJob(p.jobs), p.cpuExec.perJob(p.jobs), p.cpuBare.perJob(p.jobs))
 }
 
