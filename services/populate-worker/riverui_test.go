@@ -37,9 +37,23 @@ func (l *logBuffer) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
-// uiActions returns the river_ui_action lines logged so far, in order.
-func (l *logBuffer) uiActions(t *testing.T) []map[string]any {
+// uiActions waits for n river_ui_action lines and returns those logged by then, in order. A
+// worker logs a press once the job's end has committed, so its line may follow the River state a
+// test waited for.
+func (l *logBuffer) uiActions(t *testing.T, n int) []map[string]any {
 	t.Helper()
+	var out []map[string]any
+	var err error
+	require.Eventually(t, func() bool {
+		out, err = l.actions()
+		return err != nil || len(out) >= n
+	}, 20*time.Second, 10*time.Millisecond, "%d river_ui_action lines", n)
+	require.NoError(t, err)
+	return out
+}
+
+// actions returns the river_ui_action lines logged so far, in order.
+func (l *logBuffer) actions() ([]map[string]any, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
@@ -51,8 +65,7 @@ func (l *logBuffer) uiActions(t *testing.T) []map[string]any {
 			out = append(out, line)
 		}
 	}
-	require.NoError(t, sc.Err())
-	return out
+	return out, sc.Err()
 }
 
 // startLogged starts cfg with info logs in JSON into a buffer it returns with the base URL.
@@ -161,7 +174,7 @@ func TestRiverUIRetryOfAFailedMakeMakesItsKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/v1/jobs/example_signal_stats/"+hash, nil, &got))
 	require.Equal(t, "success", got.Status, "the made key is left as it is")
 
-	actions := logs.uiActions(t)
+	actions := logs.uiActions(t, 2)
 	require.Len(t, actions, 2, "one line per press")
 	for i, want := range []string{"made (its error cleared and made again)", "skipped: key already made"} {
 		require.Equal(t, "populate_make", actions[i]["kind"])
@@ -210,7 +223,7 @@ func TestRiverUICancelOfARunningMakeRecordsTheInterrupt(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
 	require.Empty(t, b.jobMessages(t), "a made key's job is deleted")
 
-	actions := logs.uiActions(t)
+	actions := logs.uiActions(t, 2)
 	require.Len(t, actions, 2, "one line per press")
 	require.Equal(t, []any{"cancel", "retry"}, []any{actions[0]["action"], actions[1]["action"]})
 	require.True(t, strings.HasPrefix(actions[0]["did"].(string), "cancelled: KeyboardInterrupt: cancelled in River UI"), actions[0]["did"])
