@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -13,7 +15,7 @@ import (
 // second connection: check-config refuses less, and the defaults fit the budget's share.
 func TestCheckPoolFitsTheMakes(t *testing.T) {
 	t.Parallel()
-	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}
+	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
 	require.Empty(t, ok.Check(), "the defaults in the budget's share (%d)", config.DBBudget["POPULATE_WORKER"])
 	for _, tc := range []struct {
 		name        string
@@ -42,11 +44,37 @@ func TestCheckPoolFitsTheMakes(t *testing.T) {
 	}
 }
 
-// FEED_AHEAD below zero would leave the feeder enqueueing nothing, for good: check-config says so.
+// FEED_AHEAD below one would leave the feeder enqueueing nothing, for good: check-config says so.
 func TestCheckFeedAhead(t *testing.T) {
 	t.Parallel()
-	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11, FeedAhead: -1}
-	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_FEED_AHEAD: -1, want 1 or more (0: the default)")
-	cfg.FeedAhead = 0
+	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
+	for _, ahead := range []int{-1, 0} {
+		cfg.FeedAhead = ahead
+		require.ErrorContains(t, errors.Join(cfg.Check()...), fmt.Sprintf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more", ahead))
+	}
+	cfg.FeedAhead = 1
 	require.Empty(t, cfg.Check())
+}
+
+// An operator's zero is the operator's: a period or timeout of zero is refused by name, and
+// MIN_SCHEDULING_INTERVAL=0 is kept, DataJoint's min_scheduling_interval of 0 (schedule whatever
+// the last event), not replaced by the default.
+func TestCheckZeroDurations(t *testing.T) {
+	t.Parallel()
+	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
+	ok.MinSchedulingInterval = 0
+	require.Empty(t, ok.Check(), "MIN_SCHEDULING_INTERVAL=0")
+	cfg := ok
+	cfg.MinSchedulingInterval = -time.Second
+	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_MIN_SCHEDULING_INTERVAL: -1s, want 0 (schedule whatever the last event) or more")
+	for name, field := range map[string]*time.Duration{
+		"ORPHAN_TIMEOUT": &cfg.OrphanTimeout, "RECLAIM_EVERY": &cfg.ReclaimEvery, "LISTEN_FLUSH_EVERY": &cfg.ListenFlushEvery,
+		"FEED_EVERY": &cfg.FeedEvery, "RUN_WATCH_EVERY": &cfg.RunWatchEvery, "MAKE_TIMEOUT": &cfg.MakeTimeout,
+		"MAINTENANCE_TIMEOUT": &cfg.MaintenanceTimeout, "FEED_TIMEOUT": &cfg.FeedTimeout,
+		"SCHEDULE_EVERY": &cfg.ScheduleEvery, "CLEANUP_EVERY": &cfg.CleanupEvery,
+	} {
+		cfg = ok
+		*field = 0
+		require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_"+name+": 0s, want more than zero")
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -25,7 +24,7 @@ type Config struct {
 	config.Common
 	HTTPAddr string `envconfig:"HTTP_ADDR" default:":8085" desc:"HTTP listen address"`
 
-	MinSchedulingInterval time.Duration `envconfig:"MIN_SCHEDULING_INTERVAL" default:"5s" desc:"schedule_jobs of a table runs at most once per interval (database clock)"`
+	MinSchedulingInterval time.Duration `envconfig:"MIN_SCHEDULING_INTERVAL" default:"5s" desc:"schedule_jobs of a table runs at most once per interval (database clock); 0 schedules whatever the last event, as DataJoint's min_scheduling_interval=0"`
 	OrphanTimeout         time.Duration `envconfig:"ORPHAN_TIMEOUT" default:"2m" desc:"reservation lease: a reserved job not renewed for this long is scheduled again"`
 	ReclaimEvery          time.Duration `envconfig:"RECLAIM_EVERY" default:"10s" desc:"how often dead or expired reservations are looked for"`
 	ListenFlushEvery      time.Duration `envconfig:"LISTEN_FLUSH_EVERY" default:"200ms" desc:"how long upstream change notifications gather before their schedule jobs are enqueued"`
@@ -75,14 +74,22 @@ func (c Config) Check() []error {
 	if c.MakeWorkers < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MAKE_WORKERS: %d, want 0 or more", c.MakeWorkers))
 	}
-	if c.FeedAhead < 0 {
-		errs = append(errs, fmt.Errorf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more (0: the default)", c.FeedAhead))
+	if c.FeedAhead < 1 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more", c.FeedAhead))
+	}
+	if c.MinSchedulingInterval < 0 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MIN_SCHEDULING_INTERVAL: %s, want 0 (schedule whatever the last event) or more", c.MinSchedulingInterval))
 	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"MAKE_TIMEOUT", c.MakeTimeout}, {"MAINTENANCE_TIMEOUT", c.MaintenanceTimeout}, {"FEED_TIMEOUT", c.FeedTimeout}} {
-		if d.v < 0 {
+	}{
+		{"ORPHAN_TIMEOUT", c.OrphanTimeout}, {"RECLAIM_EVERY", c.ReclaimEvery}, {"LISTEN_FLUSH_EVERY", c.ListenFlushEvery},
+		{"FEED_EVERY", c.FeedEvery}, {"RUN_WATCH_EVERY", c.RunWatchEvery}, {"MAKE_TIMEOUT", c.MakeTimeout},
+		{"MAINTENANCE_TIMEOUT", c.MaintenanceTimeout}, {"FEED_TIMEOUT", c.FeedTimeout},
+		{"SCHEDULE_EVERY", c.ScheduleEvery}, {"CLEANUP_EVERY", c.CleanupEvery},
+	} {
+		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("POPULATE_WORKER_%s: %s, want more than zero", d.name, d.v))
 		}
 	}
@@ -100,25 +107,6 @@ func (c Config) Check() []error {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_TABLES_FILE: %w", err))
 	}
 	return errs
-}
-
-// withDefaults fills what a config struct built in code (tests) left at zero, every duration and
-// FEED_AHEAD (whose zero means the default), from the envconfig default tags above: the one place
-// each default is written.
-func (c Config) withDefaults() Config {
-	var d Config
-	if err := config.Defaults(&d); err != nil {
-		panic(fmt.Sprintf("populate-worker Config: %v", err))
-	}
-	v, defaults := reflect.ValueOf(&c).Elem(), reflect.ValueOf(d)
-	for i := range v.NumField() {
-		f := v.Field(i)
-		_, isDuration := f.Interface().(time.Duration)
-		if f.IsZero() && (isDuration || v.Type().Field(i).Name == "FeedAhead") {
-			f.Set(defaults.Field(i))
-		}
-	}
-	return c
 }
 
 // registry builds the tables from code (the examples) and from the tables file. ownFunction is

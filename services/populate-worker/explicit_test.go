@@ -45,7 +45,7 @@ func TestRestrictedScheduleAfterTruncateIsExact(t *testing.T) {
 	cfg := Config{Common: servicetest.Config(dbURL), TablesFile: file, MakeWorkers: 0,
 		MinSchedulingInterval: time.Millisecond, ListenFlushEvery: 5 * time.Millisecond, ScheduleEvery: time.Hour}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	count := func(sql string) int {
 		var n int

@@ -79,7 +79,7 @@ func TestKilledReplicaLeavesNoJobRunning(t *testing.T) {
 	require.NoError(t, err)
 
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, b.config(), ln, stdout)
+		return runTest(ctx, b.config(), ln, stdout)
 	})
 	// The longest timeout is a make's (MAKE_TIMEOUT and its recording grace); River's rescuer
 	// runs every 30 s, and a replica that becomes leader runs it at once.

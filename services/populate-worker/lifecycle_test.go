@@ -118,7 +118,7 @@ func TestHelperWorkerProcess(t *testing.T) {
 	if d, err := time.ParseDuration(os.Getenv("POPULATE_HELPER_TIMEOUTS")); err == nil {
 		cfg.MakeTimeout, cfg.MaintenanceTimeout, cfg.FeedTimeout = d, d, d
 	}
-	require.NoError(t, run(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
+	require.NoError(t, runTest(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
 }
 
 func TestKilledWorkerIsReclaimed(t *testing.T) {
@@ -134,7 +134,7 @@ func TestKilledWorkerIsReclaimed(t *testing.T) {
 	_ = cmd.Wait()
 
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, b.config(), ln, stdout)
+		return runTest(ctx, b.config(), ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		return b.count(t, `SELECT count(*) FROM populate_worker.slow_dst`) == 1
@@ -152,7 +152,7 @@ func TestSIGTERMRecordsMakesThatOutliveTheBudget(t *testing.T) {
 	require.NoError(t, err)
 	ctx, sigterm := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	go func() { done <- runTest(ctx, cfg, ln, io.Discard) }()
 	b.insertWhenListening(t)
 	sigterm()
 	require.NoError(t, <-done)
@@ -175,7 +175,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	first := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
 		cfg.MakeWorkers, cfg.FeedOff = 0, false
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, first+"/v1/tables/held/schedule",
 		map[string]any{"min_scheduling_interval": 0}, nil))
@@ -214,7 +214,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
 		cfg.MakeWorkers, cfg.FeedOff, cfg.OrphanTimeout, cfg.ReclaimEvery = 2, false, orphan, reclaim
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM populate_worker.held_dst`) == keys
@@ -275,7 +275,7 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		cfg := b.config()
 		cfg.MakeWorkers, cfg.FeedOff, cfg.ReclaimEvery = 1, false, reclaim
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		return count(`SELECT count(*) FROM populate_worker.held_dst`) == keys

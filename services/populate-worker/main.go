@@ -23,7 +23,6 @@ func main() {
 
 // run runs the service until ctx ends. It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
-	cfg = cfg.withDefaults()
 	if ln == nil {
 		var err error
 		if ln, err = new(net.ListenConfig).Listen(ctx, "tcp", cfg.HTTPAddr); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -14,12 +15,38 @@ import (
 	"go.uber.org/goleak"
 
 	"drover.dev/queue"
+	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// runTest is run for a config built in code: what the test left at zero takes its default.
+func runTest(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) error {
+	return run(ctx, cfg.withDefaults(), ln, stdout)
+}
+
+// withDefaults fills every duration and FeedAhead that a config built in code left at zero from
+// the envconfig default tags, the one place each default is written. The service itself gets its
+// defaults from the environment (service.Main), where a zero is the operator's: Check refuses it,
+// or, for MIN_SCHEDULING_INTERVAL, keeps it (schedule whatever the last event).
+func (c Config) withDefaults() Config {
+	var d Config
+	if err := config.Defaults(&d); err != nil {
+		panic(fmt.Sprintf("populate-worker Config: %v", err))
+	}
+	v, defaults := reflect.ValueOf(&c).Elem(), reflect.ValueOf(d)
+	for i := range v.NumField() {
+		f := v.Field(i)
+		_, isDuration := f.Interface().(time.Duration)
+		if f.IsZero() && (isDuration || v.Type().Field(i).Name == "FeedAhead") {
+			f.Set(defaults.Field(i))
+		}
+	}
+	return c
 }
 
 // testBundle is a running populate-worker on a fresh database.
@@ -36,7 +63,7 @@ func setup(t *testing.T, cfg Config) *testBundle {
 		cfg.MakeWorkers, cfg.FeedOff = 2, true
 	}
 	b.base = servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	return b
 }

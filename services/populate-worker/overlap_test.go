@@ -58,7 +58,7 @@ func TestOverlappingRunsCountOnlyTheirOwnMakes(t *testing.T) {
 			cfg := Config{Common: servicetest.Config(dbURL), TablesFile: tables, MakeWorkers: 4, FeedOff: true,
 				MinSchedulingInterval: time.Hour, ListenFlushEvery: time.Hour, ScheduleEvery: time.Hour}
 			base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-				return run(ctx, cfg, ln, stdout)
+				return runTest(ctx, cfg, ln, stdout)
 			})
 			var runs [2]runCounts
 			for i := range runs {

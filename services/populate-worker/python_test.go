@@ -40,7 +40,7 @@ func TestHelperPythonWorker(t *testing.T) {
 	require.NoError(t, err)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	require.NoError(t, run(ctx, cfg, ln, os.Stdout))
+	require.NoError(t, runTest(ctx, cfg, ln, os.Stdout))
 }
 
 // TestPythonClient installs the Python library with pip in a fresh venv and runs its unittest

@@ -74,7 +74,7 @@ func startLogged(t *testing.T, cfg Config) (string, *logBuffer) {
 	logs := &logBuffer{}
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
-		return run(ctx, cfg, ln, logs)
+		return runTest(ctx, cfg, ln, logs)
 	})
 	return base, logs
 }

@@ -90,7 +90,7 @@ func (b *heldBundle) startAndStop(t *testing.T, cfg Config, use func(base string
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	go func() { done <- runTest(ctx, cfg, ln, io.Discard) }()
 	base := "http://" + ln.Addr().String()
 	require.Eventually(t, func() bool { return apiclient.Answers(t.Context(), base+"/readyz") }, 15*time.Second, 20*time.Millisecond)
 	use(base)
@@ -128,7 +128,7 @@ func (b *heldBundle) startRunAndStop(t *testing.T, processes int) populateResult
 	cfg.MakeWorkers = 0
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	go func() { done <- runTest(ctx, cfg, ln, io.Discard) }()
 	var got populateResult
 	require.Eventually(t, func() bool {
 		return servicetest.Call(t, http.MethodPost, "http://"+ln.Addr().String()+"/v1/tables/held/populate",
@@ -176,7 +176,7 @@ func TestCancelledRunRecordsKeyboardInterrupt(t *testing.T) {
 	b := setupHeld(t, 5, func(int) time.Duration { return -1 })
 	cfg := b.config()
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	var run populateResult
 	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate?wait=0.3",
@@ -214,7 +214,7 @@ func TestCancelledRunWaitingOnAnotherRunsMakesEnds(t *testing.T) {
 	cfg := b.config()
 	cfg.MakeWorkers = 1
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	get := func(id int64) runCounts {
 		var r runCounts
@@ -264,7 +264,7 @@ func TestSIGTERMRecordsSystemExitAndInterruptsTheRun(t *testing.T) {
 	base := "http://" + ln.Addr().String()
 	ctx, sigterm := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, cfg, ln, io.Discard) }()
+	go func() { done <- runTest(ctx, cfg, ln, io.Discard) }()
 	var run populateResult
 	require.Eventually(t, func() bool {
 		return servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
@@ -293,7 +293,7 @@ func TestRunOutlivesTheReplicaThatAcceptedIt(t *testing.T) {
 
 	other := b.config()
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, other, ln, stdout)
+		return runTest(ctx, other, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
@@ -342,7 +342,7 @@ func TestRunEndsWhenItsMakeJobsEndWithoutMakingTheirKeys(t *testing.T) {
 			cfg.MakeWorkers = 0 // nothing makes the keys: their jobs stay waiting until ended below
 			cfg.ReclaimEvery = 50 * time.Millisecond
 			base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-				return run(ctx, cfg, ln, stdout)
+				return runTest(ctx, cfg, ln, stdout)
 			})
 			var got populateResult
 			require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
@@ -381,7 +381,7 @@ func TestRunKeyFailsWithItsMakeJobsLastAttempt(t *testing.T) {
 	other := b.config()
 	other.ReclaimEvery = time.Hour
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, other, ln, stdout)
+		return runTest(ctx, other, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(got.ID, 10), nil, &got)
@@ -430,7 +430,7 @@ func TestBackgroundMakesLastAttemptGivesItsKeyBackToTheFeeder(t *testing.T) {
 	cfg.MakeWorkers = 1
 	cfg.ReclaimEvery = time.Hour
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
-		return run(ctx, cfg, ln, stdout)
+		return runTest(ctx, cfg, ln, stdout)
 	})
 	require.Eventually(t, func() bool {
 		return b.count(t, `SELECT count(DISTINCT args ->> 'key_hash') FROM populate_worker.river_job
