@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -67,14 +68,19 @@ func TestCheckZeroDurations(t *testing.T) {
 	cfg := ok
 	cfg.MinSchedulingInterval = -time.Second
 	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_MIN_SCHEDULING_INTERVAL: -1s, want 0 (schedule whatever the last event) or more")
-	for name, field := range map[string]*time.Duration{
-		"ORPHAN_TIMEOUT": &cfg.OrphanTimeout, "RECLAIM_EVERY": &cfg.ReclaimEvery, "LISTEN_FLUSH_EVERY": &cfg.ListenFlushEvery,
-		"FEED_EVERY": &cfg.FeedEvery, "RUN_WATCH_EVERY": &cfg.RunWatchEvery, "MAKE_TIMEOUT": &cfg.MakeTimeout,
-		"MAINTENANCE_TIMEOUT": &cfg.MaintenanceTimeout, "FEED_TIMEOUT": &cfg.FeedTimeout,
-		"SCHEDULE_EVERY": &cfg.ScheduleEvery, "CLEANUP_EVERY": &cfg.CleanupEvery,
-	} {
+	// Every duration of Config but MIN_SCHEDULING_INTERVAL, read from the struct, so that a new
+	// one Check forgets fails here.
+	v := reflect.ValueOf(&cfg).Elem()
+	checked := 0
+	for i := range v.NumField() {
+		field, name := v.Field(i), v.Type().Field(i).Tag.Get("envconfig")
+		if _, isDuration := field.Interface().(time.Duration); !isDuration || name == "MIN_SCHEDULING_INTERVAL" {
+			continue
+		}
 		cfg = ok
-		*field = 0
+		field.SetInt(0)
 		require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_"+name+": 0s, want more than zero")
+		checked++
 	}
+	require.Equal(t, 10, checked, "the periods and timeouts this test knows of")
 }
