@@ -171,7 +171,9 @@ func (a *app) runBatch(follow bool) error {
 type stageSeen struct{ started, finished bool }
 
 // followBatch prints the stages of job's batch as they start and end, from batch-runner's
-// in-memory progress, until the batch has ended; it returns the batch's id.
+// in-memory progress, until the batch has ended; it returns the batch's id. The batch's row
+// exists before it knows its miners (batch-runner records them once phase 1 has read them), so
+// the batch is announced, and its stages followed, once it counts some miners or has ended.
 func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
 	seen := map[string]*stageSeen{}
 	announced := false
@@ -190,7 +192,7 @@ func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
 		}
 		if len(page.Items) > 0 {
 			b := page.Items[0]
-			if !announced {
+			if !announced && (b.Miners > 0 || b.State != "running") {
 				fmt.Fprintf(w, "batch %d running: %d miners to test\n", b.ID, b.Miners)
 				announced = true
 			}
@@ -198,7 +200,9 @@ func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
 				fmt.Fprintf(w, "batch %d %s: jobs %s\n", b.ID, b.State, format(b.Counts))
 				return b.ID, nil
 			}
-			a.printStages(jobID, seen, w)
+			if announced {
+				a.printStages(jobID, seen, w)
+			}
 		}
 		if err := a.sleep(); err != nil {
 			return 0, err
