@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // FetchCooldown is the least time between two fetches of one queue's producer that insert
@@ -54,6 +55,10 @@ type ClientConfig struct {
 	// Fetch is how eagerly the client fetches new jobs; zero fields keep FetchCooldown and
 	// River's poll interval (1 s).
 	Fetch Fetch
+
+	// Process is the liveness of the process the client runs in (NewProcess): its middleware
+	// lets the process stop the jobs a sweep gave back. Its ID is the client's when ID is empty.
+	Process *Process
 }
 
 // Fetch is how eagerly a River client looks for jobs. A producer fetches when told of an insert
@@ -73,8 +78,14 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 	for name, n := range cfg.Queues {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
+	var middleware []rivertype.Middleware
+	if cfg.Process != nil {
+		cfg.ID = cmp.Or(cfg.ID, cfg.Process.ID())
+		middleware = append(middleware, cfg.Process.Middleware())
+	}
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		ID:                   cfg.ID,
+		Middleware:           middleware,
 		Schema:               svc.Schema(),
 		Queues:               queues,
 		Workers:              cfg.Workers,

@@ -46,6 +46,8 @@ type Common struct {
 
 	DBMaxConns int32  `envconfig:"DB_MAX_CONNS" default:"0" desc:"largest size of the Postgres pool (River's listener opens one connection more); 0 is the process's share of the connection budget (miner-sync 4, batch-runner 6, scorer 4, build-scheduler 6, build-worker 4, populate-worker 14)"`
 	WorkerID   string `envconfig:"WORKER_ID" desc:"River client id of this replica; host name and start time when empty"`
+
+	LivenessTimeout time.Duration `envconfig:"LIVENESS_TIMEOUT" default:"30s" desc:"how long this process may go without renewing its liveness record (every sixth of it) before any replica declares it dead and gives its running River jobs back; the same in every service"`
 }
 
 // DBBudget is each process's share of the connection budget by env prefix: its pool's size when

@@ -36,6 +36,7 @@ type Deps struct {
 	spec       Spec
 	background []func(context.Context) error
 	client     *queue.Client
+	process    *queue.Process
 	riverUI    *lazyRiverUI
 	failures   *prometheus.CounterVec // failed gauge statements, for Gauge
 }
@@ -60,8 +61,9 @@ func (d *Deps) NewClient() (*queue.Client, error) {
 	if d.client != nil {
 		return nil, errors.New("river client already built")
 	}
+	d.process = d.newProcess(clientID(d.spec))
 	client, err := queue.NewClient(d.Pool, d.Service, queue.ClientConfig{
-		ID:                   clientID(d.spec),
+		Process:              d.process,
 		Queues:               withProbeQueue(d.spec.Queues),
 		Workers:              d.Workers,
 		PeriodicJobs:         d.PeriodicJobs,

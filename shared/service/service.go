@@ -131,7 +131,8 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	if deps.client == nil {
 		return fmt.Errorf("wire %s: the River client was never built (Deps.NewClient)", spec.Service)
 	}
-	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, spec.OpenAPI); err != nil {
+	deps.Server.API.GET("/processes", deps.handleProcesses)
+	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, processesOpenAPI, spec.OpenAPI); err != nil {
 		return fmt.Errorf("%s: %w", spec.Service, err)
 	}
 	if deps.riverUI, err = mountRiverUI(deps); err != nil {
@@ -203,10 +204,21 @@ func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) er
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopUI()
 	deps.riverUI.serveUntil(uiCtx)
+	// The liveness record comes first: a job River fetches is always under a record a sweep
+	// can find once the process is gone.
+	if err := deps.process.Register(ctx); err != nil {
+		return errors.Join(err, stopHTTP(ctx, deps, httpDone))
+	}
 	// River's own context outlives ctx: stopping is ours to sequence below.
 	if err := deps.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return errors.Join(fmt.Errorf("start river: %w", err), stopHTTP(ctx, deps, httpDone))
 	}
+	// Renewal goes on until River has stopped: a long soft stop is no reason to be declared dead.
+	liveCtx, stopLive := context.WithCancel(context.WithoutCancel(ctx))
+	liveDone := make(chan struct{})
+	go func() { defer close(liveDone); _ = deps.process.Run(liveCtx) }()
+	stopLiveness := func() { stopLive(); <-liveDone }
+	defer stopLiveness()
 	deps.Server.Open()
 	deps.Logger.Info("ready")
 	g, gctx := errgroup.WithContext(ctx)
@@ -221,7 +233,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) er
 		case <-deps.client.Stopped():
 			return fmt.Errorf("river client stopped unexpectedly")
 		}
-		return shutdown(spec.Config, deps)
+		return shutdown(spec.Config, deps, stopLiveness)
 	})
 	err := g.Wait()
 	deps.Logger.Info("stopped", "error", err)
@@ -236,11 +248,21 @@ func stopHTTP(ctx context.Context, deps *Deps, httpDone <-chan error) error {
 }
 
 // shutdown drains HTTP, gives running jobs SoftStopTimeout to finish, then cancels them and waits
-// for the rest of the budget.
-func shutdown(cfg config.Common, deps *Deps) error {
+// for the rest of the budget. Last, the process leaves: its liveness record goes, and a job River
+// could not stop comes back at once instead of after LIVENESS_TIMEOUT.
+func shutdown(cfg config.Common, deps *Deps, stopLiveness func()) error {
 	deps.Logger.Info("shutting down", "budget", cfg.ShutdownTimeout)
 	budget, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	err := stopRiver(budget, cfg, deps)
+	stopLiveness()
+	leave, cancelLeave := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelLeave()
+	return errors.Join(err, deps.process.Leave(leave))
+}
+
+// stopRiver drains HTTP and stops River within budget, softly first.
+func stopRiver(budget context.Context, cfg config.Common, deps *Deps) error {
 	httpErr := deps.Server.Shutdown(budget)
 	soft, cancelSoft := context.WithTimeout(budget, cfg.SoftStopTimeout)
 	defer cancelSoft()

@@ -1,0 +1,209 @@
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// SweepOptions is who hears of a sweep that gave jobs back.
+type SweepOptions struct {
+	Logger   *slog.Logger
+	OnRescue func(kind string, n int)
+}
+
+// SweepResult is what one sweep did.
+type SweepResult struct {
+	// Processes are the IDs of the dead processes it removed.
+	Processes []string
+	// Retried, Discarded and Cancelled count the jobs it gave back by the state they took.
+	Retried, Discarded, Cancelled int
+	// Kinds counts the jobs it gave back by kind.
+	Kinds map[string]int
+}
+
+// Jobs is how many jobs the sweep gave back.
+func (r SweepResult) Jobs() int { return r.Retried + r.Discarded + r.Cancelled }
+
+// log writes the one line of a sweep that did something.
+func (r SweepResult) log(ctx context.Context, logger *slog.Logger, msg string) {
+	if logger == nil || len(r.Processes) == 0 {
+		return
+	}
+	kinds := make([]string, 0, len(r.Kinds))
+	for _, k := range slices.Sorted(maps.Keys(r.Kinds)) {
+		kinds = append(kinds, fmt.Sprintf("%s=%d", k, r.Kinds[k]))
+	}
+	logger.InfoContext(ctx, msg, "processes", strings.Join(r.Processes, ","), "jobs_rescued", r.Jobs(),
+		"retried", r.Retried, "discarded", r.Discarded, "cancelled", r.Cancelled, "kinds", strings.Join(kinds, ","))
+}
+
+// deadProcess is a liveness record a sweep found past its timeout.
+type deadProcess struct {
+	ID        string
+	Name      string
+	Host      string
+	PID       int
+	RenewedAt time.Time
+	sweptAt   time.Time // the database clock of the sweep
+	reason    string
+}
+
+// Sweep gives back the running River jobs of every process of schema whose liveness record is
+// older than its timeout, and removes those records, in one transaction. It is safe on every
+// replica at once: a record another sweep is handling is skipped (SKIP LOCKED). It logs one line
+// when it found a dead process.
+func Sweep(ctx context.Context, pool *pgxpool.Pool, schema string, opts SweepOptions) (SweepResult, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep %s: %w", schema, err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `SELECT id, name, host, pid, renewed_at, now() FROM `+pgx.Identifier{schema, "processes"}.Sanitize()+`
+		WHERE renewed_at + timeout < now() ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep %s: %w", schema, err)
+	}
+	dead, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deadProcess, error) {
+		var d deadProcess
+		err := row.Scan(&d.ID, &d.Name, &d.Host, &d.PID, &d.RenewedAt, &d.sweptAt)
+		d.reason = fmt.Sprintf("stopped renewing its liveness at %s, %s before this sweep",
+			d.RenewedAt.UTC().Format(time.RFC3339), d.sweptAt.Sub(d.RenewedAt).Round(time.Second))
+		return d, err
+	})
+	if err != nil || len(dead) == 0 {
+		return SweepResult{}, wrapSweep(schema, err)
+	}
+	res, err := rescue(ctx, tx, schema, dead)
+	if err != nil {
+		return SweepResult{}, wrapSweep(schema, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return SweepResult{}, wrapSweep(schema, err)
+	}
+	res.log(ctx, opts.Logger, "liveness sweep: gave back the jobs of dead processes")
+	if opts.OnRescue != nil {
+		for kind, n := range res.Kinds {
+			opts.OnRescue(kind, n)
+		}
+	}
+	return res, nil
+}
+
+func wrapSweep(schema string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("sweep %s: %w", schema, err)
+}
+
+// rescue gives back, on tx, the running jobs whose current attempt belongs to one of procs, and
+// deletes their records. It is River's own rescue (the driver call River's rescuer makes, from
+// this one adapter, see RiverVersion): a job retries, with an error naming the process, unless it
+// was at its last attempt (discarded) or someone asked to cancel it (cancelled). Unlike River's
+// rescuer it retries at once: the job did not fail, its process went away.
+func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) (SweepResult, error) {
+	byID := make(map[string]deadProcess, len(procs))
+	for _, d := range procs {
+		byID[d.ID] = d
+	}
+	ids := slices.Collect(maps.Keys(byID))
+	slices.Sort(ids)
+	jobs, err := runningJobsOf(ctx, tx, schema, ids)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	res := SweepResult{Processes: ids, Kinds: map[string]int{}}
+	params := &riverdriver.JobRescueManyParams{Schema: schema}
+	for _, j := range jobs {
+		d := byID[j.owner]
+		now := d.sweptAt.UTC()
+		state := rivertype.JobStateRetryable
+		switch {
+		case j.cancelRequested:
+			state, res.Cancelled = rivertype.JobStateCancelled, res.Cancelled+1
+		case j.attempt >= j.maxAttempts:
+			state, res.Discarded = rivertype.JobStateDiscarded, res.Discarded+1
+		default:
+			res.Retried++
+		}
+		msg := fmt.Sprintf("rescued from process %s (%s on %s, pid %d), which %s", d.ID, d.Name, d.Host, d.PID, d.reason)
+		errData, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(j.attempt, 0), Error: msg})
+		if err != nil {
+			return SweepResult{}, fmt.Errorf("encode rescue error: %w", err)
+		}
+		var finalized *time.Time
+		scheduled := now
+		if state != rivertype.JobStateRetryable {
+			finalized, scheduled = &now, j.scheduledAt
+		}
+		params.ID = append(params.ID, j.id)
+		params.Error = append(params.Error, errData)
+		params.FinalizedAt = append(params.FinalizedAt, finalized)
+		params.ScheduledAt = append(params.ScheduledAt, scheduled)
+		params.State = append(params.State, string(state))
+		params.StuckHorizon = now.Add(time.Microsecond)
+		res.Kinds[j.kind]++
+	}
+	if len(params.ID) > 0 {
+		if _, err := riverDriverOf(tx).JobRescueMany(ctx, params); err != nil {
+			return SweepResult{}, fmt.Errorf("rescue %d jobs: %w", len(params.ID), err)
+		}
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM `+pgx.Identifier{schema, "processes"}.Sanitize()+` WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("delete dead processes: %w", err)
+	}
+	return res, nil
+}
+
+// runningJob is what a rescue needs of a running job.
+type runningJob struct {
+	id              int64
+	kind            string
+	owner           string
+	attempt         int
+	maxAttempts     int
+	scheduledAt     time.Time
+	cancelRequested bool
+}
+
+// runningJobsOf reads the running jobs of schema whose current attempt is one of clients'. River
+// appends a client's ID to attempted_by when it fetches a job, so the last element names the
+// process working the current attempt. The rows are locked, so a job is either given back here or
+// ended by its worker, not both half-way.
+func runningJobsOf(ctx context.Context, tx pgx.Tx, schema string, clients []string) ([]runningJob, error) {
+	rows, err := tx.Query(ctx, `SELECT id, kind, attempted_by[cardinality(attempted_by)], attempt, max_attempts,
+			scheduled_at, metadata ? 'cancel_attempted_at'
+		FROM `+pgx.Identifier{schema, "river_job"}.Sanitize()+`
+		WHERE state = 'running' AND attempted_by[cardinality(attempted_by)] = ANY($1)
+		ORDER BY id FOR NO KEY UPDATE`, clients)
+	if err != nil {
+		return nil, fmt.Errorf("running jobs of %v: %w", clients, err)
+	}
+	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runningJob, error) {
+		var j runningJob
+		err := row.Scan(&j.id, &j.kind, &j.owner, &j.attempt, &j.maxAttempts, &j.scheduledAt, &j.cancelRequested)
+		return j, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("running jobs of %v: %w", clients, err)
+	}
+	return jobs, nil
+}
+
+// riverDriverOf is River's driver executor on tx, for the one call the adapter makes.
+func riverDriverOf(tx pgx.Tx) riverdriver.Executor {
+	return riverpgxv5.New(nil).UnwrapExecutor(tx)
+}
