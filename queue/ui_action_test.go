@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -39,4 +40,17 @@ func TestRetriedInUI(t *testing.T) {
 			require.Equal(t, tc.want, RetriedInUI(&rivertype.JobRow{Attempt: tc.attempt, Errors: tc.errors}))
 		})
 	}
+}
+
+// TestCancelledRemotely tells River UI's Cancel of a running job from the other ends of a job's
+// context: its client's shutdown, or none at all.
+func TestCancelledRemotely(t *testing.T) {
+	t.Parallel()
+	remote, cancel := context.WithCancelCause(context.Background())
+	cancel(river.ErrJobCancelledRemotely)
+	require.True(t, CancelledRemotely(remote))
+	shutdown, stop := context.WithCancel(context.Background())
+	stop()
+	require.False(t, CancelledRemotely(shutdown))
+	require.False(t, CancelledRemotely(context.Background()))
 }

@@ -2,7 +2,9 @@
 // on purpose: a job a process fetched and then died holding, or one that spent its attempts on
 // errors long ago. It goes through River's own driver calls (the fetch River's producers run,
 // the update River's test factory runs), so no test writes River's tables with SQL of its own
-// and a River upgrade that changes them fails to compile here instead of passing silently.
+// and a River upgrade that changes them fails to compile here instead of passing silently. It
+// also reads back the river_ui_action lines (queue.LogUIAction) a service under test logs, so that
+// every test of a River UI button reads them one way (UIActionLog).
 package queuetest
 
 import (

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,62 +16,23 @@ import (
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
 
-// logBuffer holds a service's JSON log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// uiAction is one river_ui_action log line.
-type uiAction struct {
-	Kind   string `json:"kind"`
-	JobID  int64  `json:"job_id"`
-	Action string `json:"action"`
-	Did    string `json:"did"`
-}
-
-// uiActions returns the river_ui_action lines logged so far, in order.
-func (b *logBuffer) uiActions(t *testing.T) []uiAction {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []uiAction
-	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
-	for dec.More() {
-		var line struct {
-			Msg string `json:"msg"`
-			uiAction
-		}
-		require.NoError(t, dec.Decode(&line))
-		if line.Msg == "river_ui_action" {
-			out = append(out, line.uiAction)
-		}
-	}
-	return out
-}
-
 // startLogged is startService with the service's info log kept in a buffer.
-func startLogged(t *testing.T, cfg Config) (string, *logBuffer) {
+func startLogged(t *testing.T, cfg Config) (string, *queuetest.UIActionLog) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
 		return run(ctx, cfg, ln, logs)
 	})
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("batch-runner log:\n%s", logs.buf.String())
+			t.Logf("batch-runner log:\n%s", logs.String())
 		}
 	})
 	return base, logs
@@ -193,7 +151,7 @@ func TestRiverUIButtonsOnRunBatch(t *testing.T) {
 	require.Equal(t, 2, again.Attempt)
 	require.Equal(t, []string{"1/JOB_CANCELLED", "2/JOB_RETRIED", "2/RETRY_REFUSED"}, riverJobEvents(t, base, done.ID))
 
-	actions := logs.uiActions(t)
+	actions := logs.UIActions(t)
 	require.Len(t, actions, 3, "one line per press: %+v", actions)
 	for i, want := range []struct{ action, did string }{
 		{"cancel", fmt.Sprintf("stopped batch %d: failed, job cancelled", done.ID)},
@@ -242,8 +200,8 @@ func TestRiverUICancelOnARunningShard(t *testing.T) {
 	scores := scoreJobs(t, pool)
 	require.Len(t, scores, 1, "scored once")
 	require.Len(t, scores[0].Miners, 2, "the cancelled shard's miners are not scored")
-	actions := logs.uiActions(t)
+	actions := logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, uiAction{Kind: "run_batch_shard", JobID: shardJob, Action: "cancel",
+	require.Equal(t, queuetest.UIAction{Kind: "run_batch_shard", JobID: shardJob, Action: "cancel",
 		Did: fmt.Sprintf("stopped shard 0 of batch %d: failed, job cancelled", done.ID)}, actions[0])
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,14 +34,14 @@ type uiBundle struct {
 	base   string
 	pool   *pgxpool.Pool
 	river  *queue.Client
-	logs   *logLines
+	logs   *queuetest.UIActionLog
 	worker string
 }
 
 func setupUI(t *testing.T) (*uiBundle, context.Context) {
 	t.Helper()
 	dbURL := testdb.New(t)
-	b := &uiBundle{base: startScheduler(t, testConfig(t, dbURL)), pool: testdb.NewPoolFor(t, dbURL), logs: &logLines{}}
+	b := &uiBundle{base: startScheduler(t, testConfig(t, dbURL)), pool: testdb.NewPoolFor(t, dbURL), logs: &queuetest.UIActionLog{}}
 	cfg := workerConfig(t, dbURL, "x86_64-linux")
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	b.worker = servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
@@ -132,7 +130,7 @@ func TestRiverUIRetryRebuildsAFailedBuild(t *testing.T) {
 	require.Equal(t, map[jobgraph.JobState]int{jobgraph.Complete: 1, jobgraph.JobFailed: 1, jobgraph.DependencyFailed: 1}, failed.Counts)
 	token := b.token(ctx, t, "docs-build")
 	require.Equal(t, rivertype.JobStateDiscarded, token.State)
-	require.Empty(t, b.logs.actions(t))
+	require.Empty(t, b.logs.UIActions(t))
 
 	require.NoError(t, os.WriteFile(fixed, nil, 0o600))
 	_, err := b.river.JobRetry(ctx, token.ID)
@@ -154,13 +152,12 @@ func TestRiverUIRetryRebuildsAFailedBuild(t *testing.T) {
 	require.Contains(t, events[1], fmt.Sprintf("river_ui_action: River UI retry of build_run token %d", token.ID))
 	require.Contains(t, events[1], "runs again with 1 dependents")
 	require.Contains(t, events[1], "the group is open again")
-	actions := b.logs.actions(t)
+	actions := b.logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, map[string]any{"kind": "build_run", "job_id": float64(token.ID), "action": "retry"},
-		map[string]any{"kind": actions[0]["kind"], "job_id": actions[0]["job_id"], "action": actions[0]["action"]})
-	require.Contains(t, actions[0]["did"], "runs again")
-	require.Contains(t, b.logs.builds(t), "docs-build:failed", "the build ran, and its line says so")
-	require.Contains(t, b.logs.builds(t), "docs-build:succeeded")
+	require.Equal(t, []any{"build_run", token.ID, "retry"}, []any{actions[0].Kind, actions[0].JobID, actions[0].Action})
+	require.Contains(t, actions[0].Did, "runs again")
+	require.Contains(t, b.builds(t), "docs-build:failed", "the build ran, and its line says so")
+	require.Contains(t, b.builds(t), "docs-build:succeeded")
 
 	_, err = b.river.JobRetry(ctx, token.ID)
 	require.NoError(t, err)
@@ -172,7 +169,7 @@ func TestRiverUIRetryRebuildsAFailedBuild(t *testing.T) {
 	events = b.events(t, g)
 	require.Len(t, events, 3)
 	require.Contains(t, events[2], "already succeeded")
-	require.Len(t, b.logs.actions(t), 2)
+	require.Len(t, b.logs.UIActions(t), 2)
 }
 
 // River UI's Cancel on the token of a running build kills the build's process and records the
@@ -212,10 +209,10 @@ func TestRiverUICancelKillsARunningBuild(t *testing.T) {
 	events := b.events(t, g)
 	require.Len(t, events, 1)
 	require.Contains(t, events[0], fmt.Sprintf("river_ui_action: River UI cancel of build_run token %d: killed build slow", id))
-	actions := b.logs.actions(t)
+	actions := b.logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, "cancel", actions[0]["action"])
-	require.Contains(t, actions[0]["did"], "killed build slow")
+	require.Equal(t, "cancel", actions[0].Action)
+	require.Contains(t, actions[0].Did, "killed build slow")
 }
 
 // waitCounts polls group id until its jobs' counts by state are want.
@@ -278,49 +275,11 @@ func TestLostTokenIsReissued(t *testing.T) {
 	}
 }
 
-// logLines collects a JSON logger's lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logLines) lines(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for sc.Scan() {
-		var line map[string]any
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
-		out = append(out, line)
-	}
-	return out
-}
-
-// actions returns the river_ui_action lines.
-func (l *logLines) actions(t *testing.T) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, line := range l.lines(t) {
-		if line["msg"] == "river_ui_action" {
-			out = append(out, line)
-		}
-	}
-	return out
-}
-
-// builds returns the "build ran" lines as "name:outcome".
-func (l *logLines) builds(t *testing.T) []string {
+// builds returns the worker's "build ran" lines as "name:outcome".
+func (b *uiBundle) builds(t *testing.T) []string {
 	t.Helper()
 	var out []string
-	for _, line := range l.lines(t) {
+	for _, line := range b.logs.Lines(t) {
 		if line["msg"] == "build ran" {
 			out = append(out, fmt.Sprintf("%s:%s", line["name"], line["outcome"]))
 		}

@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,40 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/shared/probe"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
-
-// logBuffer holds a service's JSON log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// uiActions returns the action and what was done of every river_ui_action line.
-func (b *logBuffer) uiActions(t *testing.T) [][2]string {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out [][2]string
-	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
-	for dec.More() {
-		var line struct{ Msg, Kind, Action, Did string }
-		require.NoError(t, dec.Decode(&line))
-		if line.Msg == "river_ui_action" {
-			require.Equal(t, "sync_metagraph", line.Kind)
-			out = append(out, [2]string{line.Action, line.Did})
-		}
-	}
-	return out
-}
 
 // TestRiverUIButtonsOnSyncMetagraph presses River UI's buttons on a sync_metagraph job through
 // River's own calls. Cancel on a sync held running by its source stops it: nothing is applied,
@@ -66,7 +34,7 @@ func TestRiverUIButtonsOnSyncMetagraph(t *testing.T) {
 	dbURL := testdb.New(t)
 	cfg := testConfig(t, dbURL, srv.URL+"/metagraph")
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
 		return run(ctx, cfg, ln, logs)
 	})
@@ -111,11 +79,11 @@ func TestRiverUIButtonsOnSyncMetagraph(t *testing.T) {
 	require.Eventually(t, func() bool { return len(bundle.miners(t, "?active=true").Miners) == 3 }, 10*time.Second, 20*time.Millisecond)
 	waitJob(t, ui, created.JobID, rivertype.JobStateCompleted)
 	require.Equal(t, "river_ui", latestEvent(t, base).Reason)
-	require.Equal(t, [][2]string{
-		{"cancel", "stopped the sync: nothing applied, failed sync event, job cancelled"},
-		{"retry", "synced again: ok"},
-		{"retry", "synced again: ok"},
-	}, logs.uiActions(t))
+	require.Equal(t, []queuetest.UIAction{
+		{Kind: "sync_metagraph", JobID: created.JobID, Action: "cancel", Did: "stopped the sync: nothing applied, failed sync event, job cancelled"},
+		{Kind: "sync_metagraph", JobID: created.JobID, Action: "retry", Did: "synced again: ok"},
+		{Kind: "sync_metagraph", JobID: created.JobID, Action: "retry", Did: "synced again: ok"},
+	}, logs.UIActions(t))
 }
 
 // syncEvent is an event of GET /v1/sync/events.

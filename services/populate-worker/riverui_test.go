@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -25,53 +23,10 @@ import (
 // These tests press River UI's buttons as River UI does: River's JobRetry, JobCancel and
 // JobDelete, on a client of the service's schema.
 
-// logBuffer collects a service's JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// uiActions waits for n river_ui_action lines and returns those logged by then, in order. A
-// worker logs a press once the job's end has committed, so its line may follow the River state a
-// test waited for.
-func (l *logBuffer) uiActions(t *testing.T, n int) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	var err error
-	require.Eventually(t, func() bool {
-		out, err = l.actions()
-		return err != nil || len(out) >= n
-	}, 20*time.Second, 10*time.Millisecond, "%d river_ui_action lines", n)
-	require.NoError(t, err)
-	return out
-}
-
-// actions returns the river_ui_action lines logged so far, in order.
-func (l *logBuffer) actions() ([]map[string]any, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var line map[string]any
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line["msg"] == "river_ui_action" {
-			out = append(out, line)
-		}
-	}
-	return out, sc.Err()
-}
-
 // startLogged starts cfg with info logs in JSON into a buffer it returns with the base URL.
-func startLogged(t *testing.T, cfg Config) (string, *logBuffer) {
+func startLogged(t *testing.T, cfg Config) (string, *queuetest.UIActionLog) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
 		return runTest(ctx, cfg, ln, logs)
@@ -174,13 +129,13 @@ func TestRiverUIRetryOfAFailedMakeMakesItsKey(t *testing.T) {
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/v1/jobs/example_signal_stats/"+hash, nil, &got))
 	require.Equal(t, "success", got.Status, "the made key is left as it is")
 
-	actions := logs.uiActions(t, 2)
+	actions := logs.WaitUIActions(t, 2)
 	require.Len(t, actions, 2, "one line per press")
 	for i, want := range []string{"made (its error cleared and made again)", "skipped: key already made"} {
-		require.Equal(t, "populate_make", actions[i]["kind"])
-		require.InDelta(t, float64(id), actions[i]["job_id"], 0)
-		require.Equal(t, "retry", actions[i]["action"])
-		require.True(t, strings.HasPrefix(actions[i]["did"].(string), want), "%d: %s", i, actions[i]["did"])
+		require.Equal(t, "populate_make", actions[i].Kind)
+		require.Equal(t, id, actions[i].JobID)
+		require.Equal(t, "retry", actions[i].Action)
+		require.True(t, strings.HasPrefix(actions[i].Did, want), "%d: %s", i, actions[i].Did)
 	}
 }
 
@@ -223,11 +178,11 @@ func TestRiverUICancelOfARunningMakeRecordsTheInterrupt(t *testing.T) {
 	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_worker.held_dst`))
 	require.Empty(t, b.jobMessages(t), "a made key's job is deleted")
 
-	actions := logs.uiActions(t, 2)
+	actions := logs.WaitUIActions(t, 2)
 	require.Len(t, actions, 2, "one line per press")
-	require.Equal(t, []any{"cancel", "retry"}, []any{actions[0]["action"], actions[1]["action"]})
-	require.True(t, strings.HasPrefix(actions[0]["did"].(string), "cancelled: KeyboardInterrupt: cancelled in River UI"), actions[0]["did"])
-	require.True(t, strings.HasPrefix(actions[1]["did"].(string), "made (its error cleared and made again)"), actions[1]["did"])
+	require.Equal(t, []string{"cancel", "retry"}, []string{actions[0].Action, actions[1].Action})
+	require.True(t, strings.HasPrefix(actions[0].Did, "cancelled: KeyboardInterrupt: cancelled in River UI"), actions[0].Did)
+	require.True(t, strings.HasPrefix(actions[1].Did, "made (its error cleared and made again)"), actions[1].Did)
 }
 
 // TestRiverUICancelOrDeleteOfAWaitingMakeGivesTheKeyBack cancels, then deletes, a make job that is

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,40 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/shared/probe"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
-
-// logBuffer holds a service's JSON log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// uiActions returns the action and what was done of every river_ui_action line of kind.
-func (b *logBuffer) uiActions(t *testing.T, kind string) [][2]string {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out [][2]string
-	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
-	for dec.More() {
-		var line struct{ Msg, Kind, Action, Did string }
-		require.NoError(t, dec.Decode(&line))
-		if line.Msg == "river_ui_action" && line.Kind == kind {
-			out = append(out, [2]string{line.Action, line.Did})
-		}
-	}
-	return out
-}
 
 // waitJob polls River's row of job id until it is in state, and returns it.
 func waitJob(t *testing.T, ui *queue.Client, id int64, state rivertype.JobState) *rivertype.JobRow {
@@ -75,7 +44,7 @@ func TestRiverUIButtonsOnScoreBatch(t *testing.T) {
 	pool := testdb.NewPoolFor(t, dbURL)
 	cfg := testConfig(dbURL)
 	cfg.LogLevel, cfg.LogFormat = "info", "json"
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, _ io.Writer) error {
 		return run(ctx, cfg, ln, logs)
 	})
@@ -102,16 +71,17 @@ func TestRiverUIButtonsOnScoreBatch(t *testing.T) {
 	}
 	require.Equal(t, http.StatusConflict, servicetest.Call(t, http.MethodGet, base+"/v1/batches/31/scores", nil, &problem))
 	require.Contains(t, problem.Detail, "cancelled from River UI while running")
-	require.Equal(t, [][2]string{{"cancel", "stopped scoring batch 31: nothing scored, job cancelled"}}, logs.uiActions(t, "score_batch"))
+	cancelled := queuetest.UIAction{Kind: "score_batch", JobID: res.Job.ID, Action: "cancel", Did: "stopped scoring batch 31: nothing scored, job cancelled"}
+	require.Equal(t, []queuetest.UIAction{cancelled}, logs.UIActions(t, "score_batch"))
 
 	_, err = ui.JobRetry(ctx, res.Job.ID)
 	require.NoError(t, err)
 	waitJob(t, ui, res.Job.ID, rivertype.JobStateCompleted)
 	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/v1/batches/31/scores", nil, nil))
-	require.Equal(t, [][2]string{
-		{"cancel", "stopped scoring batch 31: nothing scored, job cancelled"},
-		{"retry", "scored batch 31"},
-	}, logs.uiActions(t, "score_batch"))
+	require.Equal(t, []queuetest.UIAction{
+		cancelled,
+		{Kind: "score_batch", JobID: res.Job.ID, Action: "retry", Did: "scored batch 31"},
+	}, logs.UIActions(t, "score_batch"))
 }
 
 // TestRescueAfterIsTheShortestTimeout checks River's RescueStuckJobsAfter against every kind's

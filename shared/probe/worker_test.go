@@ -1,11 +1,7 @@
 package probe
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,38 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/shared/testdb"
 )
-
-// logBuffer collects a JSON log.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// uiActions returns the river_ui_action records logged so far.
-func (b *logBuffer) uiActions(t *testing.T) []map[string]any {
-	t.Helper()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(b.buf.Bytes()))
-	for dec.More() {
-		var rec map[string]any
-		require.NoError(t, dec.Decode(&rec))
-		if rec["msg"] == "river_ui_action" {
-			delete(rec, "time")
-			out = append(out, rec)
-		}
-	}
-	return out
-}
 
 // retried presses River UI's Retry on finished job id in tx and returns the job as it now is.
 func retried(t *testing.T, tx pgx.Tx, id int64) *rivertype.JobRow {
@@ -74,16 +41,16 @@ func TestProbeRetriedInRiverUIIsNotAnsweredTwice(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := testdb.Tx(t, "scorer")
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, &Worker{
-		Pool: tx, Inserters: inserters(t), Self: queue.Scorer, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Pool: tx, Inserters: inserters(t), Self: queue.Scorer, Logger: logs.Logger(),
 	})
 	args := queue.ProbeArgs{ProbeID: time.Now().UnixNano(), Origin: queue.MinerSync, SentAt: time.Now()}
 	res, err := w.Work(ctx, t, tx, args, nil)
 	require.NoError(t, err)
 	require.Equal(t, river.EventKindJobCompleted, res.EventKind)
 	require.Equal(t, 1, ackCount(t, tx, args.ProbeID))
-	require.Empty(t, logs.uiActions(t), "no button was pressed")
+	require.Empty(t, logs.UIActions(t), "no button was pressed")
 
 	res, err = w.WorkJob(ctx, t, tx, retried(t, tx, res.Job.ID))
 	require.NoError(t, err)
@@ -91,21 +58,21 @@ func TestProbeRetriedInRiverUIIsNotAnsweredTwice(t *testing.T) {
 	require.Contains(t, res.Job.Errors[len(res.Job.Errors)-1].Error, "already arrived")
 	require.Contains(t, res.Job.Errors[len(res.Job.Errors)-1].Error, "use POST /v1/probes")
 	require.Equal(t, 1, ackCount(t, tx, args.ProbeID), "the probe is answered once")
-	actions := logs.uiActions(t)
+	actions := logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, "probe", actions[0]["kind"])
-	require.Equal(t, float64(res.Job.ID), actions[0]["job_id"])
-	require.Equal(t, "retry", actions[0]["action"])
-	require.Contains(t, actions[0]["did"], "nothing run, job cancelled")
+	require.Equal(t, "probe", actions[0].Kind)
+	require.Equal(t, res.Job.ID, actions[0].JobID)
+	require.Equal(t, "retry", actions[0].Action)
+	require.Contains(t, actions[0].Did, "nothing run, job cancelled")
 }
 
 func TestProbeAckRetriedInRiverUIChangesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tx := testdb.Tx(t, "miner_sync")
-	logs := &logBuffer{}
+	logs := &queuetest.UIActionLog{}
 	w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{}, &AckWorker{
-		Pool: tx, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Pool: tx, Logger: logs.Logger(),
 	})
 	p, err := Send(ctx, tx, inserters(t), queue.MinerSync, queue.Scorer)
 	require.NoError(t, err)
@@ -123,10 +90,10 @@ func TestProbeAckRetriedInRiverUIChangesNothing(t *testing.T) {
 	again, err := Get(ctx, tx, queue.MinerSync, p.ID)
 	require.NoError(t, err)
 	require.Equal(t, acked.AckedAt, again.AckedAt)
-	actions := logs.uiActions(t)
+	actions := logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, "probe_ack", actions[0]["kind"])
-	require.Equal(t, "retry", actions[0]["action"])
+	require.Equal(t, "probe_ack", actions[0].Kind)
+	require.Equal(t, "retry", actions[0].Action)
 }
 
 func TestProbeJobsHaveTheirOwnTimeout(t *testing.T) {

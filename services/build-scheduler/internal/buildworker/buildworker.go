@@ -34,7 +34,6 @@ import (
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
-	"drover.dev/services/build-scheduler/internal/uiaction"
 )
 
 // Worker works build_run tokens.
@@ -124,7 +123,7 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	out := w.attempt(ctx, claim, clock)
 	took := time.Since(start)
 	switch {
-	case uiaction.CancelledRemotely(ctx):
+	case queue.CancelledRemotely(ctx):
 		if out.result != queue.BuildSucceeded { // the kill, or an end the kill came too late for
 			out = outcome{result: queue.BuildCancelled, exitCode: -1, err: "cancelled in River UI", logIncomplete: out.logIncomplete}
 		}
@@ -142,14 +141,14 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	res, err := w.report(rctx, job, claim, out, report{pressed: uiaction.CancelledRemotely(ctx), lazy: took < w.DurableAfter, clock: clock})
+	res, err := w.report(rctx, job, claim, out, report{pressed: queue.CancelledRemotely(ctx), lazy: took < w.DurableAfter, clock: clock})
 	if err != nil {
 		return err
 	}
 	clock.end(stageCommit)
 	w.Metrics.built(job.Args.Target, out.result, took)
-	if uiaction.CancelledRemotely(ctx) {
-		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, cancelDid(claim, out, res), "group_id", claim.GroupID, "build_job_id", claim.JobID)
+	if queue.CancelledRemotely(ctx) {
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, cancelDid(claim, out, res), "group_id", claim.GroupID, "build_job_id", claim.JobID)
 	}
 	w.Logger.Info("build ran", "job_id", claim.JobID, "group_id", claim.GroupID, "name", claim.Name, "target", job.Args.Target,
 		"attempt", claim.Attempt, "outcome", out.result, "exit_code", out.exitCode, "duration", took)

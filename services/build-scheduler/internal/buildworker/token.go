@@ -55,9 +55,9 @@ func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (
 	}
 	claim, ok, err := jobgraph.ClaimNext(ctx, w.Pool, job.Args.Target, w.ID, w.Lease)
 	switch {
-	case err != nil && uiaction.CancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		const did = "stopped the token before it claimed a job; nothing was built"
-		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Cancel, did)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did)
 		if err := jobgraph.RecordAction(context.WithoutCancel(ctx), w.Pool, nil, nil, "River UI cancel of build_run token %d: %s", job.ID, did); err != nil {
 			w.Logger.Warn("record River UI action", "job_id", job.ID, "error", err)
 		}
@@ -72,7 +72,7 @@ func (w *Worker) take(ctx context.Context, job *river.Job[queue.BuildRunArgs]) (
 		if err := jobgraph.RecordAction(ctx, w.Pool, &claim.GroupID, &claim.JobID, "River UI retry of build_run token %d: %s", job.ID, did); err != nil {
 			w.Logger.Warn("record River UI action", "job_id", job.ID, "error", err)
 		}
-		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Retry, did, "group_id", claim.GroupID, "build_job_id", claim.JobID)
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, did, "group_id", claim.GroupID, "build_job_id", claim.JobID)
 	}
 	return claim, true, nil
 }
@@ -106,7 +106,7 @@ func (w *Worker) rerun(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	if r.Claimed {
 		did += fmt.Sprintf("; the token claimed job %d (%s) and builds it", r.Claim.JobID, r.Claim.Name)
 	}
-	uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Retry, did, "group_id", prev.GroupID, "build_job_id", prev.JobID)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, did, "group_id", prev.GroupID, "build_job_id", prev.JobID)
 	if !r.Claimed { // the job got a token of its own
 		return r.Claim, false, w.nothingToBuild(ctx, job, false)
 	}
@@ -129,7 +129,7 @@ func (w *Worker) refuse(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 		_ = river.RecordOutput(ctx, nil) // see report
 		return fmt.Errorf("refuse the retry of token %d: %w", job.ID, err)
 	}
-	uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Retry, why.Error(), "group_id", prev.GroupID, "build_job_id", prev.JobID)
+	queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, why.Error(), "group_id", prev.GroupID, "build_job_id", prev.JobID)
 	return nil
 }
 
@@ -152,7 +152,7 @@ func (w *Worker) nothingToBuild(ctx context.Context, job *river.Job[queue.BuildR
 		return fmt.Errorf("end token %d, which found nothing to build: %w", job.ID, err)
 	}
 	if retried {
-		uiaction.Log(ctx, w.Logger, job.JobRow, uiaction.Retry, why.Error())
+		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionRetry, why.Error())
 	}
 	return nil
 }

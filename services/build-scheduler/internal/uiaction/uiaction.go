@@ -1,43 +1,19 @@
-// Package uiaction recognises, from inside a worker, what River UI's buttons did to the job being
-// worked, and logs each press a worker acts on. River UI's buttons are River's own calls: Retry is
-// JobRetry (a finished job becomes available again, its attempt count, errors and metadata
-// kept), Cancel is JobCancel (a running job's context is cancelled with
-// river.ErrJobCancelledRemotely). A press that ends a job before any worker sees it (Cancel or
-// Delete on a waiting job) never reaches a worker.
+// Package uiaction recognises, from inside a worker of this service, that River UI's Retry
+// delivered the job being worked again (Retried), and reads what the job recorded when it last
+// ended (Output). River UI's buttons are River's own calls: Retry is JobRetry (a finished job
+// becomes available again, its attempt count, errors and metadata kept), Cancel is JobCancel (a
+// running job's context is cancelled with river.ErrJobCancelledRemotely, which
+// queue.CancelledRemotely recognises). A press that ends a job before any worker sees it (Cancel
+// or Delete on a waiting job) never reaches a worker. Workers log each press they act on with
+// queue.LogUIAction, the line every service writes.
 package uiaction
 
 import (
 	"bytes"
-	"context"
-	"errors"
-	"log/slog"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 )
-
-// The actions a worker logs.
-const (
-	Retry  = "retry"
-	Cancel = "cancel"
-)
-
-// Msg is the message of the one info line a button press gets from the worker that acted on it.
-const Msg = "river_ui_action"
-
-// Log writes the line for a press of River UI's action button on job: msg "river_ui_action" with
-// the job's kind and id, the action, what the worker did, and attrs.
-func Log(ctx context.Context, logger *slog.Logger, job *rivertype.JobRow, action, did string, attrs ...any) {
-	attrs = append([]any{"kind", job.Kind, "job_id", job.ID, "action", action, "did", did}, attrs...)
-	logger.InfoContext(ctx, Msg, attrs...)
-}
-
-// CancelledRemotely reports whether ctx, a job's work context, was cancelled by JobCancel (River
-// UI's Cancel), not by its client's shutdown or the job's timeout.
-func CancelledRemotely(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely)
-}
 
 // Output returns what job recorded as its output when it last ended, nil if nothing.
 func Output(job *rivertype.JobRow) []byte {

@@ -1,11 +1,9 @@
 package uiaction
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 	"github.com/stretchr/testify/require"
 )
@@ -31,15 +29,4 @@ func TestRetried(t *testing.T) {
 			require.Equal(t, tt.want, Retried(&tt.job))
 		})
 	}
-}
-
-func TestCancelledRemotely(t *testing.T) {
-	t.Parallel()
-	remote, cancel := context.WithCancelCause(context.Background())
-	cancel(river.ErrJobCancelledRemotely)
-	require.True(t, CancelledRemotely(remote))
-	shutdown, stop := context.WithCancel(context.Background())
-	stop()
-	require.False(t, CancelledRemotely(shutdown))
-	require.False(t, CancelledRemotely(context.Background()))
 }

@@ -78,7 +78,7 @@ func (w *ReportWorker) Work(ctx context.Context, job *river.Job[queue.BuildRepor
 		return queue.JobEndTx(ctx, tx, job, end)
 	})
 	switch {
-	case err != nil && uiaction.CancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		return stopped(ctx, w.Pool, w.Logger, job, r.JobID, fmt.Sprintf(
 			"the report of job %d attempt %d was not applied; the attempt's lease runs out and the reaper hands the job to another attempt", r.JobID, r.Attempt))
 	case err != nil:
@@ -86,7 +86,7 @@ func (w *ReportWorker) Work(ctx context.Context, job *river.Job[queue.BuildRepor
 		return err
 	}
 	if retried {
-		uiaction.Log(ctx, orDefault(w.Logger), job.JobRow, uiaction.Retry, did, "build_job_id", r.JobID)
+		queue.LogUIAction(ctx, orDefault(w.Logger), job.JobRow, queue.UIActionRetry, did, "build_job_id", r.JobID)
 	}
 	w.Metrics.reported(r, res)
 	return nil

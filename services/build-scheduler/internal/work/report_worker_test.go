@@ -1,12 +1,9 @@
 package work
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +26,7 @@ type testBundle struct {
 	pool    *pgxpool.Pool
 	client  *queue.Client
 	graph   *jobgraph.Graph
-	logs    *logLines
+	logs    *queuetest.UIActionLog
 	logger  *slog.Logger
 	groupID int64
 	claim   jobgraph.Claim // the claimed job "a" of the group a → b
@@ -43,9 +40,8 @@ func setup(t *testing.T) (*testBundle, context.Context) {
 	client, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
 	ctx := rivertest.WorkContext(context.Background(), client)
-	logs := &logLines{}
-	b := &testBundle{pool: pool, client: client, graph: &jobgraph.Graph{Tokens: client}, logs: logs,
-		logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	logs := &queuetest.UIActionLog{}
+	b := &testBundle{pool: pool, client: client, graph: &jobgraph.Graph{Tokens: client}, logs: logs, logger: logs.Logger()}
 	plan, err := dag.Validate(dag.Submission{Name: "g", Jobs: []dag.JobSpec{
 		{Name: "a", Target: "linux", Command: []string{"true"}},
 		{Name: "b", Target: "linux", Command: []string{"true"}, DependsOn: []string{"a"}},
@@ -135,7 +131,7 @@ func TestReportWorker(t *testing.T) {
 		require.Equal(t, 2, buildTokens(t, b.pool), "b's token committed with the report")
 		require.Equal(t, rivertype.JobStateCompleted, row.State)
 		require.JSONEq(t, `{"applied": true, "job_state": "complete", "group_state": "dispatching"}`, string(row.Output()))
-		require.Empty(t, b.logs.actions(t), "a first delivery is no button press")
+		require.Empty(t, b.logs.UIActions(t), "a first delivery is no button press")
 		eventsBefore := b.events(ctx, t, b.groupID)
 
 		_, err = b.client.JobRetry(ctx, row.ID) // River UI's Retry
@@ -151,12 +147,12 @@ func TestReportWorker(t *testing.T) {
 		require.Len(t, events, len(eventsBefore)+1)
 		require.Equal(t, jobgraph.EventRiverUIAction, events[0].Kind)
 		require.Contains(t, events[0].Message, "River UI retry of build_report")
-		actions := b.logs.actions(t)
+		actions := b.logs.UIActions(t)
 		require.Len(t, actions, 1)
-		require.Equal(t, "build_report", actions[0]["kind"])
-		require.Equal(t, "retry", actions[0]["action"])
-		require.InDelta(t, float64(row.ID), actions[0]["job_id"], 0)
-		require.Contains(t, actions[0]["did"], "changed nothing")
+		require.Equal(t, "build_report", actions[0].Kind)
+		require.Equal(t, "retry", actions[0].Action)
+		require.Equal(t, row.ID, actions[0].JobID)
+		require.Contains(t, actions[0].Did, "changed nothing")
 	})
 
 	t.Run("DeadAttemptChangesNothing", func(t *testing.T) {
@@ -170,7 +166,7 @@ func TestReportWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rivertype.JobStateCancelled, b.waitFinished(ctx, t, res.Job.ID).State)
 		require.Equal(t, map[jobgraph.JobState]int{jobgraph.Running: 1, jobgraph.Waiting: 1}, counts(t, b.pool, b.groupID))
-		require.Empty(t, b.logs.actions(t))
+		require.Empty(t, b.logs.UIActions(t))
 	})
 
 	t.Run("CancelWhileRunningAppliesNothing", func(t *testing.T) {
@@ -191,9 +187,9 @@ func TestReportWorker(t *testing.T) {
 		events := b.events(ctx, t, b.groupID)
 		require.Equal(t, jobgraph.EventRiverUIAction, events[0].Kind)
 		require.Contains(t, events[0].Message, "River UI cancel of build_report")
-		actions := b.logs.actions(t)
+		actions := b.logs.UIActions(t)
 		require.Len(t, actions, 1)
-		require.Equal(t, "cancel", actions[0]["action"])
+		require.Equal(t, "cancel", actions[0].Action)
 	})
 }
 
@@ -209,33 +205,4 @@ func buildTokens(t *testing.T, pool *pgxpool.Pool) int {
 	var n int
 	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&n))
 	return n
-}
-
-// logLines collects a JSON logger's lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// actions returns the river_ui_action lines logged so far.
-func (l *logLines) actions(t *testing.T) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	lines := bufio.NewScanner(bytes.NewReader(l.buf.Bytes()))
-	for lines.Scan() {
-		var line map[string]any
-		require.NoError(t, json.Unmarshal(lines.Bytes(), &line))
-		if line["msg"] == "river_ui_action" {
-			out = append(out, line)
-		}
-	}
-	return out
 }

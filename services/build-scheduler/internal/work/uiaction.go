@@ -13,7 +13,6 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
-	"drover.dev/services/build-scheduler/internal/uiaction"
 	"drover.dev/shared/postgres"
 )
 
@@ -24,7 +23,7 @@ const stoppedTimeout = 10 * time.Second
 // back, so it changed nothing), recording the press in the job graph's events in the same
 // transaction, and logs it. buildJobID is the build job the work was about, 0 for none.
 func stopped[T river.JobArgs](ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, job *river.Job[T], buildJobID int64, did string) error {
-	uiaction.Log(ctx, orDefault(logger), job.JobRow, uiaction.Cancel, did)
+	queue.LogUIAction(ctx, orDefault(logger), job.JobRow, queue.UIActionCancel, did)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stoppedTimeout)
 	defer cancel()
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {

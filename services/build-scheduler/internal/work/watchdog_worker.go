@@ -76,14 +76,14 @@ func (w *WatchdogWorker) Work(ctx context.Context, job *river.Job[WatchdogArgs])
 		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: rivertype.JobStateCompleted, Output: out})
 	})
 	switch {
-	case err != nil && uiaction.CancelledRemotely(ctx):
+	case err != nil && queue.CancelledRemotely(ctx):
 		return stopped(ctx, w.Pool, w.Logger, job, 0, "the watchdog pass was rolled back: it changed nothing; the next one comes at the watchdog's interval")
 	case err != nil:
 		_ = river.RecordOutput(ctx, nil) // see ReportWorker.Work
 		return err
 	}
 	if retried {
-		uiaction.Log(ctx, orDefault(w.Logger), job.JobRow, uiaction.Retry, "ran "+out.String())
+		queue.LogUIAction(ctx, orDefault(w.Logger), job.JobRow, queue.UIActionRetry, "ran "+out.String())
 	}
 	w.Metrics.watched(rep)
 	return nil

@@ -29,11 +29,11 @@ func TestWatchdogWorker(t *testing.T) {
 		require.Equal(t, rivertype.JobStateCompleted, row.State)
 		require.JSONEq(t, `{"watched_groups": 1, "cancelled_groups": null, "settled_groups": null, "drifted_groups": 0}`, string(row.Output()))
 		require.Empty(t, b.events(ctx, t, 0), "a periodic pass that finds nothing records nothing")
-		require.Empty(t, b.logs.actions(t))
+		require.Empty(t, b.logs.UIActions(t))
 
 		_, err = b.client.JobRetry(ctx, row.ID) // River UI's Retry
 		require.NoError(t, err)
-		require.Eventually(t, func() bool { return len(b.logs.actions(t)) > 0 }, 20*time.Second, 10*time.Millisecond)
+		b.logs.WaitUIActions(t, 1)
 		row = b.waitFinished(ctx, t, row.ID)
 		require.Equal(t, rivertype.JobStateCompleted, row.State, "the retry ran a pass")
 		require.Equal(t, 2, row.Attempt)
@@ -43,10 +43,10 @@ func TestWatchdogWorker(t *testing.T) {
 		require.Nil(t, events[0].GroupID, "a system-wide event")
 		require.Contains(t, events[0].Message, "River UI retry of build_watchdog")
 		require.Contains(t, events[0].Message, "a watchdog pass over 1 open groups")
-		actions := b.logs.actions(t)
+		actions := b.logs.UIActions(t)
 		require.Len(t, actions, 1)
-		require.Equal(t, "build_watchdog", actions[0]["kind"])
-		require.Equal(t, "retry", actions[0]["action"])
+		require.Equal(t, "build_watchdog", actions[0].Kind)
+		require.Equal(t, "retry", actions[0].Action)
 	})
 
 	t.Run("CancelWhileRunningRollsThePassBack", func(t *testing.T) {
@@ -65,6 +65,6 @@ func TestWatchdogWorker(t *testing.T) {
 		events := b.events(ctx, t, 0)
 		require.Len(t, events, 1)
 		require.Contains(t, events[0].Message, "River UI cancel of build_watchdog")
-		require.Len(t, b.logs.actions(t), 1)
+		require.Len(t, b.logs.UIActions(t), 1)
 	})
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 
+	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
@@ -47,7 +47,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	end = End{Outcome: OutcomeError}
 	if ctx.Err() != nil {
 		makeErr = e.interruption(ctx, makeErr)
-		if cancelledInRiverUI(ctx) {
+		if queue.CancelledRemotely(ctx) {
 			end.Outcome = OutcomeCancelled
 		}
 	}
@@ -73,12 +73,6 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	return end, err
 }
 
-// cancelledInRiverUI reports whether ctx, a make job's, was cancelled by River UI's Cancel
-// (River's JobCancel of a running job).
-func cancelledInRiverUI(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely)
-}
-
 // recordOn is where a failed make's outcome is written: the make's own connection when it is
 // still usable, so that recording never waits for a pool connection (with every connection held
 // by failing makes it would wait for itself); else the pool, once the broken connection has been
@@ -100,7 +94,7 @@ func (e *Engine) recordOn(r *reservation) interface {
 // the stack.
 func (e *Engine) interruption(ctx context.Context, cause error) error {
 	switch {
-	case cancelledInRiverUI(ctx):
+	case queue.CancelledRemotely(ctx):
 		return &MakeError{Class: classKeyboardInterrupt, Message: messageRiverUICancel,
 			Stack: "its River job was cancelled in River UI (river.ErrJobCancelledRemotely)\n" + errorChain(cause)}
 	case e.stopping.Load():

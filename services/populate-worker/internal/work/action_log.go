@@ -3,12 +3,11 @@ package work
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 
-	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/populate"
 )
 
@@ -20,11 +19,13 @@ type ActionLog struct {
 	Logger *slog.Logger
 }
 
+// log writes the line of one press with queue.LogUIAction, so that it is the line every service
+// writes. A nil ActionLog, or one without a logger, logs nothing: a worker needs no logger to work.
 func (l *ActionLog) log(ctx context.Context, job *rivertype.JobRow, action, did string) {
 	if l == nil || l.Logger == nil {
 		return
 	}
-	l.Logger.InfoContext(ctx, "river_ui_action", "kind", job.Kind, "job_id", job.ID, "action", action, "did", did)
+	queue.LogUIAction(ctx, l.Logger, job, action, did)
 }
 
 // made logs the presses behind one delivery of a make job, which ended as end, or failed with
@@ -35,13 +36,13 @@ func (l *ActionLog) made(ctx context.Context, job *rivertype.JobRow, opts popula
 		did = "failed, for River to retry: " + err.Error()
 	}
 	if opts.Retried {
-		l.log(ctx, job, "retry", did)
+		l.log(ctx, job, queue.UIActionRetry, did)
 	}
-	if cancelledRemotely(ctx) {
+	if queue.CancelledRemotely(ctx) {
 		if end.Outcome != populate.OutcomeCancelled {
 			did = "nothing to cancel, the make had ended: " + did
 		}
-		l.log(ctx, job, "cancel", did)
+		l.log(ctx, job, queue.UIActionCancel, did)
 	}
 }
 
@@ -52,13 +53,13 @@ func (l *ActionLog) ran(ctx context.Context, job *rivertype.JobRow, did string, 
 		did = "failed: " + err.Error()
 	}
 	if retried(job) {
-		l.log(ctx, job, "retry", did)
+		l.log(ctx, job, queue.UIActionRetry, did)
 	}
-	if cancelledRemotely(ctx) {
+	if queue.CancelledRemotely(ctx) {
 		if err != nil {
 			did = "stopped, its transaction rolled back: " + err.Error()
 		}
-		l.log(ctx, job, "cancel", did)
+		l.log(ctx, job, queue.UIActionCancel, did)
 	}
 }
 
@@ -72,12 +73,6 @@ func retried(job *rivertype.JobRow) bool {
 	}
 	_, ok := meta[rivertype.MetadataKeyOutput]
 	return ok
-}
-
-// cancelledRemotely reports whether ctx, a job's, was cancelled by River's JobCancel of the
-// running job (River UI's Cancel).
-func cancelledRemotely(ctx context.Context) bool {
-	return errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely)
 }
 
 // jsonText is v as JSON, for a log line.

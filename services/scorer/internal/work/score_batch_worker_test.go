@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/store"
 	"drover.dev/shared/problem"
@@ -207,9 +208,9 @@ func TestScoreBatchWorker(t *testing.T) {
 		// The operator lowers the score of excused jobs and presses Retry on the scoring.
 		params := scoring.DefaultParams()
 		params.ExcusedScore = 0
-		logs := &logBuffer{}
+		logs := &queuetest.UIActionLog{}
 		rescorer := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
-			&ScoreBatchWorker{DB: bundle.tx, Params: params, Logger: logs.logger()})
+			&ScoreBatchWorker{DB: bundle.tx, Params: params, Logger: logs.Logger()})
 		again, err := rescorer.WorkJob(ctx, t, bundle.tx, retried(t, bundle.tx, res.Job.ID))
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, again.EventKind)
@@ -217,26 +218,26 @@ func TestScoreBatchWorker(t *testing.T) {
 		require.NoError(t, err)
 		require.InDelta(t, 1.0/3, second.Miners[0].Weight, 1e-12, "scored again with the current parameters")
 		require.Equal(t, first.ScoredAt, second.ScoredAt, "first scored when it was")
-		require.Equal(t, []uiAction{{Kind: "score_batch", JobID: res.Job.ID, Action: "retry",
-			Did: "scored batch 20 again with the current parameters"}}, logs.uiActions(t))
+		require.Equal(t, []queuetest.UIAction{{Kind: "score_batch", JobID: res.Job.ID, Action: "retry",
+			Did: "scored batch 20 again with the current parameters"}}, logs.UIActions(t))
 	})
 
 	t.Run("RetryOfInputsThatCannotBeScoredFailsAgain", func(t *testing.T) {
 		t.Parallel()
 		bundle := setup(t)
-		logs := &logBuffer{}
+		logs := &queuetest.UIActionLog{}
 		w := rivertest.NewWorker(t, riverpgxv5.New(nil), &river.Config{},
-			&ScoreBatchWorker{DB: bundle.tx, Params: scoring.DefaultParams(), Logger: logs.logger()})
+			&ScoreBatchWorker{DB: bundle.tx, Params: scoring.DefaultParams(), Logger: logs.Logger()})
 		res, err := w.Work(ctx, t, bundle.tx, args(21, true, queue.MinerClassResult{ExecutorClass: llm, Executors: 1}), nil)
 		require.NoError(t, err)
 		require.Equal(t, rivertype.JobStateDiscarded, res.Job.State)
-		require.Empty(t, logs.uiActions(t))
+		require.Empty(t, logs.UIActions(t))
 
 		again, err := w.WorkJob(ctx, t, bundle.tx, retried(t, bundle.tx, res.Job.ID))
 		require.NoError(t, err)
 		require.Equal(t, rivertype.JobStateDiscarded, again.Job.State)
 		require.Len(t, again.Job.Errors, 2)
-		actions := logs.uiActions(t)
+		actions := logs.UIActions(t)
 		require.Len(t, actions, 1)
 		require.Equal(t, "retry", actions[0].Action)
 		require.Contains(t, actions[0].Did, "failed again: score_batch 21")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/queue/queuetest"
 	"drover.dev/services/scorer/internal/pylon"
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/store"
@@ -256,8 +257,8 @@ func TestSetWeightsRetriedInRiverUI(t *testing.T) {
 	t.Run("MakesANewAttempt", func(t *testing.T) {
 		t.Parallel()
 		b := setupWeights(t)
-		logs := &logBuffer{}
-		b.weights.Logger = logs.logger()
+		logs := &queuetest.UIActionLog{}
+		b.weights.Logger = logs.Logger()
 		b.score(t)
 		res, err := b.setter.Work(ctx, t, b.tx, queue.SetWeightsArgs{Reason: "periodic"}, nil)
 		require.NoError(t, err)
@@ -273,14 +274,14 @@ func TestSetWeightsRetriedInRiverUI(t *testing.T) {
 		require.Equal(t, store.SubmissionSent, subs[0].Outcome)
 		require.Equal(t, int64(1100), *subs[0].Block)
 		require.Len(t, b.stub.puts, 2, "the weights went to Pylon again")
-		require.Equal(t, []uiAction{{Kind: "set_weights", JobID: res.Job.ID, Action: "retry", Did: "made a new attempt: sent"}}, logs.uiActions(t))
+		require.Equal(t, []queuetest.UIAction{{Kind: "set_weights", JobID: res.Job.ID, Action: "retry", Did: "made a new attempt: sent"}}, logs.UIActions(t))
 	})
 
 	t.Run("NothingToSendEndsCancelled", func(t *testing.T) {
 		t.Parallel()
 		b := setupWeights(t)
-		logs := &logBuffer{}
-		b.weights.Logger = logs.logger()
+		logs := &queuetest.UIActionLog{}
+		b.weights.Logger = logs.Logger()
 		res, err := b.setter.Work(ctx, t, b.tx, queue.SetWeightsArgs{Reason: "periodic"}, nil)
 		require.NoError(t, err)
 		require.Equal(t, river.EventKindJobCompleted, res.EventKind, "the periodic job has nothing to do yet")
@@ -292,7 +293,7 @@ func TestSetWeightsRetriedInRiverUI(t *testing.T) {
 		subs, err := store.SubmissionList(ctx, b.tx, 0, 10)
 		require.NoError(t, err)
 		require.Empty(t, subs)
-		actions := logs.uiActions(t)
+		actions := logs.UIActions(t)
 		require.Len(t, actions, 1)
 		require.Equal(t, "retry", actions[0].Action)
 		require.Contains(t, actions[0].Did, "nothing sent, job cancelled")
