@@ -78,7 +78,7 @@ func TestRiverUIInABrowser(t *testing.T) {
 	playwright := installPlaywright(t, root)
 	opts := options{bin: buildCommands(t, root), databaseURL: testdb.New(t), logs: t.TempDir(), token: "browser-test-token", once: true}
 	lockFleetPorts(t)
-	requireFreePorts(t)
+	requireFreePorts(t, opts.bin)
 
 	ctx := context.Background()
 	p := newPrinter(testLog{t})

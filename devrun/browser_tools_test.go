@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"drover.dev/shared/procattr"
 )
 
 // installPlaywright installs the pinned playwright-core under .data/browsertest (gitignored) when
@@ -53,18 +54,11 @@ func buildCommands(t *testing.T, root string) string {
 	return bin
 }
 
-// requireFreePorts fails early, and clearly, when something (make run?) holds devrun's ports.
-func requireFreePorts(t *testing.T) {
+// requireFreePorts fails early, and clearly, when something (make run? a test's fleet left
+// behind?) holds the ports make run's fleet needs, naming the process that holds each.
+func requireFreePorts(t *testing.T, bin string) {
 	t.Helper()
-	addrs := []string{minersimAddr, pylonAddr, "127.0.0.1:8086"}
-	for _, s := range services() {
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", s.port))
-	}
-	for _, addr := range addrs {
-		ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", addr)
-		require.NoError(t, err, "%s is taken: is make run running? The browser test runs make run's fleet", addr)
-		require.NoError(t, ln.Close())
-	}
+	require.NoError(t, checkPorts(t.Context(), options{bin: bin}), "this test runs make run's fleet on its ports")
 }
 
 // findJob asks the service's River UI API for the newest job of a kind in a state, and returns
@@ -109,6 +103,7 @@ func runBrowser(t *testing.T, spec browserSpec) {
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, "node", filepath.Join("testdata", "riverui-browser.mjs"), path)
 	cmd.Stdout, cmd.Stderr = &out, &out
+	procattr.DieWithParent(cmd)
 	err = cmd.Run()
 	t.Log(out.String())
 	require.NoError(t, err, "the browser did not see what an operator must see (output above)")

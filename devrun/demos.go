@@ -9,11 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"drover.dev/shared/procattr"
 )
 
 // demo is one workload's demonstration program, run against the live fleet when it is built.
@@ -28,6 +29,7 @@ type demo struct {
 type helperProcess struct {
 	name, binary string
 	args         []string
+	addrs        []string // the fixed addresses it listens on
 	env          func(f *fleet, opts options) map[string]string
 }
 
@@ -59,13 +61,13 @@ func runDemos(ctx context.Context, opts options, f *fleet, p *printer) error {
 
 func runDemo(ctx context.Context, opts options, f *fleet, p *printer, d demo) error {
 	path := filepath.Join(opts.bin, d.binary)
-	if _, err := os.Stat(path); err != nil {
+	if !built(opts, d.binary) {
 		p.info("%s demo skipped: %s is not built", d.name, d.binary)
 		return nil
 	}
 	p.step("%s demo", d.name)
 	if h := d.helper; h != nil {
-		s := &service{name: h.name}
+		s := &service{name: h.name, addrs: h.addrs}
 		if err := s.start(ctx, opts, h.binary, h.args, h.env(f, opts)); err != nil {
 			return err
 		}
@@ -74,6 +76,7 @@ func runDemo(ctx context.Context, opts options, f *fleet, p *printer, d demo) er
 	}
 	cmd := exec.CommandContext(ctx, path, d.args(f, opts)...)
 	cmd.Env = env(opts, nil)
+	procattr.DieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err

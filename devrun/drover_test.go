@@ -162,7 +162,7 @@ func startDemoFleet(t *testing.T, token string) (*fleet, options) {
 	require.NoError(t, err)
 	bin := buildCommands(t, root)
 	lockFleetPorts(t)
-	requireFreePorts(t)
+	requireFreePorts(t, bin)
 	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true}
 	ctx := context.Background()
 	p := newPrinter(testLog{t})

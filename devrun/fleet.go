@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"drover.dev/shared/apiclient"
+	"drover.dev/shared/procattr"
 )
 
 // service is one Drover service as devrun runs it.
@@ -21,6 +22,7 @@ type service struct {
 	name   string
 	prefix string // env prefix
 	port   int
+	addrs  []string          // the fixed addresses it listens on
 	env    map[string]string // settings make run needs beyond the defaults
 	url    string
 	cmd    *exec.Cmd
@@ -29,7 +31,7 @@ type service struct {
 
 // services lists the five services and their local ports.
 func services() []*service {
-	return []*service{
+	list := []*service{
 		{name: "miner-sync", prefix: "MINER_SYNC", port: 8081, env: map[string]string{
 			"MINER_SYNC_METAGRAPH_URL":        "pylon+" + pylonURL,
 			"MINER_SYNC_PYLON_IDENTITY_TOKEN": pylonToken,
@@ -53,6 +55,10 @@ func services() []*service {
 			"POPULATE_WORKER_FUNCTION_SECRET": rand.Text(),
 		}},
 	}
+	for _, s := range list {
+		s.addrs = []string{fmt.Sprintf("127.0.0.1:%d", s.port)}
+	}
+	return list
 }
 
 // fleet is the set of processes devrun started.
@@ -79,6 +85,47 @@ func env(opts options, extra map[string]string) []string {
 		out = append(out, k+"="+v)
 	}
 	return out
+}
+
+// fixedListeners lists the processes make run starts on fixed addresses: the five services, and
+// minersim and each demo's helper when they are built.
+func fixedListeners(opts options) []*service {
+	list := services()
+	if built(opts, "minersim") {
+		list = append(list, minersimProcess())
+	}
+	for _, d := range demos {
+		if d.helper != nil && built(opts, d.binary) {
+			list = append(list, &service{name: d.helper.name, addrs: d.helper.addrs})
+		}
+	}
+	return list
+}
+
+// checkPorts requires that every fixed address make run needs is free, before anything starts:
+// a fleet an interrupted run left behind is named, rather than found later as a child that
+// exits during start.
+func checkPorts(ctx context.Context, opts options) error {
+	var errs []error
+	for _, s := range fixedListeners(opts) {
+		errs = append(errs, s.checkPorts(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// checkPorts requires that every address s listens on is free.
+func (s *service) checkPorts(ctx context.Context) error {
+	var errs []error
+	for _, addr := range s.addrs {
+		errs = append(errs, checkPort(ctx, s.name, addr))
+	}
+	return errors.Join(errs...)
+}
+
+// built reports whether binary is in opts.bin.
+func built(opts options, binary string) bool {
+	_, err := os.Stat(filepath.Join(opts.bin, binary))
+	return err == nil
 }
 
 func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
@@ -124,6 +171,7 @@ func (s *service) start(ctx context.Context, opts options, binary string, args [
 	s.cmd.Env = env(opts, extra)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C reaches devrun, which stops children in order
+	procattr.DieWithParent(s.cmd)                           // and a devrun (or test) that is killed takes them with it
 	if err := s.cmd.Start(); err != nil {
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", s.name, err)
@@ -140,7 +188,8 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration, path st
 		select {
 		case err := <-s.exited:
 			s.exited <- err
-			return fmt.Errorf("%s exited during start (see its log): %w", s.name, err)
+			// The likeliest reason: another process took one of its ports since checkPorts.
+			return errors.Join(fmt.Errorf("%s exited during start (see its log): %w", s.name, err), s.checkPorts(ctx))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -188,6 +237,7 @@ func runCommand(ctx context.Context, binary string, args, env []string, logPath 
 	defer logFile.Close()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logFile, logFile
+	procattr.DieWithParent(cmd)
 	if err := cmd.Run(); err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) {

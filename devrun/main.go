@@ -4,7 +4,9 @@
 // what happened and where each service's River UI is, and keeps serving until Ctrl-C (or exits
 // after the demos with -once).
 //
-// It talks to the services only over HTTP, as a user would.
+// It talks to the services only over HTTP, as a user would. Before starting anything it checks
+// that its fixed ports are free, naming the process that holds one that is not, and every process
+// it starts dies with it (shared/procattr), so an interrupted run leaves none on those ports.
 package main
 
 import (
@@ -57,6 +59,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return errors.New("no database: pass -database-url or set DATABASE_URL (make run does)")
 	}
 	if err := os.MkdirAll(opts.logs, 0o755); err != nil {
+		return err
+	}
+	if err := checkPorts(ctx, opts); err != nil {
 		return err
 	}
 	p := newPrinter(stdout)

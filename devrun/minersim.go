@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -74,13 +73,18 @@ var batchRunnerEnv = map[string]string{
 	"BATCH_RUNNER_CYCLE":            "1h",
 }
 
+// minersimProcess is minersim as devrun runs it, before it starts.
+func minersimProcess() *service {
+	return &service{name: "minersim", url: minersimURL, addrs: []string{minersimAddr, pylonAddr}}
+}
+
 // startMinersim starts the fleet when minersim is built, and waits for its metagraph.
 func (f *fleet) startMinersim(ctx context.Context, opts options, p *printer) error {
-	if _, err := os.Stat(filepath.Join(opts.bin, "minersim")); err != nil {
+	if !built(opts, "minersim") {
 		p.info("minersim is not built: no simulated miners")
 		return nil
 	}
-	s := &service{name: "minersim", url: minersimURL}
+	s := minersimProcess()
 	if err := s.start(ctx, opts, "minersim", minersimArgs(time.Now()), nil); err != nil {
 		return err
 	}

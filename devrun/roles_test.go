@@ -51,7 +51,7 @@ func TestEveryServiceRunsAsItsOwnRole(t *testing.T) {
 	require.NoError(t, err)
 	bin := buildCommands(t, root)
 	lockFleetPorts(t)
-	requireFreePorts(t)
+	requireFreePorts(t, bin)
 	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: "roles-test-token", once: true}
 
 	ctx := context.Background()

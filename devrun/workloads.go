@@ -2,6 +2,9 @@ package main
 
 import "path/filepath"
 
+// buildWorkerAddr is where the build demo's worker serves its health and metrics.
+const buildWorkerAddr = "127.0.0.1:8086"
+
 // The workloads' demos, in the order make run shows them. Each is a program of its service's
 // module that talks to the running services over HTTP and exits 0 when its workload did what it
 // should.
@@ -24,11 +27,12 @@ func init() {
 		helper: &helperProcess{
 			name:   "build-worker",
 			binary: "build-worker",
+			addrs:  []string{buildWorkerAddr},
 			env: func(_ *fleet, opts options) map[string]string {
 				dbURL, _ := roleURL(opts.databaseURL, "build-worker") // the URL parsed for every service before
 				return map[string]string{
 					"BUILD_WORKER_TARGETS":      "x86_64-linux",
-					"BUILD_WORKER_HTTP_ADDR":    "127.0.0.1:8086",
+					"BUILD_WORKER_HTTP_ADDR":    buildWorkerAddr,
 					"BUILD_WORKER_DATABASE_URL": dbURL,
 				}
 			},

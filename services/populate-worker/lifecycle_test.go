@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -125,6 +126,7 @@ func TestKilledWorkerIsReclaimed(t *testing.T) {
 	t.Parallel()
 	b := setupSlow(t)
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	procattr.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
@@ -189,6 +191,7 @@ func TestKilledWithFetchedButUnreservedJobsLeavesNoKeyStuck(t *testing.T) {
 	require.NoError(t, err)
 
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	procattr.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile,
 		"POPULATE_HELPER_MAKE_WORKERS="+strconv.Itoa(keys))
 	require.NoError(t, cmd.Start())
@@ -243,6 +246,7 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 
 	// The helper schedules the keys on start (the periodic schedule) and its feeder takes them.
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
+	procattr.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -19,6 +19,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/shared/config"
+	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -82,6 +83,7 @@ func TestPythonClient(t *testing.T) {
 		cmd := exec.CommandContext(ctx, python, args...)
 		cmd.Dir = dir
 		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "DROVER_FUNCTION_SECRET="+secret)
+		procattr.DieWithParent(cmd)
 		return cmd
 	}
 	out, err = py(t.Context(), "-m", "drover", "tables", "tests.pipeline", "--url", "http://"+fnLn.Addr().String(), "-o", tablesFile).CombinedOutput()
@@ -94,6 +96,7 @@ func TestPythonClient(t *testing.T) {
 	worker := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperPythonWorker$")
 	worker.Cancel = func() error { return worker.Process.Signal(syscall.SIGTERM) }
 	worker.WaitDelay = 15 * time.Second
+	procattr.DieWithParent(worker)
 	worker.Env = append(os.Environ(), "POPULATE_PYTHON_HELPER=1")
 	for k, v := range map[string]string{
 		"DATABASE_URL": dbURL, "API_TOKENS": servicetest.Token, "TABLES_FILE": tablesFile,

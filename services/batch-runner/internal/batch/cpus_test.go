@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"drover.dev/shared/procattr"
 )
 
 // cores is how the benchmark splits the machine: the validator's side (this process, the
@@ -49,10 +51,14 @@ func cpuList(cpus []int) string {
 }
 
 // pinned returns name and args prefixed with taskset for cpus, or as they are when nothing is
-// pinned. Its callers stop the process themselves, in their cleanups (hence no context).
+// pinned. Its callers stop the process themselves, in their cleanups (hence no context); a
+// benchmark killed before its cleanups takes the process with it (taskset execs the command,
+// which keeps the parent-death signal).
 func pinned(cpus []int, name string, args ...string) *exec.Cmd {
-	if len(cpus) == 0 {
-		return exec.Command(name, args...) //nolint:noctx // see above
+	cmd := exec.Command(name, args...) //nolint:noctx // see above
+	if len(cpus) > 0 {
+		cmd = exec.Command("taskset", append([]string{"-c", cpuList(cpus), name}, args...)...) //nolint:noctx // see above
 	}
-	return exec.Command("taskset", append([]string{"-c", cpuList(cpus), name}, args...)...) //nolint:noctx // see above
+	procattr.DieWithParent(cmd)
+	return cmd
 }

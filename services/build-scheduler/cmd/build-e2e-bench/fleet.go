@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"drover.dev/shared/apiclient"
+	"drover.dev/shared/procattr"
 )
 
 // client calls the scheduler's API at base.
@@ -64,6 +65,7 @@ func (f *fleet) start(ctx context.Context, binary, prefix string, settings map[s
 		cmd.Env = append(cmd.Env, prefix+"_"+k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	procattr.DieWithParent(cmd) // a bench killed mid-run leaves no fleet behind
 	err = cmd.Start()
 	logFile.Close()
 	if err != nil {

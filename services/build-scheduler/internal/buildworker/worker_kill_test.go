@@ -24,6 +24,7 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
 	"drover.dev/shared/config"
+	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -84,6 +85,7 @@ func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 	worker := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
 	worker.Env = append(os.Environ(), killedWorkerEnv+"="+dbURL)
 	worker.Stderr = &stderr
+	procattr.DieWithParent(worker)
 	require.NoError(t, worker.Start())
 	var pids []int
 	require.Eventually(t, func() bool {
