@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -168,6 +169,9 @@ func TestSweepGivesBackDeadProcessJobs(t *testing.T) {
 		require.Equal(t, state, job.State, "job %d", id)
 		require.Len(t, job.Errors, 1)
 		require.Contains(t, job.Errors[0].Error, "rescued from process dead-1 (test on host-1, pid 42), which stopped renewing its liveness")
+		var meta map[string]any
+		require.NoError(t, json.Unmarshal(job.Metadata, &meta))
+		require.EqualValues(t, 1, meta["river:rescue_count"], "counted as River's rescuer counts its rescues")
 	}
 	require.Equal(t, rivertype.JobStateRunning, b.job(t, live).State, "a live process keeps its job")
 	require.Equal(t, []string{"live-1"}, b.processIDs(t), "the dead process's record is gone")
@@ -324,6 +328,7 @@ const (
 // a River client working hold jobs with the default liveness timeout. It runs only when
 // LIVENESS_HELPER_URL is set.
 func TestHelperLivenessProcess(t *testing.T) {
+	t.Parallel()
 	url := os.Getenv(helperURL)
 	if url == "" {
 		t.Skip("the liveness tests' helper process")

@@ -19,9 +19,11 @@ import (
 
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/protocol"
+	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/batch"
 	"drover.dev/services/batch-runner/internal/sysevent"
 	"drover.dev/shared/apiclient"
+	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -66,6 +68,7 @@ func startProcess(t *testing.T, bin string, env map[string]string) *process {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	procattr.DieWithParent(cmd) // a test binary killed by its timeout takes the process with it
 	require.NoError(t, cmd.Start())
 	p := &process{cmd: cmd, base: "http://" + addr, log: logPath}
 	t.Cleanup(func() {
@@ -173,9 +176,11 @@ func readRiverJob(t *testing.T, pool *pgxpool.Pool, id int64) riverJob {
 
 // requireTakenOverByLease checks that the one takeover of batch id, attempt 1, came from its lease
 // running out with the default settings: the lease it records is the default one, it was taken
-// after the lease's end and not before the kill, the dead attempt's job is still running in River
-// (neither its timeout nor River's rescue has come), and the job it was handed to is a run_batch
-// (or run_batch_shard) job that completed. It returns that job.
+// after the lease's end and not before the kill, and the job it was handed to is a run_batch (or
+// run_batch_shard) job that completed. Then, within LIVENESS_TIMEOUT and 30 s of the kill, the
+// dead attempt's job is not running any more: the liveness sweep gave it back; run again, it
+// finds the batch taken over and completes naming the takeover's job, having run nothing. It
+// returns the takeover.
 func requireTakenOverByLease(t *testing.T, pool *pgxpool.Pool, id, deadJob int64, killed time.Time, kind string) leaseTakeOver {
 	t.Helper()
 	events := takeOvers(t, pool, id)
@@ -187,23 +192,52 @@ func requireTakenOverByLease(t *testing.T, pool *pgxpool.Pool, id, deadJob int64
 	require.InDelta(t, 10, e.Data.SweepS, 0, "the default BATCH_RUNNER_LEASE_SWEEP")
 	require.True(t, e.Data.LeaseUntil.After(killed.Add(-time.Second)), "the killed process renewed its lease until it died")
 	require.True(t, e.At.After(e.Data.LeaseUntil), "taken over once the lease had run out, not before")
-	dead := readRiverJob(t, pool, deadJob)
-	require.Equal(t, "running", dead.State, "the killed attempt's job waits out its 15-minute timeout: River did not rescue it")
 	require.NotEqual(t, deadJob, e.Data.TakenOverBy)
 	next := readRiverJob(t, pool, e.Data.TakenOverBy)
 	require.Equal(t, kind, next.Kind)
 	require.Equal(t, "completed", next.State)
 	t.Logf("killed at %s; lease ran out %s later; taken over %s after the kill",
 		killed.Format(time.RFC3339Nano), e.Data.LeaseUntil.Sub(killed), e.At.Sub(killed))
+	requireDeadJobGivenBack(t, pool, deadJob, killed, fmt.Sprintf(`{"taken_over_by": %d}`, e.Data.TakenOverBy))
 	return e
+}
+
+// requireDeadJobGivenBack waits until the killed attempt's River job deadJob is no longer
+// running, which the liveness sweep brings within LIVENESS_TIMEOUT and 30 s of the kill (its
+// 15-minute timeout would keep it there for River's rescuer), and checks that it was given back
+// from the dead process and, run again, completed with output holding want's fields.
+func requireDeadJobGivenBack(t *testing.T, pool *pgxpool.Pool, deadJob int64, killed time.Time, want string) {
+	t.Helper()
+	bound := queue.LivenessTimeoutDefault + 30*time.Second
+	var dead riverJob
+	require.Eventually(t, func() bool {
+		dead = readRiverJob(t, pool, deadJob)
+		return dead.State != "running"
+	}, bound-time.Since(killed), 100*time.Millisecond, "the dead process's job is still running %s after the kill", bound)
+	t.Logf("the dead process's job %d was %s %s after the kill", deadJob, dead.State, time.Since(killed).Round(time.Millisecond))
+	require.Eventually(t, func() bool {
+		dead = readRiverJob(t, pool, deadJob)
+		return dead.State == "completed"
+	}, 30*time.Second, 100*time.Millisecond, "the given-back job, run again, never completed: %s", dead.State)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(dead.Output, &got))
+	var fields map[string]any
+	require.NoError(t, json.Unmarshal([]byte(want), &fields))
+	for k, v := range fields {
+		require.Equal(t, v, got[k], "output %s: %s", k, dead.Output)
+	}
+	var rescued bool
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT errors[1] ->> 'error' LIKE 'rescued from process victim %'
+		FROM batch_runner.river_job WHERE id = $1`, deadJob).Scan(&rescued))
+	require.True(t, rescued, "given back by the liveness sweep, naming the dead process")
 }
 
 // TestKilledBatchIsTakenOverByItsLease SIGKILLs the process running a batch in each stage of
 // phase 2, with every timeout and the lease at their defaults, and checks that nothing but the
 // running batch row was written; another replica then takes the batch over once its lease has run
-// out (a LEASE_EXPIRED event naming the default lease; the dead job is still running in River,
-// which would rescue it only after 15 minutes), runs it as attempt 2 under a new run_batch job,
-// and writes and scores it once. Phase 3 is no stage to kill in: the results, score_batch and
+// out (a LEASE_EXPIRED event naming the default lease), runs it as attempt 2 under a new
+// run_batch job, and writes and scores it once; the liveness sweep gives the dead job back
+// within LIVENESS_TIMEOUT and 30 s, where River's rescuer would wait 15 minutes. Phase 3 is no stage to kill in: the results, score_batch and
 // the job's completion are one transaction, which a kill rolls back whole.
 func TestKilledBatchIsTakenOverByItsLease(t *testing.T) {
 	t.Parallel()
@@ -282,7 +316,7 @@ func TestKilledBatchIsTakenOverByItsLease(t *testing.T) {
 			next := readRiverJob(t, pool, e.Data.TakenOverBy)
 			require.JSONEq(t, fmt.Sprintf(`{"batch_id": %d, "attempt": 1}`, done.ID), string(takeOverArgs(t, next.Args)))
 			require.Equal(t, []string{"survivor"}, next.AttemptedBy)
-			require.Equal(t, []string{"victim"}, readRiverJob(t, pool, jobID).AttemptedBy)
+			require.Equal(t, []string{"victim", "survivor"}, readRiverJob(t, pool, jobID).AttemptedBy, "given back, the dead job ran again on the survivor")
 			jobs := len(done.Jobs)
 			require.Equal(t, map[string]int{
 				"batch_runner.batch_jobs": jobs, "batch_runner.batch_manifests": miners - len(tc.scenario.Miners),

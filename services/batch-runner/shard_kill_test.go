@@ -16,9 +16,10 @@ import (
 // SIGKILLs one of them during the spin-up, with the job timeout and the lease at their defaults.
 // The surviving shard waits SHARD_WAIT for the dead one, goes on alone and writes its results;
 // the batch stays running. Once the dead shard's lease has run out, the survivor's sweep hands
-// the shard to a new run_batch_shard job (a LEASE_EXPIRED event naming the default lease; the
-// dead job is still running in River), which takes the shard over (attempt 2), sends late,
-// writes its results once, and ends the batch with one score_batch.
+// the shard to a new run_batch_shard job (a LEASE_EXPIRED event naming the default lease), which
+// takes the shard over (attempt 2), sends late, writes its results once, and ends the batch with
+// one score_batch. The dead job itself is given back by the liveness sweep and ends having run
+// nothing.
 func TestKilledShardRetriesOnce(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)

@@ -21,24 +21,22 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/work"
+	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
-
-// killTimeout is every job timeout of the kill test's replicas (MAKE_TIMEOUT, MAINTENANCE_TIMEOUT,
-// FEED_TIMEOUT): short, so that River's rescue, which waits for it, comes within the test.
-const killTimeout = 5 * time.Second
 
 // scheduleGate is the advisory lock the gated table's key_source waits for.
 const scheduleGate = 4242
 
 // TestKilledReplicaLeavesNoJobRunning SIGKILLs a replica while it holds two River jobs: a make
 // (its HTTP function hangs) and the periodic schedule (a table's key_source waits for a lock the
-// test holds). Another replica then makes every key, and River shows no job of the dead replica
-// running, within the longest kind's timeout plus River's 30 s rescue period: the dead make's key
-// is reclaimed at once (its connection is gone); the dead schedule job holds back no identical
-// schedule (its uniqueness has a period), and River rescues it, and the make job, once their
-// timeouts have passed (RescueStuckJobsAfter is no longer than any kind's timeout).
+// test holds), with every timeout at its default. Another replica then makes every key, and River
+// shows no job of the dead replica running, within LIVENESS_TIMEOUT plus 30 s: the dead make's
+// key is reclaimed at once (its connection is gone); the dead schedule job holds back no
+// identical schedule (its uniqueness has a period); and the liveness sweep gives both jobs back
+// once the dead replica's record is older than LIVENESS_TIMEOUT, where River's rescuer would wait
+// for a make's hour. Run again, the make finds its key made and the schedule schedules nothing.
 func TestKilledReplicaLeavesNoJobRunning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -52,7 +50,8 @@ func TestKilledReplicaLeavesNoJobRunning(t *testing.T) {
 	const helper = "populate-helper-killed"
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile,
-		"POPULATE_HELPER_WORKER_ID="+helper, "POPULATE_HELPER_TIMEOUTS="+killTimeout.String())
+		"POPULATE_HELPER_WORKER_ID="+helper)
+	procattr.DieWithParent(cmd)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	select {
@@ -81,14 +80,14 @@ func TestKilledReplicaLeavesNoJobRunning(t *testing.T) {
 	servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return runTest(ctx, b.config(), ln, stdout)
 	})
-	// The longest timeout is a make's (MAKE_TIMEOUT and its recording grace); River's rescuer
-	// runs every 30 s, and a replica that becomes leader runs it at once.
-	bound := killTimeout + 15*time.Second + 30*time.Second
+	// Every timeout is at its default (a make's is an hour): the liveness sweep, not River's
+	// rescuer, gives the dead replica's jobs back.
+	bound := queue.LivenessTimeoutDefault + 30*time.Second
 	require.Eventually(t, func() bool {
 		return b.count(t, `SELECT count(*) FROM populate_worker.a_held_dst`) == 1 &&
 			b.count(t, `SELECT count(*) FROM populate_worker.b_gated_dst`) == 3 &&
 			len(b.helperRunning(t, helper)) == 0
-	}, bound+10*time.Second, 100*time.Millisecond, "every key made and no job of the dead replica running")
+	}, bound-time.Since(killed), 100*time.Millisecond, "every key made and no job of the dead replica running")
 	t.Logf("every key made and no job of the dead replica running %.1f s after the kill (bound %s)", time.Since(killed).Seconds(), bound)
 	require.Zero(t, b.count(t, `SELECT count(*) FROM populate_worker.jobs`), "no key left behind")
 	require.Equal(t, int32(1), b.calls.Load(), "a_held's key made once after the hung call")
@@ -149,11 +148,10 @@ func setupKill(t *testing.T) *killBundle {
 	return b
 }
 
-// config is the surviving replica: the kill test's timeouts, a schedule every second.
+// config is the surviving replica: default timeouts, a schedule every second.
 func (b *killBundle) config() Config {
 	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 1,
-		MinSchedulingInterval: time.Millisecond, ReclaimEvery: 200 * time.Millisecond, ScheduleEvery: time.Second,
-		MakeTimeout: killTimeout, MaintenanceTimeout: killTimeout, FeedTimeout: killTimeout}
+		MinSchedulingInterval: time.Millisecond, ReclaimEvery: 200 * time.Millisecond, ScheduleEvery: time.Second}
 }
 
 func (b *killBundle) count(t *testing.T, sql string) int {

@@ -116,9 +116,6 @@ func TestHelperWorkerProcess(t *testing.T) {
 	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"),
 		MakeWorkers: workers, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
 	cfg.WorkerID = os.Getenv("POPULATE_HELPER_WORKER_ID")
-	if d, err := time.ParseDuration(os.Getenv("POPULATE_HELPER_TIMEOUTS")); err == nil {
-		cfg.MakeTimeout, cfg.MaintenanceTimeout, cfg.FeedTimeout = d, d, d
-	}
 	require.NoError(t, runTest(context.Background(), cfg, nil, io.Discard)) // until SIGKILL
 }
 
