@@ -20,6 +20,9 @@ import (
 // running job with its error inside the transaction that records the failure has no public
 // call, so JobEndTx makes River's own driver call for it, exactly as JobCompleteTx does for a
 // completion. An upstream JobDiscardTx / JobCancelTx-while-running taking a tx would replace it.
+// The liveness sweep (sweep.go) is the adapter's other call: River's rescuer gives back jobs by
+// their run time only, so the sweep makes the driver call the rescuer makes (JobRescueMany) for
+// the jobs of a dead process.
 const RiverVersion = "v0.51.2"
 
 // RiverSchemaVersion is the last River migration the adapter was tested against.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # check-river-writes.sh: fails when SQL of Drover's own writes River's tables. River is used
 # through its client API (InsertTx, InsertManyTx, JobCompleteTx, JobCancelTx, JobRetry ...), and
-# tests put jobs into the states they need with drover.dev/queue/queuetest. The one exception,
-# a discard or cancel inside the caller's transaction, is the adapter in queue/job_end_tx.go, and
-# it calls River's driver rather than writing SQL. make lint runs it.
+# tests put jobs into the states they need with drover.dev/queue/queuetest. The exceptions, a
+# discard or cancel inside the caller's transaction (queue/job_end_tx.go) and the liveness sweep's
+# rescue of a dead process's jobs (queue/sweep.go), are the one adapter in queue/, and it calls
+# River's driver rather than writing SQL. make lint runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

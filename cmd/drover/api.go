@@ -22,6 +22,8 @@ type operation struct {
 var (
 	opReadiness = operation{"", "getReadiness", http.MethodGet, "/readyz"}
 	opMetrics   = operation{"", "getMetrics", http.MethodGet, "/metrics"}
+	// opListProcesses is every service's: its River client processes and their liveness.
+	opListProcesses = operation{"", "listProcesses", http.MethodGet, "/v1/processes"}
 
 	opListMiners     = operation{minerSync, "listMiners", http.MethodGet, "/v1/miners"}
 	opStartSync      = operation{minerSync, "startSync", http.MethodPost, "/v1/sync"}
@@ -60,7 +62,7 @@ var (
 
 // operations lists every operation drover calls, for the test.
 var operations = []operation{
-	opReadiness, opMetrics, opListMiners, opStartSync, opListSyncEvents,
+	opReadiness, opMetrics, opListProcesses, opListMiners, opStartSync, opListSyncEvents,
 	opCreateBatch, opListBatches, opGetCurrentBatch, opGetBatch, opCancelBatch,
 	opGetBatchScores, opGetWeights, opListWeightSubmissions,
 	opCreateGroup, opListGroups, opGetGroup, opListGroupJobs, opGetGroupGraph, opCancelGroup, opRetryGroup,

@@ -10,16 +10,17 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/shared/probe"
+	drovservice "drover.dev/shared/service"
 	"drover.dev/shared/web"
 )
 
-// serviceDocument is the OpenAPI document service serves: the common endpoints, the probe
-// routes and the service's own document, as the service merges them at start.
+// serviceDocument is the OpenAPI document service serves: the common endpoints, the probe and
+// process routes and the service's own document, as the service merges them at start.
 func serviceDocument(t *testing.T, service string) map[string]any {
 	t.Helper()
 	own, err := os.ReadFile(filepath.Join("..", "..", "services", service, "internal", "api", "openapi.json"))
 	require.NoError(t, err)
-	raw, err := web.OpenAPIDocument(service, probe.OpenAPI, own)
+	raw, err := web.OpenAPIDocument(service, probe.OpenAPI, drovservice.ProcessesOpenAPI, own)
 	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(raw, &doc))

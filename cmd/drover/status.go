@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -24,6 +25,21 @@ type serviceStatus struct {
 	Ready  bool          `json:"ready"`
 	Detail string        `json:"detail,omitempty"` // why it is not ready
 	Queues []queueStatus `json:"queues"`
+	// Processes are the River client processes working the service's schema: its replicas (and
+	// build-scheduler's build workers), live, or dead until a sweep gives their jobs back.
+	Processes []processStatus `json:"processes"`
+}
+
+// processStatus is one River client process as GET /v1/processes gives it.
+type processStatus struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Host      string    `json:"host"`
+	PID       int       `json:"pid"`
+	State     string    `json:"state"`
+	RenewedAt time.Time `json:"renewed_at"`
+	Timeout   string    `json:"timeout"`
+	Running   int       `json:"running"`
 }
 
 // queueStatus is one River queue: unfinished jobs by state, and how long the next has waited.
@@ -47,8 +63,10 @@ func (a *app) statusCmd() *cobra.Command {
 		GroupID: "fleet",
 		Short:   "Every service's health and queues, the last sync, batch and weights sent",
 		Long: `status reads every service's /readyz and /metrics (River's jobs by queue and state, and the
-age of each queue's next job), miner-sync's last sync (with its block), batch-runner's last batch
-and scorer's last weights submission, and prints them on one screen. It exits 5 when a service
+age of each queue's next job), its River client processes (/v1/processes: each replica and build
+worker, live, or DEAD from when it stopped renewing its liveness record until a sweep gives its
+jobs back), miner-sync's last sync (with its block), batch-runner's last batch and scorer's last
+weights submission, and prints them on one screen. It exits 5 when a service
 does not answer or is not ready.`,
 		Example: "  drover status\n  drover status -o json | jq '.services[] | select(.ready | not)'",
 		Args:    exactArgs(0),
@@ -90,7 +108,7 @@ func (a *app) fleetStatus() fleetStatus {
 }
 
 func (a *app) serviceStatus(name string) serviceStatus {
-	s := serviceStatus{Name: name, URL: a.cfg.urls[name], Queues: []queueStatus{}}
+	s := serviceStatus{Name: name, URL: a.cfg.urls[name], Queues: []queueStatus{}, Processes: []processStatus{}}
 	if _, err := a.api.call(a.ctx, request{op: opReadiness, service: name}); err != nil {
 		s.Detail = err.Error()
 		if se, ok := errors.AsType[*statusError](err); ok {
@@ -105,6 +123,14 @@ func (a *app) serviceStatus(name string) serviceStatus {
 		return s
 	}
 	s.Queues = queuesOf(raw)
+	var page struct {
+		Items []processStatus `json:"items"`
+	}
+	if err := a.api.get(a.ctx, request{op: opListProcesses, service: name}, &page); err != nil {
+		s.Detail = "processes: " + err.Error()
+		return s
+	}
+	s.Processes = page.Items
 	return s
 }
 
@@ -183,12 +209,36 @@ func (a *app) printStatus(st fleetStatus) error {
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(a.out.w)
+	a.printProcesses(st)
 	a.out.fields(map[string]any{
 		"sync":   summary(st.LastSync, "#%v %v at %v, block %v, %v entries", "id", "outcome", "at", "block", "entries"),
 		"batch":  summary(st.LastBatch, "#%v %v, %v miners, created %v, jobs %v", "id", "state", "miners", "created_at", "counts"),
 		"weight": summary(st.LastSubmission, "#%v %v via %v at %v, block %v", "id", "outcome", "via", "at", "block"),
 	}, cols("last sync", "sync", "last batch", "batch", "weights last sent", "weight"))
 	return nil
+}
+
+// printProcesses prints every service's River client processes: a dead one (it stopped renewing
+// its liveness record) stays listed, in capitals, until a sweep has given its jobs back.
+func (a *app) printProcesses(st fleetStatus) {
+	tw := tabwriter.NewWriter(a.out.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tPROCESS\tHOST\tPID\tSTATE\tRENEWED\tRUNNING JOBS")
+	for _, s := range st.Services {
+		for _, p := range s.Processes {
+			state := p.State
+			if state != "live" {
+				state = strings.ToUpper(state) + " (timeout " + p.Timeout + ")"
+			}
+			service := s.Name
+			if p.Name != s.Name {
+				service += " (" + p.Name + ")"
+			}
+			renewed := time.Since(p.RenewedAt).Round(100*time.Millisecond).String() + " ago"
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\n", service, p.ID, p.Host, p.PID, state, renewed, p.Running)
+		}
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(a.out.w)
 }
 
 // summary formats keys of the object raw into layout; nil when there is none.

@@ -15,10 +15,11 @@ import (
 	"drover.dev/shared/web"
 )
 
-// processesOpenAPI documents GET /v1/processes, which every service serves.
+// ProcessesOpenAPI documents GET /v1/processes, which every service serves as part of its
+// /openapi.json.
 //
 //go:embed processes.json
-var processesOpenAPI []byte
+var ProcessesOpenAPI []byte
 
 // newProcess is the liveness of the process d runs (queue.Process), with its metrics on d's
 // /metrics: the processes of the schema by state, read at scrape time, and the jobs this process's

@@ -132,7 +132,7 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 		return fmt.Errorf("wire %s: the River client was never built (Deps.NewClient)", spec.Service)
 	}
 	deps.Server.API.GET("/processes", deps.handleProcesses)
-	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, processesOpenAPI, spec.OpenAPI); err != nil {
+	if err := deps.Server.ServeOpenAPI("Drover "+string(spec.Service), probe.OpenAPI, ProcessesOpenAPI, spec.OpenAPI); err != nil {
 		return fmt.Errorf("%s: %w", spec.Service, err)
 	}
 	if deps.riverUI, err = mountRiverUI(deps); err != nil {
