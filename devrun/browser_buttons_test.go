@@ -29,15 +29,20 @@ type press struct {
 
 // riverJob is a job as River UI's API lists it.
 type riverJob struct {
-	ID    int64  `json:"id"`
-	Args  string `json:"args"`
-	State string `json:"state"`
+	ID          int64    `json:"id"`
+	Args        string   `json:"args"`
+	State       string   `json:"state"`
+	AttemptedBy []string `json:"attempted_by"`
 }
 
-// riverJobs lists up to 20 jobs of kind in state from the service's River UI API, newest first.
+// riverJobs lists up to 20 jobs of kind (any kind when empty) in state from the service's River
+// UI API, newest first.
 func riverJobs(t *testing.T, base, token, kind, state string) []riverJob {
 	t.Helper()
-	q := url.Values{"state": {state}, "kinds": {kind}, "limit": {"20"}}
+	q := url.Values{"state": {state}, "limit": {"20"}}
+	if kind != "" {
+		q.Set("kinds", kind)
+	}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/riverui/api/jobs?"+q.Encode(), nil)
 	require.NoError(t, err)
 	req.SetBasicAuth(riverUIUser, token)

@@ -73,6 +73,7 @@ func runDemo(ctx context.Context, opts options, f *fleet, p *printer, d demo) er
 		}
 		f.extra = append(f.extra, s)
 		p.ok("started %s (log %s)", h.name, filepath.Join(opts.logs, h.name+".log"))
+		f.supervise(ctx, opts, p, s)
 	}
 	cmd := exec.CommandContext(ctx, path, d.args(f, opts)...)
 	cmd.Env = env(opts, nil)

@@ -152,6 +152,8 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 		require.NotEmpty(t, subs.Items, "the demo batch's weights were sent through the Pylon stub")
 		require.Equal(t, 3, b.drover(t, "weights", "--batch", "999").code, "no such batch")
 	})
+	// Last: it kills processes of the fleet, which devrun restarts.
+	t.Run("KilledReplicas", func(t *testing.T) { testKilledReplicas(t, b) })
 }
 
 // startDemoFleet builds every command, starts make run's fleet on a fresh database with token,

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -27,6 +28,12 @@ type service struct {
 	url    string
 	cmd    *exec.Cmd
 	exited chan error
+
+	// What start was given, so that a supervised process restarts as it started.
+	binary  string
+	args    []string
+	extra   map[string]string
+	started bool
 }
 
 // services lists the five services and their local ports.
@@ -66,16 +73,52 @@ type fleet struct {
 	services []*service
 	extra    []*service // helpers such as build-worker
 	minersim bool       // the simulated fleet (and its Pylon stub) runs
+
+	mu       sync.Mutex    // held while a supervised process restarts, and while stop signals
+	stopping chan struct{} // closed by stop: supervised processes are no longer restarted
 }
 
 // url returns the base URL of the named service.
 func (f *fleet) url(name string) string {
-	for _, s := range f.services {
-		if s.name == name {
-			return s.url
-		}
+	if s := f.serviceNamed(name); s != nil {
+		return s.url
 	}
 	return ""
+}
+
+// pid is the process id of s as it now runs (a supervised process's changes when it restarts).
+func (f *fleet) pid(s *service) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return s.cmd.Process.Pid
+}
+
+// kill sends SIGKILL to s as it now runs: no shutdown path runs, as when a machine dies.
+func (f *fleet) kill(s *service) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return s.cmd.Process.Signal(syscall.SIGKILL)
+}
+
+// serviceNamed returns the service called name, nil when there is none.
+func (f *fleet) serviceNamed(name string) *service {
+	for _, s := range f.services {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// extraNamed returns the helper process called name (minersim, build-worker), nil when it was
+// not started.
+func (f *fleet) extraNamed(name string) *service {
+	for _, s := range f.extra {
+		if s.name == name {
+			return s
+		}
+	}
+	return nil
 }
 
 // env is the environment every child gets: the parent's, plus the database and the token.
@@ -129,7 +172,7 @@ func built(opts options, binary string) bool {
 }
 
 func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
-	f := &fleet{services: services()}
+	f := &fleet{services: services(), stopping: make(chan struct{})}
 	if err := f.startMinersim(ctx, opts, p); err != nil {
 		return f, err
 	}
@@ -155,16 +198,23 @@ func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
 			return f, err
 		}
 		p.ok("%-16s %s   as role %s   (log %s)", s.name, s.url, roleName(s.name), filepath.Join(opts.logs, s.name+".log"))
+		f.supervise(ctx, opts, p, s)
 	}
 	return f, nil
 }
 
 // start launches binary (from opts.bin) as s with args and extra environment.
 func (s *service) start(ctx context.Context, opts options, binary string, args []string, extra map[string]string) error {
-	logFile, err := os.Create(filepath.Join(opts.logs, s.name+".log"))
+	s.binary, s.args, s.extra = binary, args, extra
+	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+	if s.started {
+		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND // a restart keeps what the last run logged
+	}
+	logFile, err := os.OpenFile(filepath.Join(opts.logs, s.name+".log"), flags, 0o644)
 	if err != nil {
 		return err
 	}
+	s.started = true
 	// Not CommandContext: a cancelled context would SIGKILL the child, and devrun stops its
 	// children in order with SIGTERM so each drains.
 	s.cmd = exec.Command(filepath.Join(opts.bin, binary), args...) //nolint:noctx // see above
@@ -176,8 +226,9 @@ func (s *service) start(ctx context.Context, opts options, binary string, args [
 		logFile.Close()
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
-	s.exited = make(chan error, 1)
-	go func() { s.exited <- s.cmd.Wait(); logFile.Close() }()
+	cmd, exited := s.cmd, make(chan error, 1)
+	s.exited = exited
+	go func() { exited <- cmd.Wait(); logFile.Close() }()
 	return nil
 }
 
@@ -203,12 +254,19 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration, path st
 
 // stop sends SIGTERM to every child and waits for it to drain, killing stragglers.
 func (f *fleet) stop(p *printer) {
+	f.mu.Lock()
+	select {
+	case <-f.stopping:
+	default:
+		close(f.stopping)
+	}
 	all := append(append([]*service{}, f.extra...), f.services...)
 	for _, s := range all {
 		if s.cmd != nil && s.cmd.Process != nil {
 			_ = s.cmd.Process.Signal(syscall.SIGTERM)
 		}
 	}
+	f.mu.Unlock()
 	for _, s := range all {
 		if s.cmd == nil || s.cmd.Process == nil {
 			continue

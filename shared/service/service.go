@@ -293,7 +293,8 @@ func withProbeQueue(queues map[string]int) map[string]int {
 }
 
 // clientID is unique per process and service, so that five services in one process (tests, the
-// development runner) or many replicas never share a River client id.
+// development runner) or many replicas never share a River client id. It starts with the
+// process's name (build-worker, or the service), which River UI shows in a job's attempted_by.
 func clientID(spec Spec) string {
 	if spec.Config.WorkerID != "" {
 		return spec.Config.WorkerID
@@ -301,5 +302,5 @@ func clientID(spec Spec) string {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s-%s-%d-%s", spec.Service, host, os.Getpid(), hex.EncodeToString(b))
+	return fmt.Sprintf("%s-%s-%d-%s", cmp.Or(spec.Name, string(spec.Service)), host, os.Getpid(), hex.EncodeToString(b))
 }
