@@ -42,12 +42,13 @@ generate: $(TOOLS)/sqlc ## regenerate every store's dbsqlc package from its quer
 	@for d in $(SQLC_DIRS); do echo "sqlc $$d"; (cd $$d && $(abspath $(TOOLS))/sqlc generate) || exit 1; done
 
 .PHONY: lint
-lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## commit subjects, docs stand alone, alert rules load, no test bounds elapsed time, no SQL writes River's tables, gofmt, sqlc diff, golangci-lint
+lint: $(TOOLS)/golangci-lint $(TOOLS)/sqlc ## commit subjects, docs stand alone, every module tidy and building with GOWORK=off, alert rules load, no test bounds elapsed time, no SQL writes River's tables, gofmt, sqlc diff, golangci-lint
 	@scripts/check-commits.sh
 	@scripts/check-docs.sh
 	@$(MAKE) --no-print-directory rules
 	@scripts/check-river-writes.sh
 	@scripts/check-test-clock.sh
+	@scripts/check-modules.sh
 	@test -z "$$(gofmt -l $(MODULES) infra)" || { gofmt -l $(MODULES) infra; echo "gofmt: the files above need formatting"; exit 1; }
 	@for d in $(SQLC_DIRS); do (cd $$d && $(abspath $(TOOLS))/sqlc diff) || { echo "sqlc: $$d/dbsqlc is stale, run make generate"; exit 1; }; done
 	@for m in $(MODULES); do echo "lint $$m"; (cd $$m && $(abspath $(TOOLS))/golangci-lint run ./...) || exit 1; done
