@@ -196,22 +196,12 @@ func (p *Process) Leave(ctx context.Context) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("leave process %s: %w", p.cfg.ID, err)
 	}
-	p.report(ctx, res, "liveness: process left")
+	p.sweepOpts().report(ctx, res, "liveness: process left")
 	return nil
 }
 
 func (p *Process) sweepOpts() SweepOptions {
 	return SweepOptions{Logger: p.cfg.Logger, OnRescue: p.cfg.OnRescue}
-}
-
-// report logs a sweep that gave something back and tells OnRescue.
-func (p *Process) report(ctx context.Context, res SweepResult, msg string) {
-	res.log(ctx, p.cfg.Logger, msg)
-	if p.cfg.OnRescue != nil {
-		for kind, n := range res.Kinds {
-			p.cfg.OnRescue(kind, n)
-		}
-	}
 }
 
 func (p *Process) table() string { return pgx.Identifier{p.schema, "processes"}.Sanitize() }

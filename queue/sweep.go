@@ -92,13 +92,18 @@ func Sweep(ctx context.Context, pool *pgxpool.Pool, schema string, opts SweepOpt
 	if err := tx.Commit(ctx); err != nil {
 		return SweepResult{}, wrapSweep(schema, err)
 	}
-	res.log(ctx, opts.Logger, "liveness sweep: gave back the jobs of dead processes")
-	if opts.OnRescue != nil {
+	opts.report(ctx, res, "liveness sweep: gave back the jobs of dead processes")
+	return res, nil
+}
+
+// report logs a sweep that gave something back, as msg, and tells OnRescue.
+func (o SweepOptions) report(ctx context.Context, res SweepResult, msg string) {
+	res.log(ctx, o.Logger, msg)
+	if o.OnRescue != nil {
 		for kind, n := range res.Kinds {
-			opts.OnRescue(kind, n)
+			o.OnRescue(kind, n)
 		}
 	}
-	return res, nil
 }
 
 func wrapSweep(schema string, err error) error {
