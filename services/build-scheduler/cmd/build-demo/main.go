@@ -7,7 +7,7 @@
 // Retry on docs-build's discarded build_run job in River UI (or POST /v1/groups/{id}/retry): the
 // job builds, docs-publish runs and the group completes.
 //
-//	build-demo -url http://localhost:8084 -token $API_TOKEN -docs-source /tmp/demo-docs.md
+//	build-demo -url http://localhost:8084 -token drover-dev-token -docs-source /tmp/demo-docs.md
 package main
 
 import (
@@ -119,8 +119,23 @@ func run(ctx context.Context, c client, target, docs string, out io.Writer) erro
 	}
 	fmt.Fprintln(out, "as expected: the diamond built, docs-build failed, docs-publish was skipped")
 	fmt.Fprintf(out, "to finish the group: touch %s, then press Retry on docs-build's failed build_run in River UI (%s/riverui/jobs?state=discarded)\n", docs, c.base)
-	fmt.Fprintf(out, "the group as a picture: curl -s -H \"Authorization: Bearer $API_TOKEN\" '%s/v1/groups/%d/graph?format=dot' | dot -Tsvg > group.svg (format=mermaid for Mermaid)\n", c.base, g.ID)
+	fmt.Fprintf(out, "the group as a picture: %s (format=mermaid for Mermaid)\n", graphCommand(c.base, c.api.Token, g.ID))
 	return nil
+}
+
+// graphCommand is the shell command that draws group id as an SVG, printed for the user to paste.
+// It carries the token the demo was given, as no variable of the user's shell holds it, and curl
+// fails on an HTTP error (-f) so that an error's problem+json never reaches dot: the error shows
+// on the terminal and group.svg stays empty.
+func graphCommand(base, token string, id int64) string {
+	url := fmt.Sprintf("%s/v1/groups/%d/graph?format=dot", base, id)
+	return fmt.Sprintf("curl -fsS -H %s %s | dot -Tsvg > group.svg", shellQuote("Authorization: Bearer "+token), shellQuote(url))
+}
+
+// shellQuote quotes s for a POSIX shell, so that a token or URL with any character pastes as
+// one word.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func counts(m map[string]int) string {
