@@ -255,10 +255,12 @@ func (s *service) waitReady(ctx context.Context, patience time.Duration, path st
 // stop sends SIGTERM to every child and waits for it to drain, killing stragglers.
 func (f *fleet) stop(p *printer) {
 	f.mu.Lock()
-	select {
-	case <-f.stopping:
-	default:
-		close(f.stopping)
+	if f.stopping != nil { // nil in a fleet startFleet did not make: nothing supervised
+		select {
+		case <-f.stopping:
+		default:
+			close(f.stopping)
+		}
 	}
 	all := append(append([]*service{}, f.extra...), f.services...)
 	for _, s := range all {
