@@ -72,6 +72,16 @@ WHERE b.scored_at IS NOT NULL
 ORDER BY b.started_at DESC, b.id DESC
 LIMIT 1;
 
+-- name: BatchScoredLatestClassList :many
+-- BatchScoredLatestClassList returns the executor classes of the latest scored batch, each with
+-- the weight it was scored with and whether any of its executors scored: why that batch gives no
+-- miner a weight, when it gives none.
+SELECT s.batch_id, s.executor_class, max(s.class_weight)::float8 AS class_weight, bool_or(s.raw > 0)::bool AS scored
+FROM class_scores s
+WHERE s.batch_id = (SELECT id FROM batches WHERE scored_at IS NOT NULL ORDER BY started_at DESC, id DESC LIMIT 1)
+GROUP BY s.batch_id, s.executor_class
+ORDER BY s.executor_class;
+
 -- name: MinerWeightList :many
 SELECT hotkey, weight, weight_u16 FROM miner_scores
 WHERE batch_id = @batch_id AND weight > 0

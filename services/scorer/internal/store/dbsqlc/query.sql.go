@@ -182,6 +182,49 @@ func (q *Queries) BatchScoredGet(ctx context.Context, db DBTX, id int64) (BatchS
 	return i, err
 }
 
+const batchScoredLatestClassList = `-- name: BatchScoredLatestClassList :many
+SELECT s.batch_id, s.executor_class, max(s.class_weight)::float8 AS class_weight, bool_or(s.raw > 0)::bool AS scored
+FROM class_scores s
+WHERE s.batch_id = (SELECT id FROM batches WHERE scored_at IS NOT NULL ORDER BY started_at DESC, id DESC LIMIT 1)
+GROUP BY s.batch_id, s.executor_class
+ORDER BY s.executor_class
+`
+
+type BatchScoredLatestClassListRow struct {
+	BatchID       int64
+	ExecutorClass string
+	ClassWeight   float64
+	Scored        bool
+}
+
+// BatchScoredLatestClassList returns the executor classes of the latest scored batch, each with
+// the weight it was scored with and whether any of its executors scored: why that batch gives no
+// miner a weight, when it gives none.
+func (q *Queries) BatchScoredLatestClassList(ctx context.Context, db DBTX) ([]BatchScoredLatestClassListRow, error) {
+	rows, err := db.Query(ctx, batchScoredLatestClassList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BatchScoredLatestClassListRow
+	for rows.Next() {
+		var i BatchScoredLatestClassListRow
+		if err := rows.Scan(
+			&i.BatchID,
+			&i.ExecutorClass,
+			&i.ClassWeight,
+			&i.Scored,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const batchWeightedLatest = `-- name: BatchWeightedLatest :one
 SELECT b.id, b.started_at, b.peak FROM batches b
 WHERE b.scored_at IS NOT NULL
