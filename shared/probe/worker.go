@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -107,7 +106,7 @@ func endOf(ctx context.Context, logger *slog.Logger, job *rivertype.JobRow, agai
 		logger.InfoContext(ctx, "river_ui_action", "kind", job.Kind, "job_id", job.ID, "action", "retry",
 			"did", "nothing run, job cancelled: "+again.Error())
 		return river.JobCancel(again)
-	case err != nil && errors.Is(context.Cause(ctx), river.ErrJobCancelledRemotely):
+	case err != nil && queue.CancelledRemotely(ctx):
 		logger.InfoContext(ctx, "river_ui_action", "kind", job.Kind, "job_id", job.ID, "action", "cancel",
 			"did", "stopped; nothing written, job cancelled")
 	}
