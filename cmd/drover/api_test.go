@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/shared/probe"
-	drovservice "drover.dev/shared/service"
 	"drover.dev/shared/web"
 )
 
@@ -20,7 +19,9 @@ func serviceDocument(t *testing.T, service string) map[string]any {
 	t.Helper()
 	own, err := os.ReadFile(filepath.Join("..", "..", "services", service, "internal", "api", "openapi.json"))
 	require.NoError(t, err)
-	raw, err := web.OpenAPIDocument(service, probe.OpenAPI, drovservice.ProcessesOpenAPI, own)
+	processes, err := os.ReadFile(filepath.Join("..", "..", "shared", "service", "processes.json"))
+	require.NoError(t, err)
+	raw, err := web.OpenAPIDocument(service, probe.OpenAPI, processes, own)
 	require.NoError(t, err)
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(raw, &doc))
