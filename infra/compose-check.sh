@@ -21,7 +21,15 @@
 #    every Deployment with its maxSurge pods while the six migrate Jobs run (deploy-check prints
 #    the sums).
 #
-# Exits non-zero on any problem. Installs Debian's docker-compose when missing and run as root.
+# The compose versions it accepts: Compose v2 (the `docker compose` plugin, preferred when both
+# are there, or a docker-compose 2.x binary). docker-compose.yml needs v2: its image tags use
+# nested defaults (${DROVER_SCORER_TAG:-${DROVER_TAG:-latest}}), which docker-compose 1.x leaves
+# unexpanded (an image `drover/scorer:$${DROVER_TAG:-latest}`), so that version cannot run the
+# file. Under 1.x every check still runs, and the check fails naming the version; whatever the
+# version, a variable left unexpanded in `config`'s output fails it too.
+#
+# Exits non-zero on any problem. Installs Debian's docker-compose (1.29, so the checks run but
+# cannot pass) when no compose is there and run as root.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,22 +47,29 @@ for kv in "${dummy_env[@]}"; do required_vars+=("${kv%%=*}"); done
 
 # --- the compose tool ---------------------------------------------------------------------------
 compose=()
-if command -v docker-compose >/dev/null 2>&1; then
-	compose=(docker-compose)
-elif command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
+if command -v docker >/dev/null 2>&1 && docker compose version >/dev/null 2>&1; then
 	compose=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then
+	compose=(docker-compose)
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-	info "docker-compose missing: installing Debian's docker-compose package"
+	info "docker-compose missing: installing Debian's docker-compose package (1.29: the checks run, but only Compose v2 passes)"
 	apt-get update -qq >/dev/null
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker-compose >/dev/null
 	compose=(docker-compose)
 else
-	echo "compose-check: docker-compose is missing. Install it with:" >&2
-	echo "  sudo apt-get update && sudo apt-get install -y docker-compose" >&2
-	echo "  (or the Docker Compose v2 plugin: 'docker compose')" >&2
+	echo "compose-check: no compose found. The check passes with Compose v2 only: the Docker Compose" >&2
+	echo "  plugin ('docker compose', package docker-compose-plugin of Docker's apt repository) or a" >&2
+	echo "  docker-compose 2.x binary. Debian's docker-compose package (1.29) runs the checks, and fails." >&2
 	exit 2
 fi
-info "using: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || echo unknown version))"
+compose_version=$("${compose[@]}" version --short 2>/dev/null || echo unknown)
+compose_version=${compose_version#v}
+info "using: ${compose[*]} ($compose_version)"
+if [[ $compose_version == 1.* ]]; then
+	problem "${compose[*]} $compose_version cannot run docker-compose.yml: it leaves the nested defaults of the image tags" \
+		"(\${DROVER_SCORER_TAG:-\${DROVER_TAG:-latest}}) unexpanded. compose-check accepts Compose v2 only" \
+		"('docker compose', or docker-compose 2.x); the other checks run anyway"
+fi
 
 # An empty env file keeps a developer's .env out of the check; env -i keeps the caller's
 # environment out, so results are the same on every machine.
@@ -86,7 +101,8 @@ for var in "${required_vars[@]}"; do
 done
 info "required variables enforced: ${required_vars[*]}"
 # Debian's docker-compose 1.29 does not expand nested defaults (${DROVER_SCORER_TAG:-${DROVER_TAG:-latest}},
-# Compose v2 does): step 4 resolves them itself.
+# Compose v2 does): deploy-check resolves them itself from the files, and step 4 fails on what
+# config's output leaves unexpanded.
 
 if ! compose_services=$(run_compose "${dummy_env[@]}" -- config --services 2>/dev/null); then
 	# Invalid file: fall back to the keys under services: so the drift checks still say something.
@@ -192,6 +208,11 @@ if out=$(go build -o "$work/bin/" ./migrations/cmd/migrate ./services/miner-sync
 	# the wallet folder a test wallet) and kubectl kustomize's rendering.
 	"$work/bin/deploy-check" -test-wallet "$work/wallets"
 	if run_compose "${dummy_env[@]}" DROVER_WALLET_DIR="$work/wallets" -- config >"$work/compose.yml" 2>"$work/compose.err"; then
+		# config's output has every variable expanded (a literal $ would be written $$, and the
+		# file has none); one left over is a value the stack would start with as written.
+		if left=$(grep -n '\${' "$work/compose.yml"); then
+			problem "docker-compose config's output leaves variables unexpanded (${compose[*]} $compose_version):"$'\n'"$left"
+		fi
 		args=(-compose-rendered "$work/compose.yml")
 		[ -z "$rendered" ] || args+=(-k8s-rendered "$rendered")
 		if "$work/bin/deploy-check" -bin "$work/bin" "${args[@]}"; then
