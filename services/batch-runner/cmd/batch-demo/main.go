@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"drover.dev/shared/apiclient"
+	"drover.dev/shared/batchwatch"
 )
 
 type client struct{ api apiclient.Client }
@@ -32,14 +33,14 @@ func (c *client) call(ctx context.Context, method, url string, out any) (int, er
 }
 
 type batch struct {
-	ID           int64          `json:"id"`
-	State        string         `json:"state"`
-	Error        *string        `json:"error"`
-	Miners       int            `json:"miners"`
-	SendSpreadUS *int64         `json:"send_spread_us"`
-	Counts       map[string]int `json:"counts"`
-	Reasons      map[string]int `json:"reasons"`
-	Stages       []stage        `json:"stages"`
+	ID           int64              `json:"id"`
+	State        string             `json:"state"`
+	Error        *string            `json:"error"`
+	Miners       int                `json:"miners"`
+	SendSpreadUS *int64             `json:"send_spread_us"`
+	Counts       map[string]int     `json:"counts"`
+	Reasons      map[string]int     `json:"reasons"`
+	Stages       []batchwatch.Stage `json:"stages"`
 }
 
 func main() {
@@ -103,19 +104,19 @@ func waitMiners(ctx context.Context, c *client, base string) error {
 // GET /v1/batches/current (phase 2 writes nothing to the database, so that is the only account of
 // a batch in flight) until the batch is written, and returns the batch as stored.
 func follow(ctx context.Context, c *client, base string, jobID int64) (batch, error) {
-	w := newWatcher(os.Stdout)
+	w := batchwatch.New(os.Stdout)
 	for {
-		var p progress
+		var p batchwatch.Progress
 		status, err := c.call(ctx, http.MethodGet, base+"/v1/batches/current", &p)
 		switch {
 		case err == nil && p.JobID == jobID:
-			w.update(p, time.Now())
+			w.Update(p, time.Now())
 		case err != nil && status != http.StatusNotFound:
 			return batch{}, err
 		default: // not started yet, or written: the batch row says which
 			b, done, err := finished(ctx, c, base, jobID)
 			if err != nil || done {
-				w.finish(b)
+				w.Finish(b.Stages, b.SendSpreadUS)
 				return b, err
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	runner "drover.dev/services/batch-runner/internal/batch"
+	"drover.dev/shared/batchwatch"
 )
 
 // TestWatcherPrintsStages feeds the watcher the snapshots a batch serves while it runs, as
@@ -29,13 +30,13 @@ func TestWatcherPrintsStages(t *testing.T) {
 		last.FinishedAt, last.Counts = ptr(d), counts
 	}
 	var out strings.Builder
-	w := newWatcher(&out)
+	w := batchwatch.New(&out)
 	poll := func(now time.Duration) {
 		raw, err := json.Marshal(v)
 		require.NoError(t, err)
-		var p progress
+		var p batchwatch.Progress
 		require.NoError(t, json.Unmarshal(raw, &p))
-		w.update(p, at(now))
+		w.Update(p, at(now))
 	}
 
 	poll(0) // phase 1: nothing to say yet
@@ -71,7 +72,7 @@ func TestWatcherPrintsStages(t *testing.T) {
 		{"name": "hot", "started_at": "2026-11-22T10:00:06.001Z", "finished_at": "2026-11-22T10:00:13.001Z",
 		 "counts": {"jobs": 140, "sent": 140, "send_failed": 0, "finished": 131, "failed": 3}},
 		{"name": "receipts", "started_at": "2026-11-22T10:00:13.001Z", "finished_at": "2026-11-22T10:00:13.014Z"}]}`), &final))
-	w.finish(final)
+	w.Finish(final.Stages, final.SendSpreadUS)
 
 	require.Equal(t, `batch 3 running: 50 miners to test
   manifests     asking 50 miners for their executors
@@ -85,31 +86,4 @@ func TestWatcherPrintsStages(t *testing.T) {
   hot phase     131 finished, 3 failed, 6 no answer in 7.00 s
   receipts      done in 13 ms
 `, out.String())
-}
-
-// TestWatcherReleaseUnseen: a hot phase that started and ended between two polls still shows its
-// release before its end.
-func TestWatcherReleaseUnseen(t *testing.T) {
-	t.Parallel()
-	var out strings.Builder
-	w := newWatcher(&out)
-	var b batch
-	require.NoError(t, json.Unmarshal([]byte(`{"send_spread_us": 250, "stages": [
-		{"name": "hot", "started_at": "2026-11-22T10:00:00Z", "finished_at": "2026-11-22T10:00:00.080Z",
-		 "counts": {"jobs": 8, "sent": 7, "send_failed": 1, "finished": 7, "failed": 0}}]}`), &b))
-	w.finish(b)
-	require.Equal(t, `  hot phase     sent 7 of 8 jobs in one release, spread 0.2 ms
-  hot phase     7 finished, 0 failed, 0 no answer in 80 ms
-`, out.String())
-}
-
-func TestFmtDuration(t *testing.T) {
-	t.Parallel()
-	for d, want := range map[time.Duration]string{
-		1200 * time.Microsecond: "1.2 ms",
-		212 * time.Millisecond:  "212 ms",
-		5004 * time.Millisecond: "5.00 s",
-	} {
-		require.Equal(t, want, fmtDuration(d), d.String())
-	}
 }

@@ -1,4 +1,8 @@
-package main
+// Package batchwatch prints a synthetic batch's progress, stage by stage, from what batch-runner
+// serves: its live record (GET /v1/batches/current) while the batch runs and the batch as stored
+// (GET /v1/batches/{id}) once it has ended. make run's batch demo and drover batches run both
+// print through it, so an operator following a batch sees what make run shows.
+package batchwatch
 
 import (
 	"fmt"
@@ -7,20 +11,20 @@ import (
 	"time"
 )
 
-// stage is one of a batch's stages, live or as stored: its span and the counts it ended with.
-type stage struct {
+// Stage is one of a batch's stages, live or as stored: its span and the counts it ended with.
+type Stage struct {
 	Name       string         `json:"name"`
 	StartedAt  time.Time      `json:"started_at"`
 	FinishedAt *time.Time     `json:"finished_at"`
 	Counts     map[string]int `json:"counts"`
 }
 
-// progress is the part of batch-runner's GET /v1/batches/current the demo prints: the stages so
+// Progress is the part of batch-runner's GET /v1/batches/current a Watcher prints: the stages so
 // far and the counts of the running one.
-type progress struct {
+type Progress struct {
 	BatchID   int64   `json:"batch_id"`
 	JobID     int64   `json:"job_id"`
-	Stages    []stage `json:"stages"`
+	Stages    []Stage `json:"stages"`
 	Miners    int     `json:"miners"`
 	Executors int     `json:"executors"`
 	Manifests struct {
@@ -43,17 +47,18 @@ type progress struct {
 	} `json:"hot"`
 }
 
-// stageNames are how the demo names batch-runner's stages.
+// stageNames are how a Watcher names batch-runner's stages.
 var stageNames = map[string]string{"generate": "jobs", "hot": "hot phase"}
 
 // quiet is how long a running stage's line must stand before newer counts are printed: enough
 // to show a stage that waits, few enough lines to read.
 const quiet = time.Second
 
-// watcher prints a batch's progress: a line when a stage starts, its counts at most once a
-// second while they change, and a line when it ends with the counts it ended with. A stage that
-// started and ended between two polls gets its end line only.
-type watcher struct {
+// Watcher prints a batch's progress: the batch once it knows its miners, a line when a stage
+// starts, its counts at most once a second while they change, and a line when it ends with the
+// counts it ended with and how long it took. A stage that started and ended between two polls
+// gets its end line only; Finish prints the ends that no poll saw.
+type Watcher struct {
 	out       io.Writer
 	announced bool
 	stages    map[string]*stageSeen
@@ -65,11 +70,12 @@ type stageSeen struct {
 	counts                   string // the running counts last printed
 }
 
-func newWatcher(out io.Writer) *watcher {
-	return &watcher{out: out, stages: map[string]*stageSeen{}}
+// New returns a Watcher that prints to out.
+func New(out io.Writer) *Watcher {
+	return &Watcher{out: out, stages: map[string]*stageSeen{}}
 }
 
-func (w *watcher) seen(name string) *stageSeen {
+func (w *Watcher) seen(name string) *stageSeen {
 	s := w.stages[name]
 	if s == nil {
 		s = &stageSeen{}
@@ -78,12 +84,18 @@ func (w *watcher) seen(name string) *stageSeen {
 	return s
 }
 
-// update prints what p adds to what was printed; now is when p was read.
-func (w *watcher) update(p progress, now time.Time) {
-	if !w.announced && p.Miners > 0 {
+// Announce prints, once, that batch id runs with miners to test, when miners is known (not 0):
+// batch-runner creates the batch row before it has read the miners.
+func (w *Watcher) Announce(id int64, miners int) {
+	if !w.announced && miners > 0 {
 		w.announced = true
-		fmt.Fprintf(w.out, "batch %d running: %d miners to test\n", p.BatchID, p.Miners)
+		fmt.Fprintf(w.out, "batch %d running: %d miners to test\n", id, miners)
 	}
+}
+
+// Update prints what p adds to what was printed; now is when p was read.
+func (w *Watcher) Update(p Progress, now time.Time) {
+	w.Announce(p.BatchID, p.Miners)
 	for _, s := range p.Stages {
 		seen := w.seen(s.Name)
 		switch {
@@ -109,8 +121,18 @@ func (w *watcher) update(p progress, now time.Time) {
 	}
 }
 
+// Finish prints the end of every stage the polls did not see end, from the batch as stored (its
+// stages and send spread): the last stages end just before the live record goes.
+func (w *Watcher) Finish(stages []Stage, sendSpreadUS *int64) {
+	for _, s := range stages {
+		if seen := w.seen(s.Name); !seen.ended && s.FinishedAt != nil {
+			w.end(seen, s, sendSpreadUS, time.Time{})
+		}
+	}
+}
+
 // running prints a running stage's counts when they changed and the last line is a second old.
-func (w *watcher) running(seen *stageSeen, name string, p progress, now time.Time) {
+func (w *Watcher) running(seen *stageSeen, name string, p Progress, now time.Time) {
 	if c := running(name, p); c != "" && c != seen.counts && now.Sub(seen.printedAt) >= quiet {
 		w.line(seen, name, now, "%s so far", c)
 		seen.counts = c
@@ -119,38 +141,28 @@ func (w *watcher) running(seen *stageSeen, name string, p progress, now time.Tim
 
 // end prints a stage's end with the counts it ended with (preceded, for a hot phase whose release
 // went unseen, by the release).
-func (w *watcher) end(seen *stageSeen, s stage, spreadUS *int64, now time.Time) {
+func (w *Watcher) end(seen *stageSeen, s Stage, spreadUS *int64, now time.Time) {
 	if s.Name == "hot" && !seen.released {
 		w.released(seen, s.Counts["sent"], s.Counts["send_failed"], spreadUS, now)
 	}
-	w.line(seen, s.Name, now, "%s in %s", ended(s.Name, s.Counts), fmtDuration(s.FinishedAt.Sub(s.StartedAt)))
+	w.line(seen, s.Name, now, "%s in %s", ended(s.Name, s.Counts), FormatDuration(s.FinishedAt.Sub(s.StartedAt)))
 	seen.ended = true
 }
 
 // released prints the hot phase's release once.
-func (w *watcher) released(seen *stageSeen, sent, failed int, spreadUS *int64, now time.Time) {
+func (w *Watcher) released(seen *stageSeen, sent, failed int, spreadUS *int64, now time.Time) {
 	seen.released = true
 	line := fmt.Sprintf("sent %d jobs in one release", sent)
 	if failed > 0 {
 		line = fmt.Sprintf("sent %d of %d jobs in one release", sent, sent+failed)
 	}
 	if spreadUS != nil {
-		line += ", spread " + fmtDuration(time.Duration(*spreadUS)*time.Microsecond)
+		line += ", spread " + FormatDuration(time.Duration(*spreadUS)*time.Microsecond)
 	}
 	w.line(seen, "hot", now, "%s", line)
 }
 
-// finish prints the end of every stage the polls did not see end, from the batch as stored:
-// the last stages end just before the live record goes.
-func (w *watcher) finish(b batch) {
-	for _, s := range b.Stages {
-		if seen := w.seen(s.Name); !seen.ended && s.FinishedAt != nil {
-			w.end(seen, s, b.SendSpreadUS, time.Time{})
-		}
-	}
-}
-
-func (w *watcher) line(seen *stageSeen, stage string, now time.Time, format string, args ...any) {
+func (w *Watcher) line(seen *stageSeen, stage string, now time.Time, format string, args ...any) {
 	name := stage
 	if n, ok := stageNames[stage]; ok {
 		name = n
@@ -160,7 +172,7 @@ func (w *watcher) line(seen *stageSeen, stage string, now time.Time, format stri
 }
 
 // starting is the line a stage starts with; "" for a stage that says nothing until it ends.
-func starting(stage string, p progress) string {
+func starting(stage string, p Progress) string {
 	switch stage {
 	case "manifests":
 		return fmt.Sprintf("asking %d miners for their executors", p.Miners)
@@ -173,7 +185,7 @@ func starting(stage string, p progress) string {
 }
 
 // running is a stage's counts while it runs; "" when it has none.
-func running(stage string, p progress) string {
+func running(stage string, p Progress) string {
 	switch stage {
 	case "manifests":
 		return fmt.Sprintf("%d/%d miners", p.Manifests.Received, p.Miners) + failedPart(p.Manifests.Failed, "without a manifest")
@@ -218,9 +230,9 @@ func failedPart(n int, what string) string {
 	return fmt.Sprintf(" (%d %s)", n, what)
 }
 
-// fmtDuration prints a span the way it reads best: milliseconds below a second (one decimal
+// FormatDuration prints a span the way it reads best: milliseconds below a second (one decimal
 // below 10 ms), seconds with two decimals above.
-func fmtDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	switch {
 	case d < 10*time.Millisecond:
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
