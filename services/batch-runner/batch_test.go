@@ -76,15 +76,26 @@ func requireCounts(t *testing.T, want map[string]int, b batchView) {
 	require.Equal(t, want, b.Counts, "jobs not completed:\n%s", strings.Join(notes, "\n"))
 }
 
-// enqueueBatch asks for a batch and returns its run_batch job id.
+// created is the answer of POST /v1/batches.
+type created struct {
+	JobID     int64  `json:"job_id"`
+	BatchID   *int64 `json:"batch_id"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// createBatch asks batch-runner for a batch now and returns its answer.
+func createBatch(t *testing.T, base string) created {
+	t.Helper()
+	var c created
+	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/batches", nil, &c))
+	require.Positive(t, c.JobID)
+	return c
+}
+
+// enqueueBatch asks for a batch now and returns its run_batch job.
 func enqueueBatch(t *testing.T, base string) int64 {
 	t.Helper()
-	var created struct {
-		JobID int64 `json:"job_id"`
-	}
-	require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/batches", nil, &created))
-	require.Positive(t, created.JobID)
-	return created.JobID
+	return createBatch(t, base).JobID
 }
 
 // batchOfJob returns the batch of a run_batch job, or false while phase 1 has not created it.

@@ -3,10 +3,13 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v5"
+	"github.com/riverqueue/river/rivertype"
 
 	"drover.dev/queue"
 	"drover.dev/services/batch-runner/internal/batch"
@@ -18,19 +21,72 @@ import (
 
 type createResponse struct {
 	JobID int64 `json:"job_id"`
+	// BatchID is the job's batch, for GET /v1/batches/{id} and its cancel: the new batch, or the
+	// one already waiting or running (Duplicate). Nil when the job has not started it (waitBatch).
+	BatchID *int64 `json:"batch_id"`
 	// Duplicate is true when a batch was already waiting or running: that job is returned.
 	Duplicate bool `json:"duplicate"`
 }
 
-// handleCreate enqueues a batch now. The body is optional; it carries nothing yet.
-func handleCreate(client *queue.Client) echo.HandlerFunc {
+// handleCreate enqueues a batch now and answers its job and batch. The body is optional; it
+// carries nothing yet.
+func handleCreate(db postgres.DBTX, client *queue.Client) echo.HandlerFunc {
 	return func(c *echo.Context) error {
+		ctx := c.Request().Context()
 		args := queue.RunBatchArgs{Reason: "api", RequestedAt: time.Now().UTC()}
-		res, err := client.Insert(c.Request().Context(), args, nil)
+		res, err := client.Insert(ctx, args, nil)
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusAccepted, createResponse{JobID: res.Job.ID, Duplicate: res.UniqueSkippedAsDuplicate})
+		batchID, err := waitBatch(ctx, db, client, res.Job.ID)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusAccepted, createResponse{JobID: res.Job.ID, BatchID: batchID, Duplicate: res.UniqueSkippedAsDuplicate})
+	}
+}
+
+// batchWait bounds how long POST /v1/batches waits for its job's batch, and batchPoll is how
+// often it looks. The batch row is created when a worker starts the job (phase 1 takes its id
+// from the row's identity, and a retried job finds its row again by job id), which a free worker
+// does within moments of the insert: waiting for it lets the answer name the batch to show or
+// cancel, without a second way of creating batches.
+const (
+	batchWait = 10 * time.Second
+	batchPoll = 20 * time.Millisecond
+)
+
+// waitBatch returns the id of run_batch job jobID's batch once the job has created it. It returns
+// nil, without waiting longer, once the job is not about to create one (River holds it back,
+// snoozed behind a batch another job runs, or it ended without one), or after batchWait.
+func waitBatch(ctx context.Context, db postgres.DBTX, client *queue.Client, jobID int64) (*int64, error) {
+	deadline := time.NewTimer(batchWait)
+	defer deadline.Stop()
+	for {
+		batches, err := store.BatchList(ctx, db, 0, 1, jobID)
+		if err != nil {
+			return nil, err
+		}
+		if len(batches) > 0 {
+			return &batches[0].ID, nil
+		}
+		job, err := client.JobGet(ctx, jobID)
+		if errors.Is(err, rivertype.ErrNotFound) {
+			return nil, nil // deleted in River UI: no batch to name
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read run_batch job %d: %w", jobID, err)
+		}
+		if !slices.Contains([]rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning}, job.State) {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-deadline.C:
+			return nil, nil
+		case <-time.After(batchPoll):
+		}
 	}
 }
 

@@ -20,7 +20,7 @@ var OpenAPI []byte
 // Routes lists every route of the service under /v1 (g). client inserts run_batch into this
 // service's own queue; progress is the live record of the batch this process is running.
 func Routes(g *echo.Group, pool *pgxpool.Pool, client *queue.Client, progress *batch.Tracker) {
-	g.POST("/batches", handleCreate(client))
+	g.POST("/batches", handleCreate(pool, client))
 	g.GET("/batches", handleList(pool))
 	g.GET("/batches/current", handleCurrent(progress))
 	g.GET("/batches/:id", handleGet(pool))

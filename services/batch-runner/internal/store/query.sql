@@ -308,3 +308,15 @@ SELECT extract(epoch FROM now() - started_at)::float8 FROM (SELECT started_at FR
 -- 1 when the latest batch not in state running is in state failed, else 0 (a gauge).
 SELECT (state = sqlc.arg(failed)::text)::int::float8 FROM (
     SELECT state FROM batches WHERE state <> sqlc.arg(running)::text ORDER BY id DESC LIMIT 1) b;
+
+-- name: BatchCancelCreate :exec
+-- BatchCancelCreate records that the API request request_id cancelled attempt job_attempt of the
+-- River job river_job_id, which works batch batch_id; a second request for the same attempt
+-- keeps the first, whose cancellation stopped it.
+INSERT INTO batch_cancels (river_job_id, job_attempt, batch_id, request_id)
+VALUES (@river_job_id, @job_attempt, @batch_id, @request_id)
+ON CONFLICT (river_job_id, job_attempt) DO NOTHING;
+
+-- name: BatchCancelGet :one
+-- BatchCancelGet returns the API request that cancelled attempt job_attempt of a River job.
+SELECT request_id FROM batch_cancels WHERE river_job_id = @river_job_id AND job_attempt = @job_attempt;

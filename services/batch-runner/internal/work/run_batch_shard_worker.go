@@ -84,7 +84,7 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 	case err != nil && queue.CancelledRemotely(ctx) && shard.Attempt > 0:
 		return w.failed(ctx, job, shard, err, nil)
 	case err != nil && queue.CancelledRemotely(ctx):
-		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, "stopped before the shard started; job cancelled", "error", err)
+		stopperLogged(ctx, w.Pool, w.Logger, job.JobRow).log(ctx, w.Logger, job.JobRow, "stopped before the shard started; job cancelled", "error", err)
 		return err
 	case err != nil:
 		plan.StopLease()
@@ -235,19 +235,26 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 
 // fail finishes a shard as failed with its events, ends the batch if it was the last, and ends
 // the River job with the cause, in one transaction on a detached context: cancelled, with an
-// event, when River UI's Cancel stopped it, else discarded. It reports whether that committed,
-// with how the batch ended (see endBatch); if it did not, the caller cancels the job through
-// River.
+// event naming who cancelled it (stopperOf, read in that transaction: the API's request or
+// River UI's Cancel), when a cancel stopped it, else discarded. It reports whether that
+// committed, with how the batch ended (see endBatch); if it did not, the caller cancels the job
+// through River.
 func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) (store.BatchState, bool) {
 	cancelled := queue.CancelledRemotely(ctx)
-	if cancelled {
-		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
-	}
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var ended store.BatchState
+	var by stopper // River UI's Cancel until the transaction reads an API request's record
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
-		if err := store.ShardFail(ctx, tx, s, cause, res); err != nil {
+		recorded := cause
+		if cancelled {
+			var err error
+			if by, err = stopperOf(ctx, tx, job.JobRow); err != nil {
+				return err
+			}
+			recorded = fmt.Errorf("%s: %w", by.cancelled(), cause)
+		}
+		if err := store.ShardFail(ctx, tx, s, recorded, res); err != nil {
 			return err
 		}
 		var err error
@@ -255,21 +262,20 @@ func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.Run
 			return err
 		}
 		if !cancelled {
-			return queue.JobFailTx(ctx, tx, job, cause)
+			return queue.JobFailTx(ctx, tx, job, recorded)
 		}
 		event := sysevent.One(sysevent.TypeRiverJob, sysevent.JobCancelled,
-			fmt.Sprintf("River UI's Cancel stopped run_batch_shard job %d; the shard failed", job.ID),
-			map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt})
+			fmt.Sprintf("%s stopped run_batch_shard job %d; the shard failed", by.who(s.BatchID), job.ID), by.eventData(job.JobRow))
 		if err := store.ShardEventsWrite(ctx, tx, s, []sysevent.Event{event}); err != nil {
 			return err
 		}
-		return queue.JobCancelTx(ctx, tx, job, cause)
+		return queue.JobCancelTx(ctx, tx, job, recorded)
 	})
 	if err != nil {
 		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
 	}
 	if cancelled {
-		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),
+		by.log(ctx, w.Logger, job.JobRow, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),
 			"batch_id", s.BatchID, "shard", s.Shard, "recorded", err == nil)
 	}
 	return ended, err == nil

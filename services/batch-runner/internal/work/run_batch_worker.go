@@ -124,11 +124,11 @@ func (w *RunBatchWorker) failed(ctx context.Context, job *river.Job[queue.RunBat
 	return fmt.Errorf("batch %d: %w", s.ID, cause)
 }
 
-// stopped returns err of a job stopped before it wrote anything of a batch; River UI's Cancel
-// stopping it so is logged, and River ends the job cancelled.
+// stopped returns err of a job stopped before it wrote anything of a batch; a cancel stopping it
+// so is logged (stopper.log), and River ends the job cancelled.
 func (w *RunBatchWorker) stopped(ctx context.Context, job *river.Job[queue.RunBatchArgs], err error) error {
 	if queue.CancelledRemotely(ctx) {
-		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, "stopped before a batch was written; job cancelled", "error", err)
+		stopperLogged(ctx, w.Pool, w.Logger, job.JobRow).log(ctx, w.Logger, job.JobRow, "stopped before a batch was written; job cancelled", "error", err)
 	}
 	return err
 }
@@ -299,40 +299,50 @@ type batchEnd struct {
 	event    sysevent.Event
 }
 
-// endOf decides batchEnd: cancelled when River UI's Cancel stopped the attempt, discarded when
-// the attempt was the job's last, else left to River. An attempt stopped by shutdown is never
-// the last.
-func endOf(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error) batchEnd {
-	data := map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt}
+// endOf decides batchEnd: cancelled when a cancel (by, the API's or River UI's) stopped the
+// attempt, discarded when the attempt was the job's last, else left to River. An attempt stopped
+// by shutdown is never the last.
+func endOf(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, by stopper) batchEnd {
 	switch {
 	case queue.CancelledRemotely(ctx):
-		cause = fmt.Errorf("cancelled from River UI while running: %w", cause)
+		cause = fmt.Errorf("%s: %w", by.cancelled(), cause)
 		return batchEnd{
 			state: rivertype.JobStateCancelled, batchErr: cause, jobErr: fmt.Errorf("batch %d %w", s.ID, cause),
 			event: sysevent.One(sysevent.TypeRiverJob, sysevent.JobCancelled,
-				fmt.Sprintf("River UI's Cancel stopped run_batch job %d; the batch failed", job.ID), data),
+				fmt.Sprintf("%s stopped run_batch job %d; the batch failed", by.who(s.ID), job.ID), by.eventData(job.JobRow)),
 		}
 	case job.Attempt >= job.MaxAttempts && !errors.Is(ctx.Err(), context.Canceled):
 		return batchEnd{
 			state: rivertype.JobStateDiscarded, batchErr: cause,
 			jobErr: fmt.Errorf("batch %d failed on attempt %d of %d: %w", s.ID, job.Attempt, job.MaxAttempts, cause),
 			event: sysevent.One(sysevent.TypeRiverJob, sysevent.JobDiscarded,
-				fmt.Sprintf("run_batch job %d failed on its last attempt (%d of %d)", job.ID, job.Attempt, job.MaxAttempts), data),
+				fmt.Sprintf("run_batch job %d failed on its last attempt (%d of %d)", job.ID, job.Attempt, job.MaxAttempts),
+				map[string]any{"river_job_id": job.ID, "job_attempt": job.Attempt}),
 		}
 	}
 	return batchEnd{batchErr: cause}
 }
 
 // fail records a failed attempt with its events, on a detached context. When the attempt was
-// cancelled in River UI, or was the job's last, it also ends the River job (endOf), in the same
-// transaction, so River UI shows the run_batch job ended exactly when the batch has failed for
-// good; an earlier attempt is left to River, which records the error and retries. fail reports
-// whether it ended the River job.
+// cancelled (through the API or in River UI), or was the job's last, it also ends the River job
+// (endOf), in the same transaction, so River UI shows the run_batch job ended exactly when the
+// batch has failed for good; an earlier attempt is left to River, which records the error and
+// retries. Who cancelled is read in that transaction too (stopperOf). fail reports whether it
+// ended the River job.
 func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, res *batch.Result) bool {
-	end := endOf(ctx, job, s, cause)
+	jobCtx := ctx
 	ctx, cancel := detached(ctx)
 	defer cancel()
+	var by stopper // River UI's Cancel until the transaction reads an API request's record
+	end := endOf(jobCtx, job, s, cause, by)
 	err := pgx.BeginFunc(ctx, w.Pool, func(tx pgx.Tx) error {
+		if end.state == rivertype.JobStateCancelled {
+			var err error
+			if by, err = stopperOf(ctx, tx, job.JobRow); err != nil {
+				return err
+			}
+			end = endOf(jobCtx, job, s, cause, by)
+		}
 		if err := store.BatchFail(ctx, tx, s, end.batchErr, res); err != nil || end.state == "" {
 			return err
 		}
@@ -349,7 +359,7 @@ func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatch
 		if err != nil {
 			did = fmt.Sprintf("stopped batch %d; recording it failed (%v), River cancels the job", s.ID, err)
 		}
-		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, did, "batch_id", s.ID)
+		by.log(ctx, w.Logger, job.JobRow, did, "batch_id", s.ID)
 	}
 	return end.state != "" && err == nil
 }

@@ -37,6 +37,14 @@ type Batch struct {
 	Takeovers        int32
 }
 
+type BatchCancel struct {
+	RiverJobID  int64
+	JobAttempt  int32
+	BatchID     int64
+	RequestID   string
+	RequestedAt time.Time
+}
+
 type BatchEvent struct {
 	ID          int64
 	BatchID     int64

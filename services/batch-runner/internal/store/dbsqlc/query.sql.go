@@ -10,6 +10,49 @@ import (
 	"time"
 )
 
+const batchCancelCreate = `-- name: BatchCancelCreate :exec
+INSERT INTO batch_cancels (river_job_id, job_attempt, batch_id, request_id)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (river_job_id, job_attempt) DO NOTHING
+`
+
+type BatchCancelCreateParams struct {
+	RiverJobID int64
+	JobAttempt int32
+	BatchID    int64
+	RequestID  string
+}
+
+// BatchCancelCreate records that the API request request_id cancelled attempt job_attempt of the
+// River job river_job_id, which works batch batch_id; a second request for the same attempt
+// keeps the first, whose cancellation stopped it.
+func (q *Queries) BatchCancelCreate(ctx context.Context, db DBTX, arg BatchCancelCreateParams) error {
+	_, err := db.Exec(ctx, batchCancelCreate,
+		arg.RiverJobID,
+		arg.JobAttempt,
+		arg.BatchID,
+		arg.RequestID,
+	)
+	return err
+}
+
+const batchCancelGet = `-- name: BatchCancelGet :one
+SELECT request_id FROM batch_cancels WHERE river_job_id = $1 AND job_attempt = $2
+`
+
+type BatchCancelGetParams struct {
+	RiverJobID int64
+	JobAttempt int32
+}
+
+// BatchCancelGet returns the API request that cancelled attempt job_attempt of a River job.
+func (q *Queries) BatchCancelGet(ctx context.Context, db DBTX, arg BatchCancelGetParams) (string, error) {
+	row := db.QueryRow(ctx, batchCancelGet, arg.RiverJobID, arg.JobAttempt)
+	var request_id string
+	err := row.Scan(&request_id)
+	return request_id, err
+}
+
 const batchEventList = `-- name: BatchEventList :many
 SELECT attempt, shard, type, subtype, description, data, at
 FROM batch_events
