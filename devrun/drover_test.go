@@ -191,31 +191,39 @@ func testDroverBatches(t *testing.T, b *droverBundle) {
 
 	run := b.ok(t, "batches", "run")
 	require.Regexp(t, `batch \d+ running: 50 miners to test`, run)
-	require.Contains(t, run, "hot ")
+	// Every stage, to the hot phase's end and the receipts, which end after the last poll of the
+	// live record, as make run's batch demo prints them.
+	require.Regexp(t, `(?m)^  manifests +\d+/50 miners.* in `, run)
+	require.Regexp(t, `(?m)^  hot phase +sent \d+ `, run)
+	require.Regexp(t, `(?m)^  hot phase +\d+ finished, \d+ failed, \d+ no answer in `, run)
+	require.Regexp(t, `(?m)^  receipts +done in `, run)
 	require.Regexp(t, `batch \d+ done: jobs completed=\d+`, run)
 
+	// --no-follow names the batch, so it can be cancelled without batches list; the batch's error
+	// names the cancel's request, not River UI.
 	var started struct {
-		JobID int64 `json:"job_id"`
+		JobID   int64  `json:"job_id"`
+		BatchID *int64 `json:"batch_id"`
 	}
 	b.json(t, &started, "batches", "run", "--no-follow")
-	var id string
+	require.NotNil(t, started.BatchID, "batches run --no-follow names the batch")
+	id := strconv.FormatInt(*started.BatchID, 10)
+	var cancelled struct {
+		RiverJobIDs []int64 `json:"river_job_ids"`
+		RequestID   string  `json:"request_id"`
+	}
+	b.json(t, &cancelled, "batches", "cancel", id)
+	require.Contains(t, cancelled.RiverJobIDs, started.JobID)
+	var batch struct {
+		State string  `json:"state"`
+		Error *string `json:"error"`
+	}
 	require.Eventually(t, func() bool {
-		var list page
-		b.json(t, &list, "batches", "list", "--limit", "1")
-		if len(list.Items) == 0 || list.Items[0]["river_job_id"] != float64(started.JobID) {
-			return false
-		}
-		id = format(list.Items[0]["id"])
-		return true
-	}, 20*time.Second, 100*time.Millisecond, "the batch of job %d never started", started.JobID)
-	require.Contains(t, b.ok(t, "batches", "cancel", id), strconv.FormatInt(started.JobID, 10))
-	require.Eventually(t, func() bool {
-		var batch struct {
-			State string `json:"state"`
-		}
 		b.json(t, &batch, "batches", "show", id)
 		return batch.State == "failed"
 	}, 20*time.Second, 100*time.Millisecond, "the cancelled batch %s never failed", id)
+	require.NotNil(t, batch.Error)
+	require.Contains(t, *batch.Error, "cancelled through the API (request "+cancelled.RequestID+") while running")
 }
 
 // format prints a JSON number as drover's tables do.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"drover.dev/shared/batchwatch"
 )
 
 var batchColumns = cols("id", "id", "state", "state", "miners", "miners", "created", "created_at",
@@ -50,22 +52,31 @@ func (a *app) batchesCmd() *cobra.Command {
 		Use:   "run",
 		Short: "Run a batch now and follow it stage by stage until it ends",
 		Long: `run enqueues a batch (at most one waits or runs: while one does, that one is followed) and
-prints each stage as it starts and ends, with its counts, as make run does; then the batch. It
-exits 7 when the batch failed, 130 on Ctrl-C (the batch goes on: cancel it with batches cancel).`,
+prints each stage as it starts and ends, with its counts and how long it took, and the running
+stage's counts as they grow, as make run does; then the batch. It exits 7 when the batch failed,
+130 on Ctrl-C (the batch goes on: cancel it with batches cancel).
+
+With --no-follow it prints the batch's id and its run_batch job and returns (-o json:
+{"job_id": 13, "batch_id": 4, "duplicate": false}), for batches show or batches cancel; while a
+batch waits or runs, that batch, with duplicate true. batch_id is null only when the job has not
+started its batch within 10 s (it waits behind a batch another job runs).`,
 		Example: "  drover batches run\n  drover batches run --no-follow -o json",
 		Args:    exactArgs(0),
 		RunE:    func(*cobra.Command, []string) error { return a.runBatch(!noFollow) },
 	}
-	runCmd.Flags().BoolVar(&noFollow, "no-follow", false, "print the enqueued job and return")
+	runCmd.Flags().BoolVar(&noFollow, "no-follow", false, "print the batch and its job and return")
 	cancel := &cobra.Command{
 		Use: "cancel ID", Short: "Cancel a running batch: it fails, its River job ends cancelled",
+		Long: `cancel stops a running batch through River, as River UI's Cancel does, and records who asked:
+the batch fails with the error "cancelled through the API (request <id>) while running: …",
+naming the request id this prints. It exits 4 when the batch has ended already.`,
 		Example: "  drover batches cancel 4", Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			raw, err := a.api.call(a.ctx, request{op: opCancelBatch, params: args})
 			if err != nil {
 				return err
 			}
-			return a.out.record(raw, cols("batch", "id", "river jobs told to stop", "river_job_ids"))
+			return a.out.record(raw, cols("batch", "id", "river jobs told to stop", "river_job_ids", "request", "request_id"))
 		},
 	}
 	cmd.AddCommand(list, show, runCmd, cancel)
@@ -125,11 +136,29 @@ func (a *app) progress() io.Writer {
 	return a.out.w
 }
 
-func (a *app) runBatch(follow bool) error {
-	var created struct {
-		JobID     int64 `json:"job_id"`
-		Duplicate bool  `json:"duplicate"`
+// batchCreated is batch-runner's answer to POST /v1/batches: the run_batch job and its batch,
+// which is nil when the job had not started it yet.
+type batchCreated struct {
+	JobID     int64  `json:"job_id"`
+	BatchID   *int64 `json:"batch_id"`
+	Duplicate bool   `json:"duplicate"`
+}
+
+// enqueued says what POST /v1/batches did: which batch, or job, is followed.
+func (c batchCreated) enqueued() string {
+	switch {
+	case c.BatchID != nil && c.Duplicate:
+		return fmt.Sprintf("batch %d was already waiting or running: following it (run_batch job %d)", *c.BatchID, c.JobID)
+	case c.BatchID != nil:
+		return fmt.Sprintf("batch %d enqueued (run_batch job %d)", *c.BatchID, c.JobID)
+	case c.Duplicate:
+		return fmt.Sprintf("a batch was already waiting or running: following its job %d", c.JobID)
 	}
+	return fmt.Sprintf("batch enqueued (run_batch job %d)", c.JobID)
+}
+
+func (a *app) runBatch(follow bool) error {
+	var created batchCreated
 	raw, err := a.api.call(a.ctx, request{op: opCreateBatch})
 	if err == nil {
 		err = json.Unmarshal(raw, &created)
@@ -138,14 +167,10 @@ func (a *app) runBatch(follow bool) error {
 		return err
 	}
 	if !follow {
-		return a.out.record(raw, cols("run_batch job", "job_id", "already waiting or running", "duplicate"))
+		return a.out.record(raw, cols("batch", "batch_id", "run_batch job", "job_id", "already waiting or running", "duplicate"))
 	}
 	w := a.progress()
-	if created.Duplicate {
-		fmt.Fprintf(w, "a batch was already waiting or running: following its job %d\n", created.JobID)
-	} else {
-		fmt.Fprintf(w, "batch enqueued (run_batch job %d)\n", created.JobID)
-	}
+	fmt.Fprintln(w, created.enqueued())
 	id, err := a.followBatch(created.JobID, w)
 	if err != nil {
 		return err
@@ -167,24 +192,25 @@ func (a *app) runBatch(follow bool) error {
 	return nil
 }
 
-// stageSeen is what followBatch has printed of a stage.
-type stageSeen struct{ started, finished bool }
+// listedBatch is the part of a batch in GET /v1/batches that followBatch reads.
+type listedBatch struct {
+	ID     int64          `json:"id"`
+	State  string         `json:"state"`
+	Miners int            `json:"miners"`
+	Counts map[string]any `json:"counts"`
+}
 
-// followBatch prints the stages of job's batch as they start and end, from batch-runner's
-// in-memory progress, until the batch has ended; it returns the batch's id. The batch's row
-// exists before it knows its miners (batch-runner records them once phase 1 has read them), so
-// the batch is announced, and its stages followed, once it counts some miners or has ended.
+// followBatch prints job jobID's batch as it runs, as make run's batch demo does (batchwatch):
+// each stage as it starts and ends, with its counts and how long it took, and the running
+// stage's counts as they grow, until the batch has ended; it returns the batch's id. Phase 2
+// writes nothing to the database, so the stages come from batch-runner's live record while the
+// batch runs; the ends no poll saw, as the last stages' are (they end just before the record
+// goes), come from the batch as stored.
 func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
-	seen := map[string]*stageSeen{}
-	announced := false
+	watch := batchwatch.New(w)
 	for {
 		var page struct {
-			Items []struct {
-				ID     int64          `json:"id"`
-				State  string         `json:"state"`
-				Miners int            `json:"miners"`
-				Counts map[string]any `json:"counts"`
-			} `json:"items"`
+			Items []listedBatch `json:"items"`
 		}
 		q := url.Values{"job_id": {strconv.FormatInt(jobID, 10)}, "limit": {"1"}}
 		if err := a.api.get(a.ctx, request{op: opListBatches, query: q}, &page); err != nil {
@@ -192,17 +218,11 @@ func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
 		}
 		if len(page.Items) > 0 {
 			b := page.Items[0]
-			if !announced && (b.Miners > 0 || b.State != "running") {
-				fmt.Fprintf(w, "batch %d running: %d miners to test\n", b.ID, b.Miners)
-				announced = true
-			}
+			watch.Announce(b.ID, b.Miners)
 			if b.State != "running" {
-				fmt.Fprintf(w, "batch %d %s: jobs %s\n", b.ID, b.State, format(b.Counts))
-				return b.ID, nil
+				return b.ID, a.endBatch(watch, b, w)
 			}
-			if announced {
-				a.printStages(jobID, seen, w)
-			}
+			a.watchCurrent(jobID, watch)
 		}
 		if err := a.sleep(); err != nil {
 			return 0, err
@@ -210,36 +230,29 @@ func (a *app) followBatch(jobID int64, w io.Writer) (int64, error) {
 	}
 }
 
-// printStages prints the stages of the batch in flight that started or ended since last time.
-func (a *app) printStages(jobID int64, seen map[string]*stageSeen, w io.Writer) {
-	var cur struct {
-		JobID  int64 `json:"job_id"`
-		Stages []struct {
-			Name       string         `json:"name"`
-			FinishedAt *string        `json:"finished_at"`
-			StartedAt  string         `json:"started_at"`
-			Counts     map[string]any `json:"counts"`
-		} `json:"stages"`
-	}
+// watchCurrent prints what the live record of job jobID's batch adds to what watch printed.
+func (a *app) watchCurrent(jobID int64, watch *batchwatch.Watcher) {
+	var cur batchwatch.Progress
 	err := a.api.get(a.ctx, request{op: opGetCurrentBatch}, &cur)
 	if err != nil || cur.JobID != jobID {
-		return // 404 between phases or once it ended; the list tells the end
+		return // 404 between phases, once it ended, or on another replica: the list tells the end
 	}
-	for _, s := range cur.Stages {
-		st := seen[s.Name]
-		if st == nil {
-			st = &stageSeen{}
-			seen[s.Name] = st
-		}
-		if !st.started {
-			fmt.Fprintf(w, "  %-13s started\n", s.Name)
-			st.started = true
-		}
-		if s.FinishedAt != nil && !st.finished {
-			fmt.Fprintf(w, "  %-13s done in %s: %s\n", s.Name, took(s.StartedAt, *s.FinishedAt), format(s.Counts))
-			st.finished = true
-		}
+	watch.Update(cur, a.now())
+}
+
+// endBatch prints the stage ends of ended batch b that no poll saw, from the batch as stored, and
+// how it ended.
+func (a *app) endBatch(watch *batchwatch.Watcher, b listedBatch, w io.Writer) error {
+	var stored struct {
+		Stages       []batchwatch.Stage `json:"stages"`
+		SendSpreadUS *int64             `json:"send_spread_us"`
 	}
+	if err := a.api.get(a.ctx, request{op: opGetBatch, params: []string{strconv.FormatInt(b.ID, 10)}}, &stored); err != nil {
+		return err
+	}
+	watch.Finish(stored.Stages, stored.SendSpreadUS)
+	fmt.Fprintf(w, "batch %d %s: jobs %s\n", b.ID, b.State, format(b.Counts))
+	return nil
 }
 
 // sleep waits one poll, or returns the exit for Ctrl-C.

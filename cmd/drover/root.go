@@ -19,6 +19,9 @@ type app struct {
 	stderr io.Writer
 	// poll is how often a command that follows something reads it again.
 	poll time.Duration
+	// now is the clock a command that follows something reads its progress by (time.Now): it
+	// decides when running counts are printed again.
+	now func() time.Time
 	// terminal says whether progress goes to a terminal: a progress bar redraws its line there,
 	// and elsewhere (a log, a pipe) prints a line per change.
 	terminal bool
@@ -49,7 +52,7 @@ make run's addresses and token:
 
 // newRoot builds the command tree.
 func newRoot(ctx context.Context, stdout, stderr io.Writer, getenv func(string) string) *cobra.Command {
-	a := &app{ctx: ctx, stderr: stderr, poll: 500 * time.Millisecond}
+	a := &app{ctx: ctx, stderr: stderr, poll: 500 * time.Millisecond, now: time.Now}
 	root := &cobra.Command{
 		Use:           "drover",
 		Short:         "Operate Drover's services: status, batches, builds, populate runs, miners, weights",
