@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
-	"go.yaml.in/yaml/v3"
+
+	"drover.dev/shared/yamljson"
 )
 
 var groupColumns = cols("id", "id", "name", "name", "state", "state", "jobs", "total", "by state", "counts",
@@ -46,22 +49,39 @@ func (a *app) buildsCmd() *cobra.Command {
 
 func (a *app) buildsSubmitCmd() *cobra.Command {
 	var follow bool
+	var env []string
 	c := &cobra.Command{
 		Use:   "submit FILE",
 		Short: "Submit a group of jobs with dependencies, from a JSON or YAML file (- for stdin)",
-		Long: `submit posts the group in FILE, JSON or YAML, as POST /v1/groups takes it:
+		Long: `submit posts the group in FILE, JSON or YAML, as POST /v1/groups takes it. A build worker serving
+a job's target runs its command in an empty work directory of its own, which is also its HOME and
+TMPDIR, with the worker's PATH and the job's env:
 
-  name: release
+  name: hello
   jobs:
-    - {name: compile, target: x86_64-linux, command: [make]}
-    - {name: test, target: x86_64-linux, command: [make, test], depends_on: [compile]}
+    - {name: greet, target: x86_64-linux, command: [sh, -c, 'echo hello from $(uname -n)']}
+    - {name: after, target: x86_64-linux, command: [sh, -c, 'echo after greet'], depends_on: [greet]}
+
+examples/group.yaml, in Drover's repository, checks, tests and builds drover from your checkout
+on make run's build worker (target x86_64-linux, on this machine). From the repository's root:
+
+  drover builds submit examples/group.yaml --env REPO="$PWD" --env HOME="$HOME" --follow
+
+--env NAME=VALUE sets NAME in every job's env, over the file's: here REPO names the checkout,
+and your HOME lets go find your module and build caches.
 
 A group that is not a DAG, names an unknown dependency or breaks a limit is refused (exit 4),
-naming the problem. With --follow it then follows the group as builds follow does.`,
-		Example: "  drover builds submit group.yaml\n  drover builds submit group.json --follow",
-		Args:    exactArgs(1),
+naming the problem. With --follow it then follows the group as builds follow does: a group that
+fails ends with its failed jobs, their exit codes and errors, and the commands that show their
+output.`,
+		Example: "  drover builds submit group.yaml\n  drover builds submit group.json --follow\n" +
+			"  drover builds submit examples/group.yaml --env REPO=\"$PWD\" --env HOME=\"$HOME\" --follow",
+		Args: exactArgs(1),
 		RunE: func(_ *cobra.Command, args []string) error {
 			body, err := readGroup(args[0])
+			if err == nil {
+				body, err = withEnv(body, env)
+			}
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
 			}
@@ -83,6 +103,7 @@ naming the problem. With --follow it then follows the group as builds follow doe
 		},
 	}
 	c.Flags().BoolVarP(&follow, "follow", "f", false, "follow the group until it ends")
+	c.Flags().StringArrayVarP(&env, "env", "e", nil, "NAME=VALUE set in every job's env, over the file's (repeatable)")
 	return c
 }
 
@@ -98,14 +119,52 @@ func readGroup(path string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	if json.Valid(raw) {
-		return raw, nil
-	}
-	var doc any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	body, err := yamljson.ToJSON(raw)
+	if err != nil {
 		return nil, fmt.Errorf("%s is neither JSON nor YAML: %w", path, err)
 	}
-	return json.Marshal(doc)
+	return body, nil
+}
+
+// withEnv sets each NAME=VALUE of pairs in the env of every job of body, over the file's own: a
+// group file names what a job needs (the checkout it builds), the command line what it is on this
+// machine. Numbers keep their digits, for the scheduler to judge; a job or env that is not an
+// object is left for the scheduler to refuse by name.
+func withEnv(body json.RawMessage, pairs []string) (json.RawMessage, error) {
+	if len(pairs) == 0 {
+		return body, nil
+	}
+	env := make(map[string]any, len(pairs))
+	for _, p := range pairs {
+		name, value, ok := strings.Cut(p, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--env %q: must be NAME=VALUE", p)
+		}
+		env[name] = value
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var group map[string]any
+	if err := dec.Decode(&group); err != nil {
+		return nil, fmt.Errorf("--env needs the group to be an object with jobs: %w", err)
+	}
+	jobs, _ := group["jobs"].([]any)
+	for _, j := range jobs {
+		job, ok := j.(map[string]any)
+		if !ok {
+			continue
+		}
+		own, ok := job["env"].(map[string]any)
+		switch {
+		case job["env"] == nil:
+			own = map[string]any{}
+		case !ok:
+			continue
+		}
+		maps.Copy(own, env)
+		job["env"] = own
+	}
+	return json.Marshal(group)
 }
 
 func (a *app) buildsListCmd() *cobra.Command {
@@ -160,8 +219,9 @@ func (a *app) buildsFollowCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "follow ID",
 		Short: "Follow a group's counts live until it ends",
-		Long:  "follow prints the group's jobs by state whenever they change, until the group ends; it exits 7 when the group failed or was canceled.",
-		Args:  exactArgs(1), Example: "  drover builds follow 7",
+		Long: "follow prints the group's jobs by state whenever they change, until the group ends; it exits 7 when the group failed or was canceled.\n" +
+			"A group that failed ends with its failed jobs, their exit codes and errors, and the drover builds log command of each.",
+		Args: exactArgs(1), Example: "  drover builds follow 7",
 		RunE: func(_ *cobra.Command, args []string) error { return a.followGroup(args[0]) },
 	}
 }
@@ -189,6 +249,9 @@ func (a *app) followGroup(id string) error {
 			if a.out.json {
 				_ = a.out.raw(raw)
 			}
+			if state == "failed" {
+				a.printFailures(id, g["counts"], w)
+			}
 			if state != "complete" {
 				return unsuccessful(fmt.Errorf("group %s %s", id, state))
 			}
@@ -198,6 +261,59 @@ func (a *app) followGroup(id string) error {
 			return err
 		}
 	}
+}
+
+// failuresShown is how many failed jobs a followed group that failed lists; builds show lists
+// every job.
+const failuresShown = 20
+
+var failedJobColumns = cols("id", "id", "name", "name", "target", "target", "attempt", "attempt",
+	"exit", "exit_code", "error", "error")
+
+// printFailures ends the follow of a group that failed with what the operator looks at next:
+// the failed jobs with their exit codes and errors, how many jobs they kept from running, and
+// the commands that show the failed jobs' output. The group's exit code says it failed either
+// way, so a list the scheduler does not give is said, not returned.
+func (a *app) printFailures(id string, counts any, w io.Writer) {
+	q := limitQuery(failuresShown)
+	q.Set("state", "job_failed")
+	var page struct {
+		Items []map[string]any `json:"items"`
+	}
+	if err := a.api.get(a.ctx, request{op: opListGroupJobs, params: []string{id}, query: q}, &page); err != nil {
+		fmt.Fprintf(w, "its failed jobs could not be listed: %v\n", err)
+		return
+	}
+	if len(page.Items) == 0 {
+		return
+	}
+	for _, j := range page.Items {
+		if msg, ok := j["error"].(string); ok {
+			j["error"] = strings.Join(strings.Fields(msg), " ") // one line per job
+		}
+	}
+	fmt.Fprintln(w, "\nfailed jobs:")
+	printer{w: w}.table(page.Items, failedJobColumns)
+	byState, _ := counts.(map[string]any)
+	if n, _ := byState["job_failed"].(float64); int(n) > len(page.Items) {
+		fmt.Fprintf(w, "and %d more: drover builds show %s\n", int(n)-len(page.Items), id)
+	}
+	if n, _ := byState["dependency_failed"].(float64); n > 0 {
+		fmt.Fprintf(w, "%s not run: a job they depend on failed\n", plural(int(n), "job"))
+	}
+	fmt.Fprintln(w, "\ntheir output:")
+	for _, j := range page.Items {
+		fmt.Fprintf(w, "  drover builds log %s   # %s\n", format(j["id"]), format(j["name"]))
+	}
+	fmt.Fprintf(w, "once fixed, run them and the jobs they held back again: drover builds retry %s\n", id)
+}
+
+// plural is n and noun, with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func (a *app) buildsLogCmd() *cobra.Command {
