@@ -33,6 +33,10 @@ test: ## run every module's tests with the race detector against a real Postgres
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
 	@$(MAKE) --no-print-directory rules
 
+.PHONY: docs-check
+docs-check: ## run every README command marked docs-check against a fresh make run fleet (scripts/docs-check.sh)
+	@scripts/docs-check.sh
+
 .PHONY: bench
 bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh; BENCH=build runs one)
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
