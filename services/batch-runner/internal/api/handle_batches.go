@@ -63,19 +63,21 @@ func waitBatch(ctx context.Context, db postgres.DBTX, client *queue.Client, jobI
 	deadline := time.NewTimer(batchWait)
 	defer deadline.Stop()
 	for {
-		batches, err := store.BatchList(ctx, db, 0, 1, jobID)
-		if err != nil {
-			return nil, err
-		}
-		if len(batches) > 0 {
-			return &batches[0].ID, nil
-		}
+		// The job first, then the batches: a job that has ended committed its batch with its
+		// end, so a batch list read after it sees the batch if there is one.
 		job, err := client.JobGet(ctx, jobID)
 		if errors.Is(err, rivertype.ErrNotFound) {
 			return nil, nil // deleted in River UI: no batch to name
 		}
 		if err != nil {
 			return nil, fmt.Errorf("read run_batch job %d: %w", jobID, err)
+		}
+		batches, err := store.BatchList(ctx, db, 0, 1, jobID)
+		if err != nil {
+			return nil, err
+		}
+		if len(batches) > 0 {
+			return &batches[0].ID, nil
 		}
 		if !slices.Contains([]rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRunning}, job.State) {
 			return nil, nil
