@@ -45,7 +45,13 @@ type River struct {
 	wait, run *prometheus.HistogramVec
 	finished  *prometheus.CounterVec
 	errors    *prometheus.CounterVec
+	perKind   []*prometheus.CounterVec // counted elsewhere by kind; at zero from a kind's first attempt
 }
+
+// ZeroPerKind starts each of vecs, counters labelled by kind alone that something else counts
+// (the jobs liveness sweeps gave back), at zero for every kind from its first attempt here, so
+// that rate() and increase() see the series before its first count.
+func (r *River) ZeroPerKind(vecs ...*prometheus.CounterVec) { r.perKind = append(r.perKind, vecs...) }
 
 // NewRiver registers on reg the River metrics of the schema db's search path points at.
 func NewRiver(reg prometheus.Registerer, db postgres.DBTX, failures *prometheus.CounterVec) *River {
@@ -117,6 +123,9 @@ func (r *River) Observe(ev *river.Event) {
 	q, kind := ev.Job.Queue, ev.Job.Kind
 	r.finished.WithLabelValues(q, kind, outcome).Inc()
 	errs := r.errors.WithLabelValues(q, kind) // at zero from the kind's first attempt, for rate()
+	for _, vec := range r.perKind {
+		vec.WithLabelValues(kind)
+	}
 	if outcome == "failed" || outcome == "cancelled" {
 		errs.Inc()
 	}

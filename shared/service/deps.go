@@ -37,6 +37,7 @@ type Deps struct {
 	background []func(context.Context) error
 	client     *queue.Client
 	process    *queue.Process
+	rescued    *prometheus.CounterVec // drover_queue_jobs_rescued_total, started at zero by observeRiver
 	riverUI    *lazyRiverUI
 	failures   *prometheus.CounterVec // failed gauge statements, for Gauge
 }

@@ -27,8 +27,9 @@ var ProcessesOpenAPI []byte
 func (d *Deps) newProcess(id string) *queue.Process {
 	rescued := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_queue_jobs_rescued_total",
-		Help: "River jobs of dead processes that this process's liveness sweeps gave back, by kind.",
+		Help: "River jobs of dead processes that this process's liveness sweeps gave back, by kind (at zero from a kind's first attempt here).",
 	}, []string{"kind"})
+	d.rescued = rescued
 	d.Server.Metrics.MustRegister(rescued, metrics.NewQueryGauge(d.Pool, d.failures, processesGauge(d.Service)))
 	return queue.NewProcess(d.Pool, d.Service, queue.ProcessConfig{
 		ID: id, Name: cmp.Or(d.spec.Name, string(d.Service)), Timeout: d.spec.Config.LivenessTimeout,

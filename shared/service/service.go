@@ -279,6 +279,7 @@ func stopRiver(budget context.Context, cfg config.Common, deps *Deps) error {
 // observeRiver feeds the service's River metrics from its client's events until ctx ends.
 func observeRiver(ctx context.Context, deps *Deps) {
 	r := metrics.NewRiver(deps.Server.Metrics, deps.Pool, deps.failures)
+	r.ZeroPerKind(deps.rescued)
 	events, cancel := deps.client.Subscribe(metrics.RiverEvents...)
 	defer cancel()
 	r.Consume(ctx, events)
