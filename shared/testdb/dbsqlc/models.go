@@ -6,6 +6,8 @@ package dbsqlc
 
 import (
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Probe struct {
@@ -21,4 +23,14 @@ type ProbeArrival struct {
 	ProbeID   int64
 	SentAt    time.Time
 	ArrivedAt time.Time
+}
+
+type Process struct {
+	ID        string
+	Name      string
+	Host      string
+	Pid       int32
+	Timeout   pgtype.Interval
+	StartedAt time.Time
+	RenewedAt time.Time
 }
