@@ -34,7 +34,7 @@ func (a *app) buildsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "builds",
 		Short: "Submit, follow, cancel and retry build groups; show jobs, logs and graphs (build-scheduler)",
-		Example: `  drover builds submit group.yaml --follow
+		Example: `  drover builds submit examples/group.yaml --env REPO="$PWD" --env HOME="$HOME" --follow
   drover builds list --state failed
   drover builds show 7
   drover builds log 31 -f

@@ -29,7 +29,7 @@ type app struct {
 
 const rootExamples = `  drover status                      # every service: health, queues, last sync, batch and weights
   drover batches run                 # run a synthetic batch now and follow it stage by stage
-  drover builds submit group.yaml --follow
+  drover builds submit examples/group.yaml --env REPO="$PWD" --env HOME="$HOME" --follow
   drover populate example_signal_stats --max-calls 100
   drover errors example_signal_stats -o json
   DROVER_SCORER_URL=http://scorer:8083 drover weights`
