@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -44,6 +45,9 @@ type ProcessConfig struct {
 
 	// OnRescue is told how many jobs of each kind a sweep of this process gave back (metrics).
 	OnRescue func(kind string, n int)
+
+	// OnDead is told how many processes a sweep of this process declared dead (metrics).
+	OnDead func(n int)
 }
 
 // Process is one River client process's liveness: a record in its service's processes table that
@@ -60,9 +64,20 @@ type Process struct {
 	period time.Duration
 	now    func() time.Time // the local clock that times renewals; stubbed in tests
 
+	// conn is the pool's connection the process holds for its renewals and sweeps, so that jobs
+	// holding every other connection never keep it from renewing. Only Run uses it.
+	conn *pgxpool.Conn
+
 	mu      sync.Mutex
-	running map[int64]context.CancelCauseFunc // this process's jobs, by River job id
-	renewed time.Time                         // when the last renewal that succeeded was sent
+	running map[attemptKey]context.CancelCauseFunc // this process's jobs
+	renewed time.Time                              // when the last renewal that succeeded was sent
+}
+
+// attemptKey names one attempt of a job: a job given back and fetched again by the same process
+// while its earlier attempt's worker is still returning is another entry.
+type attemptKey struct {
+	id      int64
+	attempt int
 }
 
 // NewProcess returns the liveness of the process cfg.ID, working service svc's schema on pool.
@@ -74,7 +89,7 @@ func NewProcess(pool *pgxpool.Pool, svc Service, cfg ProcessConfig) *Process {
 	host, _ := os.Hostname()
 	return &Process{
 		cfg: cfg, pool: pool, schema: svc.Schema(), host: host, period: cfg.Timeout / 6,
-		now: time.Now, running: map[int64]context.CancelCauseFunc{},
+		now: time.Now, running: map[attemptKey]context.CancelCauseFunc{},
 	}
 }
 
@@ -84,12 +99,21 @@ func (p *Process) ID() string { return p.cfg.ID }
 // Timeout is the process's LIVENESS_TIMEOUT.
 func (p *Process) Timeout() time.Duration { return p.cfg.Timeout }
 
-// Register writes the process's liveness record, or renews it when the ID is already there.
+// Register writes the process's liveness record. A record already there under the same ID is
+// an earlier process's, restarted under it (a pod's WORKER_ID): its running jobs, which no job of
+// this process can be yet, are given back at once, as at a clean stop, and the record replaced.
 func (p *Process) Register(ctx context.Context) error {
 	sent := p.now()
-	_, err := p.pool.Exec(ctx, `INSERT INTO `+p.table()+` (id, name, host, pid, timeout) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (id) DO UPDATE SET renewed_at = now(), timeout = excluded.timeout`,
-		p.cfg.ID, p.cfg.Name, p.host, os.Getpid(), p.cfg.Timeout)
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		res, err := p.takeOver(ctx, tx, "was replaced by a process started under the same id")
+		if err != nil {
+			return err
+		}
+		p.sweepOpts().report(ctx, res, "liveness: gave back the jobs of this process's previous run")
+		_, err = tx.Exec(ctx, `INSERT INTO `+p.table()+` (id, name, host, pid, timeout) VALUES ($1, $2, $3, $4, $5)`,
+			p.cfg.ID, p.cfg.Name, p.host, os.Getpid(), p.cfg.Timeout)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("register process %s: %w", p.cfg.ID, err)
 	}
@@ -97,9 +121,22 @@ func (p *Process) Register(ctx context.Context) error {
 	return nil
 }
 
-// Run renews the record and sweeps the schema's dead processes every Timeout/6 until ctx ends.
-// Neither runs on a job's path: a process busy with its jobs renews all the same.
+// takeOver locks the record under the process's ID, if there is one, and gives back the jobs it
+// holds with reason, deleting it, on tx.
+func (p *Process) takeOver(ctx context.Context, tx pgx.Tx, reason string) (SweepResult, error) {
+	mine, err := lockProcesses(ctx, tx, p.schema, `id = $1 FOR UPDATE`, p.cfg.ID)
+	if err != nil || len(mine) == 0 {
+		return SweepResult{}, err
+	}
+	mine[0].reason = reason
+	return rescue(ctx, tx, p.schema, mine)
+}
+
+// Run renews the record and sweeps the schema's dead processes every Timeout/6 until ctx ends,
+// on a connection of the pool it holds for that. Neither runs on a job's path: a process busy with
+// its jobs renews all the same.
 func (p *Process) Run(ctx context.Context) error {
+	defer p.releaseConn()
 	tick := time.NewTicker(p.period)
 	defer tick.Stop()
 	for {
@@ -109,9 +146,44 @@ func (p *Process) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		p.renew(ctx)
-		if _, err := Sweep(ctx, p.pool, p.schema, p.sweepOpts()); err != nil && ctx.Err() == nil {
-			p.cfg.Logger.WarnContext(ctx, "liveness sweep", "error", err)
+		p.sweep(ctx)
+	}
+}
+
+// held returns the connection the process holds, acquiring one when it holds none (at the first
+// tick, or after the last one broke).
+func (p *Process) held(ctx context.Context) (*pgxpool.Conn, error) {
+	if p.conn != nil && p.conn.Conn().IsClosed() {
+		p.releaseConn()
+	}
+	if p.conn == nil {
+		conn, err := p.pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("acquire a connection: %w", err)
 		}
+		p.conn = conn
+	}
+	return p.conn, nil
+}
+
+func (p *Process) releaseConn() {
+	if p.conn != nil {
+		p.conn.Release()
+		p.conn = nil
+	}
+}
+
+// sweep sweeps the schema once, within a renewal period: a sweep that cannot finish by then is
+// dropped, so that the next renewal is never late for it.
+func (p *Process) sweep(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, p.period)
+	defer cancel()
+	conn, err := p.held(sctx)
+	if err == nil {
+		_, err = Sweep(sctx, conn, p.schema, p.sweepOpts())
+	}
+	if err != nil && ctx.Err() == nil {
+		p.cfg.Logger.WarnContext(ctx, "liveness sweep", "error", err)
 	}
 }
 
@@ -123,7 +195,11 @@ func (p *Process) renew(ctx context.Context) {
 	sent := p.now()
 	rctx, cancel := context.WithTimeout(ctx, p.period)
 	defer cancel()
-	tag, err := p.pool.Exec(rctx, `UPDATE `+p.table()+` SET renewed_at = now() WHERE id = $1`, p.cfg.ID)
+	conn, err := p.held(rctx)
+	var tag pgconn.CommandTag
+	if err == nil {
+		tag, err = conn.Exec(rctx, `UPDATE `+p.table()+` SET renewed_at = now() WHERE id = $1`, p.cfg.ID)
+	}
 	switch {
 	case err == nil && tag.RowsAffected() == 1:
 		p.setRenewed(sent)
@@ -134,7 +210,7 @@ func (p *Process) renew(ctx context.Context) {
 		if err := p.Register(ctx); err != nil && ctx.Err() == nil {
 			p.cfg.Logger.WarnContext(ctx, "liveness", "error", err)
 		}
-	case ctx.Err() != nil:
+	case ctx.Err() != nil: // stopping: the record stays until Leave removes it
 	default:
 		since := p.now().Sub(p.lastRenewed())
 		p.cfg.Logger.WarnContext(ctx, "liveness: renewal failed", "process", p.cfg.ID, "since_last_ms", since.Milliseconds(), "error", err)
@@ -174,26 +250,13 @@ func (p *Process) loseJobs(cause error) int {
 // deletes the record and gives back at once the jobs the client could not stop, as a sweep would
 // once the record had aged.
 func (p *Process) Leave(ctx context.Context) error {
-	tx, err := p.pool.Begin(ctx)
+	var res SweepResult
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = p.takeOver(ctx, tx, "stopped cleanly")
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("leave process %s: %w", p.cfg.ID, err)
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	var me deadProcess
-	err = tx.QueryRow(ctx, `SELECT id, name, host, pid, renewed_at, now() FROM `+p.table()+` WHERE id = $1 FOR UPDATE`, p.cfg.ID).
-		Scan(&me.ID, &me.Name, &me.Host, &me.PID, &me.RenewedAt, &me.sweptAt)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // swept meanwhile: its jobs are back already
-	}
-	if err != nil {
-		return fmt.Errorf("leave process %s: %w", p.cfg.ID, err)
-	}
-	me.reason = "stopped cleanly"
-	res, err := rescue(ctx, tx, p.schema, []deadProcess{me})
-	if err != nil {
-		return fmt.Errorf("leave process %s: %w", p.cfg.ID, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("leave process %s: %w", p.cfg.ID, err)
 	}
 	p.sweepOpts().report(ctx, res, "liveness: process left")
@@ -201,7 +264,7 @@ func (p *Process) Leave(ctx context.Context) error {
 }
 
 func (p *Process) sweepOpts() SweepOptions {
-	return SweepOptions{Logger: p.cfg.Logger, OnRescue: p.cfg.OnRescue}
+	return SweepOptions{Logger: p.cfg.Logger, OnRescue: p.cfg.OnRescue, OnDead: p.cfg.OnDead}
 }
 
 func (p *Process) table() string { return pgx.Identifier{p.schema, "processes"}.Sanitize() }
@@ -216,12 +279,13 @@ func (*processMiddleware) IsMiddleware() bool { return true }
 
 func (m *processMiddleware) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	ctx, cancel := context.WithCancelCause(ctx)
+	key := attemptKey{job.ID, job.Attempt}
 	m.mu.Lock()
-	m.running[job.ID] = cancel
+	m.running[key] = cancel
 	m.mu.Unlock()
 	defer func() {
 		m.mu.Lock()
-		delete(m.running, job.ID)
+		delete(m.running, key)
 		m.mu.Unlock()
 		cancel(nil)
 	}()

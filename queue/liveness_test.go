@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,9 +152,13 @@ func TestSweepGivesBackDeadProcessJobs(t *testing.T) {
 	live := b.insert(t, nil)
 	require.Len(t, queuetest.FetchAsDeadProcess(ctx, t, b.pool, b.schema, river.QueueDefault, "live-1", 1), 1)
 
-	rescued := map[string]int{}
-	res, err := Sweep(ctx, b.pool, b.schema, SweepOptions{OnRescue: func(kind string, n int) { rescued[kind] += n }})
+	rescued, dead := map[string]int{}, 0
+	res, err := Sweep(ctx, b.pool, b.schema, SweepOptions{
+		OnRescue: func(kind string, n int) { rescued[kind] += n },
+		OnDead:   func(n int) { dead += n },
+	})
 	require.NoError(t, err)
+	require.Equal(t, 1, dead)
 	require.Equal(t, []string{"dead-1"}, res.Processes)
 	require.Equal(t, map[string]int{"liveness_hold": 3}, rescued)
 	require.Equal(t, 1, res.Retried)
@@ -173,6 +176,8 @@ func TestSweepGivesBackDeadProcessJobs(t *testing.T) {
 		require.NoError(t, json.Unmarshal(job.Metadata, &meta))
 		require.EqualValues(t, 1, meta["river:rescue_count"], "counted as River's rescuer counts its rescues")
 	}
+	require.WithinDuration(t, b.job(t, last).FinalizedAt.Add(10*time.Second), b.job(t, retried).ScheduledAt, time.Second,
+		"a retry runs a third of the dead process's timeout after the sweep, once a process declared dead but alive has stopped it")
 	require.Equal(t, rivertype.JobStateRunning, b.job(t, live).State, "a live process keeps its job")
 	require.Equal(t, []string{"live-1"}, b.processIDs(t), "the dead process's record is gone")
 
@@ -190,16 +195,14 @@ func TestListProcesses(t *testing.T) {
 	b.insert(t, nil)
 	queuetest.FetchAsDeadProcess(ctx, t, b.pool, b.schema, river.QueueDefault, "live-1", 1)
 
-	rows, err := b.pool.Query(ctx, fmt.Sprintf(processesSQL, b.schema))
+	list, err := ListProcesses(ctx, b.pool, Service(b.schema))
 	require.NoError(t, err)
-	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([3]any, error) {
-		var p ProcessInfo
-		var timeout time.Duration
-		err := row.Scan(&p.ID, &p.Name, &p.Host, &p.PID, &p.State, &p.StartedAt, &p.RenewedAt, &timeout, &p.Running)
-		return [3]any{p.ID, p.State, p.Running}, err
-	})
-	require.NoError(t, err)
+	got := make([][3]any, len(list))
+	for i, p := range list {
+		got[i] = [3]any{p.ID, p.State, p.Running}
+	}
 	require.Equal(t, [][3]any{{"dead-1", ProcessDead, 0}, {"live-1", ProcessLive, 1}}, got)
+	require.Equal(t, "30s", list[0].Timeout)
 }
 
 // startProcess starts a River client working hold jobs with the liveness of a process timeout
@@ -271,6 +274,7 @@ func TestRenewalFailureStopsJobsBeforeASweep(t *testing.T) {
 	now := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	// A service whose schema has no processes table: every renewal fails.
 	p := NewProcess(b.pool, Service("no_such_schema"), ProcessConfig{ID: "cut-off"})
+	defer p.releaseConn()
 	p.now = func() time.Time { return now }
 	p.setRenewed(now)
 
@@ -361,6 +365,17 @@ func (b *livenessBundle) startHelper(t *testing.T, id string) *exec.Cmd {
 	return cmd
 }
 
+// waitRenewal waits until process id renews its record.
+func (b *livenessBundle) waitRenewal(t *testing.T, id string) {
+	t.Helper()
+	renewed := func() (at time.Time) {
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT renewed_at FROM `+b.schema+`.processes WHERE id = $1`, id).Scan(&at))
+		return at
+	}
+	first := renewed()
+	require.Eventually(t, func() bool { return renewed().After(first) }, 20*time.Second, 20*time.Millisecond, "%s never renewed", id)
+}
+
 // sweepUntil sweeps b's schema every second, as a surviving replica does, until done is closed.
 func (b *livenessBundle) sweepUntil(t *testing.T, done <-chan struct{}) {
 	t.Helper()
@@ -401,9 +416,9 @@ func TestKilledProcessJobsComeBack(t *testing.T) {
 	require.Empty(t, b.processIDs(t))
 }
 
-// TestStalledProcessIsNotSwept stops (SIGSTOP) a process holding a job for 20 s, less than the
-// default timeout less a renewal period, while another replica sweeps every second: the process
-// is not declared dead, and once it runs again it completes its job on its first attempt.
+// TestStalledProcessIsNotSwept stops (SIGSTOP) a process holding a job for 20 s, right after a
+// renewal, so 10 s short of the default timeout, while another replica sweeps every second: the
+// process is not declared dead, and once it runs again it completes its job on its first attempt.
 func TestStalledProcessIsNotSwept(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -417,6 +432,7 @@ func TestStalledProcessIsNotSwept(t *testing.T) {
 
 	done := make(chan struct{})
 	b.sweepUntil(t, done)
+	b.waitRenewal(t, "stalled")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGSTOP))
 	time.Sleep(20 * time.Second) // the stall itself: what the test is about, not a wait for an event
 	require.NoError(t, cmd.Process.Signal(syscall.SIGCONT))
@@ -427,4 +443,26 @@ func TestStalledProcessIsNotSwept(t *testing.T) {
 	require.Equal(t, 1, job.Attempt)
 	require.Empty(t, job.Errors, "never rescued")
 	require.Equal(t, []string{"stalled"}, b.processIDs(t))
+}
+
+// TestRestartUnderTheSameIDGivesBackTheDeadJobs SIGKILLs a process holding a job and starts
+// another under the same ID at once, as a pod's container restarts with its WORKER_ID: the new
+// process gives back the old one's job when it registers, naming what happened, instead of
+// renewing the dead process's record and keeping the job running for its whole timeout.
+func TestRestartUnderTheSameIDGivesBackTheDeadJobs(t *testing.T) {
+	t.Parallel()
+	b := setupLiveness(t)
+	cmd := b.startHelper(t, "pod-0")
+	id := b.insert(t, nil)
+	b.waitState(t, id, rivertype.JobStateRunning)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	b.startHelper(t, "pod-0")
+	require.Eventually(t, func() bool {
+		job := b.job(t, id)
+		return len(job.Errors) == 1
+	}, 20*time.Second, 50*time.Millisecond, "the restarted process gave back its predecessor's job")
+	require.Contains(t, b.job(t, id).Errors[0].Error, "rescued from process pod-0 (helper on")
+	require.Contains(t, b.job(t, id).Errors[0].Error, "which was replaced by a process started under the same id")
+	require.Equal(t, []string{"pod-0"}, b.processIDs(t))
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -20,7 +19,8 @@ import (
 // SweepOptions is who hears of a sweep that gave jobs back.
 type SweepOptions struct {
 	Logger   *slog.Logger
-	OnRescue func(kind string, n int)
+	OnRescue func(kind string, n int) // jobs given back, by kind
+	OnDead   func(n int)              // processes a sweep declared dead
 }
 
 // SweepResult is what one sweep did.
@@ -49,41 +49,50 @@ func (r SweepResult) log(ctx context.Context, logger *slog.Logger, msg string) {
 		"retried", r.Retried, "discarded", r.Discarded, "cancelled", r.Cancelled, "kinds", strings.Join(kinds, ","))
 }
 
-// deadProcess is a liveness record a sweep found past its timeout.
+// deadProcess is a liveness record whose jobs are to be given back: one a sweep found past its
+// timeout, or the record of a process that stops or restarts under the same ID.
 type deadProcess struct {
-	ID        string
-	Name      string
-	Host      string
-	PID       int
-	RenewedAt time.Time
-	sweptAt   time.Time // the database clock of the sweep
-	reason    string
+	ID         string
+	Name       string
+	Host       string
+	PID        int
+	RenewedAt  time.Time
+	timeout    time.Duration
+	sweptAt    time.Time     // the database clock of the sweep
+	reason     string        // what became of the process, for the jobs' error
+	retryAfter time.Duration // how long after the sweep a job given back may run again
+}
+
+// DB is where a sweep runs its transaction: a *pgxpool.Pool, or the connection a Process holds.
+type DB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // Sweep gives back the running River jobs of every process of schema whose liveness record is
 // older than its timeout, and removes those records, in one transaction. It is safe on every
 // replica at once: a record another sweep is handling is skipped (SKIP LOCKED). It logs one line
 // when it found a dead process.
-func Sweep(ctx context.Context, pool *pgxpool.Pool, schema string, opts SweepOptions) (SweepResult, error) {
-	tx, err := pool.Begin(ctx)
+func Sweep(ctx context.Context, db DB, schema string, opts SweepOptions) (SweepResult, error) {
+	tx, err := db.Begin(ctx)
 	if err != nil {
-		return SweepResult{}, fmt.Errorf("sweep %s: %w", schema, err)
+		return SweepResult{}, wrapSweep(schema, err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	rows, err := tx.Query(ctx, `SELECT id, name, host, pid, renewed_at, now() FROM `+pgx.Identifier{schema, "processes"}.Sanitize()+`
-		WHERE renewed_at + timeout < now() ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`)
-	if err != nil {
-		return SweepResult{}, fmt.Errorf("sweep %s: %w", schema, err)
+	// A River completion holding a job's row is short; a sweep never waits long behind one.
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '2s'`); err != nil {
+		return SweepResult{}, wrapSweep(schema, err)
 	}
-	dead, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deadProcess, error) {
-		var d deadProcess
-		err := row.Scan(&d.ID, &d.Name, &d.Host, &d.PID, &d.RenewedAt, &d.sweptAt)
-		d.reason = fmt.Sprintf("stopped renewing its liveness at %s, %s before this sweep",
-			d.RenewedAt.UTC().Format(time.RFC3339), d.sweptAt.Sub(d.RenewedAt).Round(time.Second))
-		return d, err
-	})
+	dead, err := lockProcesses(ctx, tx, schema, `renewed_at + timeout < now() ORDER BY id LIMIT 100 FOR UPDATE SKIP LOCKED`)
 	if err != nil || len(dead) == 0 {
 		return SweepResult{}, wrapSweep(schema, err)
+	}
+	for i := range dead {
+		d := &dead[i]
+		d.reason = fmt.Sprintf("stopped renewing its liveness at %s, %s before this sweep",
+			d.RenewedAt.UTC().Format(time.RFC3339), d.sweptAt.Sub(d.RenewedAt).Round(time.Second))
+		// A process declared dead may be alive and learn it only at its next renewal: its jobs
+		// come back after it has stopped them, so that its late ends find them no longer running.
+		d.retryAfter = d.timeout / 3
 	}
 	res, err := rescue(ctx, tx, schema, dead)
 	if err != nil {
@@ -93,7 +102,25 @@ func Sweep(ctx context.Context, pool *pgxpool.Pool, schema string, opts SweepOpt
 		return SweepResult{}, wrapSweep(schema, err)
 	}
 	opts.report(ctx, res, "liveness sweep: gave back the jobs of dead processes")
+	if opts.OnDead != nil {
+		opts.OnDead(len(res.Processes))
+	}
 	return res, nil
+}
+
+// lockProcesses locks and reads the liveness records of schema that where (a condition, then an
+// ORDER BY and a locking clause) selects.
+func lockProcesses(ctx context.Context, tx pgx.Tx, schema, where string, args ...any) ([]deadProcess, error) {
+	rows, err := tx.Query(ctx, `SELECT id, name, host, pid, timeout, renewed_at, now()
+		FROM `+pgx.Identifier{schema, "processes"}.Sanitize()+` WHERE `+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (deadProcess, error) {
+		var d deadProcess
+		err := row.Scan(&d.ID, &d.Name, &d.Host, &d.PID, &d.timeout, &d.RenewedAt, &d.sweptAt)
+		return d, err
+	})
 }
 
 // report logs a sweep that gave something back, as msg, and tells OnRescue.
@@ -117,7 +144,8 @@ func wrapSweep(schema string, err error) error {
 // deletes their records. It is River's own rescue (the driver call River's rescuer makes, from
 // this one adapter, see RiverVersion): a job retries, with an error naming the process, unless it
 // was at its last attempt (discarded) or someone asked to cancel it (cancelled). Unlike River's
-// rescuer it retries at once: the job did not fail, its process went away.
+// rescuer it retries without backoff, after the process's retryAfter: the job did not fail, its
+// process went away.
 func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) (SweepResult, error) {
 	byID := make(map[string]deadProcess, len(procs))
 	for _, d := range procs {
@@ -132,34 +160,9 @@ func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) 
 	res := SweepResult{Processes: ids, Kinds: map[string]int{}}
 	params := &riverdriver.JobRescueManyParams{Schema: schema}
 	for _, j := range jobs {
-		d := byID[j.owner]
-		now := d.sweptAt.UTC()
-		state := rivertype.JobStateRetryable
-		switch {
-		case j.cancelRequested:
-			state, res.Cancelled = rivertype.JobStateCancelled, res.Cancelled+1
-		case j.attempt >= j.maxAttempts:
-			state, res.Discarded = rivertype.JobStateDiscarded, res.Discarded+1
-		default:
-			res.Retried++
+		if err := res.add(params, j, byID[j.owner]); err != nil {
+			return SweepResult{}, err
 		}
-		msg := fmt.Sprintf("rescued from process %s (%s on %s, pid %d), which %s", d.ID, d.Name, d.Host, d.PID, d.reason)
-		errData, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(j.attempt, 0), Error: msg})
-		if err != nil {
-			return SweepResult{}, fmt.Errorf("encode rescue error: %w", err)
-		}
-		var finalized *time.Time
-		scheduled := now
-		if state != rivertype.JobStateRetryable {
-			finalized, scheduled = &now, j.scheduledAt
-		}
-		params.ID = append(params.ID, j.id)
-		params.Error = append(params.Error, errData)
-		params.FinalizedAt = append(params.FinalizedAt, finalized)
-		params.ScheduledAt = append(params.ScheduledAt, scheduled)
-		params.State = append(params.State, string(state))
-		params.StuckHorizon = now.Add(time.Microsecond)
-		res.Kinds[j.kind]++
 	}
 	if len(params.ID) > 0 {
 		if _, err := riverDriverOf(tx).JobRescueMany(ctx, params); err != nil {
@@ -171,6 +174,38 @@ func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) 
 		return SweepResult{}, fmt.Errorf("delete dead processes: %w", err)
 	}
 	return res, nil
+}
+
+// add adds job j of dead process d to params as River's rescuer would give it back, and counts it.
+func (r *SweepResult) add(params *riverdriver.JobRescueManyParams, j runningJob, d deadProcess) error {
+	now := d.sweptAt.UTC()
+	state := rivertype.JobStateRetryable
+	switch {
+	case j.cancelRequested:
+		state, r.Cancelled = rivertype.JobStateCancelled, r.Cancelled+1
+	case j.attempt >= j.maxAttempts:
+		state, r.Discarded = rivertype.JobStateDiscarded, r.Discarded+1
+	default:
+		r.Retried++
+	}
+	msg := fmt.Sprintf("rescued from process %s (%s on %s, pid %d), which %s", d.ID, d.Name, d.Host, d.PID, d.reason)
+	errData, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(j.attempt, 0), Error: msg})
+	if err != nil {
+		return fmt.Errorf("encode rescue error: %w", err)
+	}
+	var finalized *time.Time
+	scheduled := now.Add(d.retryAfter)
+	if state != rivertype.JobStateRetryable {
+		finalized, scheduled = &now, j.scheduledAt
+	}
+	params.ID = append(params.ID, j.id)
+	params.Error = append(params.Error, errData)
+	params.FinalizedAt = append(params.FinalizedAt, finalized)
+	params.ScheduledAt = append(params.ScheduledAt, scheduled)
+	params.State = append(params.State, string(state))
+	params.StuckHorizon = now.Add(time.Microsecond)
+	r.Kinds[j.kind]++
+	return nil
 }
 
 // runningJob is what a rescue needs of a running job.

@@ -47,10 +47,11 @@ type Config struct {
 }
 
 // poolHeadroom is what the pool needs beyond a connection per make: every make (MAKE_WORKERS of
-// them at once) holds its reserving connection while it runs and takes a second for
-// its finishing transaction, and River's and the change listener hold one each. With less, every
-// make could hold its first and wait for its second for good; with it, one always gets its
-// second, finishes and gives both back.
+// them at once) holds its reserving connection while it runs and takes a second for its
+// finishing transaction, and the change listener and the process's liveness (its renewals and
+// sweeps, queue.Process) hold one each for good. With less, every make could hold its first and
+// wait for its second for good; with it, one always gets its second, finishes and gives both
+// back. River's own statements take a connection only for a moment.
 const poolHeadroom = 3
 
 // rescueAfter is River's RescueStuckJobsAfter and JobTimeout: the shortest timeout of any kind

@@ -22,19 +22,24 @@ import (
 var ProcessesOpenAPI []byte
 
 // newProcess is the liveness of the process d runs (queue.Process), with its metrics on d's
-// /metrics: the processes of the schema by state, read at scrape time, and the jobs this process's
-// sweeps gave back by kind.
+// /metrics: the processes of the schema by state, read at scrape time, and the processes this
+// process's sweeps declared dead and the jobs they gave back by kind.
 func (d *Deps) newProcess(id string) *queue.Process {
 	rescued := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "drover_queue_jobs_rescued_total",
 		Help: "River jobs of dead processes that this process's liveness sweeps gave back, by kind (at zero from a kind's first attempt here).",
 	}, []string{"kind"})
+	dead := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "drover_queue_processes_declared_dead_total",
+		Help: "Processes of this service's schema that this process's liveness sweeps declared dead (they stopped renewing their record for LIVENESS_TIMEOUT).",
+	})
 	d.rescued = rescued
-	d.Server.Metrics.MustRegister(rescued, metrics.NewQueryGauge(d.Pool, d.failures, processesGauge(d.Service)))
+	d.Server.Metrics.MustRegister(rescued, dead, metrics.NewQueryGauge(d.Pool, d.failures, processesGauge(d.Service)))
 	return queue.NewProcess(d.Pool, d.Service, queue.ProcessConfig{
 		ID: id, Name: cmp.Or(d.spec.Name, string(d.Service)), Timeout: d.spec.Config.LivenessTimeout,
 		Logger:   d.Logger,
 		OnRescue: func(kind string, n int) { rescued.WithLabelValues(kind).Add(float64(n)) },
+		OnDead:   func(n int) { dead.Add(float64(n)) },
 	})
 }
 
@@ -47,6 +52,7 @@ func processesGauge(svc queue.Service) metrics.Gauge {
 		Labels: []string{"state"},
 		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
 			counts := map[string]float64{queue.ProcessLive: 0, queue.ProcessDead: 0}
+			// The pool's search path is the service's schema.
 			rows, err := db.Query(ctx, `SELECT renewed_at + timeout < now(), count(*) FROM processes GROUP BY 1`)
 			if err != nil {
 				return nil, err
