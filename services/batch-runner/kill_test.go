@@ -218,7 +218,7 @@ func requireDeadJobGivenBack(t *testing.T, pool *pgxpool.Pool, deadJob int64, ki
 	require.Eventually(t, func() bool {
 		dead = readRiverJob(t, pool, deadJob)
 		return dead.State == "completed"
-	}, 30*time.Second, 100*time.Millisecond, "the given-back job, run again, never completed: %s", dead.State)
+	}, 45*time.Second, 100*time.Millisecond, "the given-back job, run again, never completed: %s", dead.State)
 	var got map[string]any
 	require.NoError(t, json.Unmarshal(dead.Output, &got))
 	var fields map[string]any

@@ -131,7 +131,7 @@ func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 		token, err = client.JobGet(t.Context(), id)
 		require.NoError(t, err)
 		return token.FinalizedAt != nil
-	}, 20*time.Second, 50*time.Millisecond, "the rescued token was never worked again")
+	}, 45*time.Second, 50*time.Millisecond, "the rescued token was never worked again")
 	require.Equal(t, rivertype.JobStateCancelled, token.State)
 	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "nothing to build on target killed")
 	var state string
