@@ -43,11 +43,12 @@ func processOf(t *testing.T, token, base string, pid int) string {
 	return ""
 }
 
-// testKilledReplicas SIGKILLs two processes of make run's fleet, each holding a River job: the
-// build worker while it runs a build, and populate-worker. devrun restarts both, as a process
-// manager would, and 60 s after the kill River UI shows none of the dead processes' jobs
-// running: the liveness sweep gave them back, naming the dead process. drover status lists the
-// processes of every service first.
+// testKilledReplicas SIGKILLs three processes of make run's fleet: the build worker while it runs
+// a build, batch-runner while it runs a batch (in its manifests stage, which the fleet's silent
+// miner holds for 5 s), and populate-worker. devrun restarts them, as a process manager would,
+// and 60 s after the kill River UI shows none of the dead processes' jobs running: the liveness
+// sweep gave them back, naming the dead process. drover status lists the processes of every
+// service first.
 func testKilledReplicas(t *testing.T, b *droverBundle) {
 	t.Helper()
 	f, token := b.fleet, b.opts.token
@@ -55,7 +56,7 @@ func testKilledReplicas(t *testing.T, b *droverBundle) {
 	require.Regexp(t, `build-scheduler \(build-worker\) +\S+ +\S+ +\d+ +live`, status)
 	require.Regexp(t, `populate-worker +\S+ +\S+ +\d+ +live`, status)
 
-	scheduler, populate := f.url("build-scheduler"), f.url("populate-worker")
+	scheduler, populate, batches := f.url("build-scheduler"), f.url("populate-worker"), f.url("batch-runner")
 	worker := f.extraNamed("build-worker")
 	require.NotNil(t, worker, "the build demo's worker runs")
 	var g struct {
@@ -81,18 +82,37 @@ func testKilledReplicas(t *testing.T, b *droverBundle) {
 		}
 		return false, "no running build_run of the group"
 	})
+	var run struct {
+		JobID int64 `json:"job_id"`
+	}
+	_, err = (&apiclient.Client{Token: token}).Do(t.Context(), http.MethodPost, batches+"/v1/batches", nil, &run)
+	require.NoError(t, err)
+	var batch riverJob
+	eventually(t, fmt.Sprintf("run_batch job %d running", run.JobID), func() (bool, string) {
+		for _, j := range riverJobs(t, batches, token, "run_batch", "running") {
+			if j.ID == run.JobID {
+				batch = j
+				return true, ""
+			}
+		}
+		return false, "not running"
+	})
 	dead := map[string]string{
 		scheduler: processOf(t, token, scheduler, f.pid(worker)),
 		populate:  processOf(t, token, populate, f.pid(f.serviceNamed("populate-worker"))),
+		batches:   processOf(t, token, batches, f.pid(f.serviceNamed("batch-runner"))),
 	}
 	require.Equal(t, dead[scheduler], build.AttemptedBy[len(build.AttemptedBy)-1], "the worker runs the build")
+	require.Equal(t, dead[batches], batch.AttemptedBy[len(batch.AttemptedBy)-1], "batch-runner runs the batch")
 
 	require.NoError(t, f.kill(worker))
 	require.NoError(t, f.kill(f.serviceNamed("populate-worker")))
+	require.NoError(t, f.kill(f.serviceNamed("batch-runner")))
 	killed := time.Now()
 	t.Logf("killed %v", dead)
 	eventually(t, "the killed processes restarted", func() (bool, string) {
-		return apiclient.Answers(t.Context(), populate+"/readyz") && apiclient.Answers(t.Context(), "http://"+buildWorkerAddr+"/readyz"), "not ready"
+		return apiclient.Answers(t.Context(), populate+"/readyz") && apiclient.Answers(t.Context(), batches+"/readyz") &&
+			apiclient.Answers(t.Context(), "http://"+buildWorkerAddr+"/readyz"), "not ready"
 	})
 	// What River UI shows a minute after the kill, the figure an operator looks at.
 	time.Sleep(time.Until(killed.Add(60 * time.Second)))
@@ -108,9 +128,11 @@ func testKilledReplicas(t *testing.T, b *droverBundle) {
 			Error string `json:"error"`
 		} `json:"errors"`
 	}
-	require.Equal(t, http.StatusOK, riverUIGet(t, scheduler, token, fmt.Sprintf("/riverui/api/jobs/%d", build.ID), &rescued))
-	require.NotEmpty(t, rescued.Errors)
-	require.Contains(t, rescued.Errors[0].Error, "rescued from process "+dead[scheduler])
+	for base, id := range map[string]int64{scheduler: build.ID, batches: batch.ID} {
+		require.Equal(t, http.StatusOK, riverUIGet(t, base, token, fmt.Sprintf("/riverui/api/jobs/%d", id), &rescued))
+		require.NotEmpty(t, rescued.Errors, "%s job %d", base, id)
+		require.Contains(t, rescued.Errors[0].Error, "rescued from process "+dead[base])
+	}
 }
 
 // riverUIGet decodes GET base+path from River UI's API, logged in as the fleet's user, into out.
