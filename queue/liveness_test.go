@@ -466,3 +466,45 @@ func TestRestartUnderTheSameIDGivesBackTheDeadJobs(t *testing.T) {
 	require.Contains(t, b.job(t, id).Errors[0].Error, "which was replaced by a process started under the same id")
 	require.Equal(t, []string{"pod-0"}, b.processIDs(t))
 }
+
+// TestRenewalOffTheJobPath holds every connection of a process's pool but the one its liveness
+// holds, as jobs that each keep a connection for long do, for three times its timeout while
+// another replica sweeps: the process keeps renewing and is never declared dead.
+func TestRenewalOffTheJobPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupLiveness(t)
+	cfg, err := pgxpool.ParseConfig(b.url)
+	require.NoError(t, err)
+	cfg.MaxConns = 3
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	const timeout = 600 * time.Millisecond
+	p := NewProcess(pool, Service(b.schema), ProcessConfig{ID: "busy", Name: "test", Timeout: timeout})
+	require.NoError(t, p.Register(ctx))
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = p.Run(runCtx) })
+	t.Cleanup(func() { stop(); wg.Wait() })
+	b.waitRenewal(t, "busy") // the liveness holds its connection from its first renewal
+
+	var jobs []*pgxpool.Conn
+	for range cfg.MaxConns - 1 {
+		conn, err := pool.Acquire(ctx)
+		require.NoError(t, err)
+		jobs = append(jobs, conn)
+	}
+	t.Cleanup(func() {
+		for _, c := range jobs {
+			c.Release()
+		}
+	})
+	for range 3 * int(timeout/(p.period)) {
+		res, err := Sweep(ctx, b.pool, b.schema, SweepOptions{})
+		require.NoError(t, err)
+		require.Empty(t, res.Processes, "a live process whose jobs hold its pool was declared dead")
+		b.waitRenewal(t, "busy")
+	}
+}
