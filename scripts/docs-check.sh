@@ -1,80 +1,243 @@
 #!/usr/bin/env bash
-# docs-check.sh: runs the commands the docs mark as runnable, so that every one of them keeps
-# working as written. make docs-check runs it, and CI after make test.
+# docs-check.sh: runs the commands the docs give, so that every one of them keeps working as
+# written. make docs-check runs it, and CI after make test.
 #
-# First every module of a fresh clone must be tidy and build alone (scripts/check-modules.sh).
-# Then a fenced block whose info string carries the word docs-check is run as written, as one
-# bash script (set -euo pipefail), against a fresh make run fleet: every service, the simulated
-# miners and the build worker on their usual ports, with the demos done, on a database of its
-# own, and with .data/bin built. A block runs from the repository root (docs-check-in=DIR: from
-# DIR), seen through a scratch folder of links, so the files it writes stay out of the tree. A
-# block that needs what this machine does not give (Docker, a Kubernetes cluster, a real chain)
-# is marked docs-check-skip=<what> and is listed as skipped, by name. A block that starts services
-# of its own on make run's ports (docs-check-alone) runs first, before the fleet, on a fresh
-# migrated-or-not database of its own named by DATABASE_URL, in a session of its own whose
-# processes are stopped when the block ends:
+# First every module of a fresh checkout of HEAD must be tidy and build alone
+# (scripts/check-modules.sh in a worktree of its own). Then every fenced sh, bash or shell block of
+# every tracked Markdown file must carry one of these tags in its info string, and runs as it says,
+# as one bash script (set -euo pipefail):
 #
-#   ```sh docs-check              ```sh docs-check-skip=docker      ```sh docs-check-alone
-#   .data/bin/drover status       docker compose up -d              .data/bin/scorer &
-#   ```                           ```                               ```
+#   ```sh docs-check              against make run's fleet: every service, the simulated miners
+#                                 and the build worker on their usual ports, with the demos done,
+#                                 on a fresh database
+#   ```sh docs-check-alone[=G]    before the fleet, on make run's free ports, with DATABASE_URL
+#                                 naming a fresh database, in a session of its own that is stopped
+#                                 when the block ends; consecutive blocks of one group G share the
+#                                 session and the database (servers one starts, the next uses)
+#   ```sh docs-check-skip=R       not run, for a reason R of docker, kubernetes, chain (a real
+#                                 subtensor node), make-bench (minutes of both cores) or ci (make
+#                                 run and make test themselves: CI runs make test, and this
+#                                 script make run's fleet)
 #
-# It fails when a block exits non-zero, naming the file and line where the block starts, with
-# what the block printed. The fleet and the database go when it ends.
+# A block runs from the repository's root (docs-check-in=DIR: from DIR), seen through a scratch
+# folder of links so that the files it writes stay out of the tree, in an environment with none
+# of the caller's Drover settings (no DROVER_*, no config file, no DATABASE_URL but the one it is
+# given). It fails when a block exits non-zero or an untagged block is found, naming the file and
+# line, with what the block printed. What it started goes when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+# shellcheck source=scripts/pg-lib.sh
+source "$root/scripts/pg-lib.sh"
 
-files=(README.md services/*/README.md clients/*/README.md infra/README.md docs/*.md CONTRIBUTING.md)
 work=$(mktemp -d)
 fleet_pid=""
-db=""
+session=""
+fleet_db=""
 server=""
+psql_bin=""
 
 cleanup() {
+	if [ -n "$session" ]; then
+		pkill -KILL -s "$session" 2>/dev/null || true
+	fi
 	if [ -n "$fleet_pid" ] && kill -0 "$fleet_pid" 2>/dev/null; then
 		kill -INT "$fleet_pid" 2>/dev/null || true
 		wait "$fleet_pid" 2>/dev/null || true
 	fi
-	if [ -n "$db" ]; then
-		psql "$server" -qXc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	if [ -n "$fleet_db" ]; then
+		"$psql_bin" "$server" -qXc "DROP DATABASE IF EXISTS $fleet_db WITH (FORCE)" >/dev/null 2>&1 || true
 	fi
+	git -C "$root" worktree remove --force "$work/clone" >/dev/null 2>&1 || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
 
-# blocks writes each marked block of the docs to $work/blocks/N and a line "N<TAB>file:line<TAB>
-# skip<TAB>dir<TAB>fleet|alone" to $work/index, skip being "-" for a block to run (read splits on
-# runs of tabs, so no field may be empty).
+# preflight names every tool the blocks and this script need that is missing.
+preflight() {
+	local missing=()
+	psql_bin=$(pg_bin psql 2>/dev/null || command -v psql || true)
+	[ -n "$psql_bin" ] || missing+=("psql (Debian: postgresql-client)")
+	for tool in curl jq dot pkill setsid timeout git; do
+		command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		echo "docs-check: missing ${missing[*]} (.ci/run installs them)"
+		exit 1
+	fi
+}
+
+# fresh_modules checks the modules of a fresh checkout of HEAD: a file left untracked or edited in
+# the working tree cannot hide a go.mod that lacks a requirement.
+fresh_modules() {
+	git worktree add --detach --quiet "$work/clone" HEAD
+	(cd "$work/clone" && scripts/check-modules.sh)
+}
+
+# ports_free fails naming make run's fixed ports that something already holds: a block would talk
+# to that process instead of its own.
+ports_free() {
+	local held=()
+	for port in 8081 8082 8083 8084 8085 8086 8089 8090 8094; do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			held+=("$port")
+		fi
+	done
+	if [ ${#held[@]} -gt 0 ]; then
+		echo "docs-check: ports ${held[*]} are taken (make run? ss -ltnp shows by whom); stop it and run again"
+		exit 1
+	fi
+}
+
+# blocks writes each fenced shell block of the tracked Markdown files to $work/blocks/N and a line
+# "N<TAB>file:line<TAB>mode<TAB>arg<TAB>dir" to $work/index: mode is fleet, alone, skip or untagged,
+# arg the group or the reason ("-" when none: read splits on runs of tabs, so no field is empty).
 blocks() {
 	mkdir -p "$work/blocks"
-	awk -v dir="$work/blocks" '
+	git ls-files -z '*.md' | xargs -0 awk -v dir="$work/blocks" '
 		FNR == 1 { inblock = 0 }
-		!inblock && /^```[a-z]* .*docs-check/ {
-			n++; inblock = 1; skip = "-"; in_dir = "."; alone = "fleet"
-			if ($0 ~ /docs-check-alone/) alone = "alone"
-			if (match($0, /docs-check-skip=[^ ]+/)) skip = substr($0, RSTART + 16, RLENGTH - 16)
+		!inblock && /^```(sh|bash|shell)( |$)/ {
+			n++; inblock = 1; mode = "untagged"; arg = "-"; in_dir = "."
+			if ($0 ~ / docs-check( |$)/) mode = "fleet"
+			if (match($0, /docs-check-alone(=[^ ]+)?/)) {
+				mode = "alone"; arg = substr($0, RSTART + 16, RLENGTH - 16); sub(/^=/, "", arg)
+				if (arg == "") arg = "block" n
+			}
+			if (match($0, /docs-check-skip=[^ ]+/)) { mode = "skip"; arg = substr($0, RSTART + 16, RLENGTH - 16) }
 			if (match($0, /docs-check-in=[^ ]+/)) in_dir = substr($0, RSTART + 14, RLENGTH - 14)
-			printf "%d\t%s:%d\t%s\t%s\t%s\n", n, FILENAME, FNR, skip, in_dir, alone
+			printf "%d\t%s:%d\t%s\t%s\t%s\n", n, FILENAME, FNR, mode, arg, in_dir
 			out = dir "/" n
 			printf "" > out
 			next
 		}
-		inblock && /^```/ { inblock = 0; close(out); next }
-		inblock { print > out }
-	' "${files[@]}" >"$work/index"
+		!inblock && /^```/ { inblock = 2; next }
+		inblock == 2 && /^```/ { inblock = 0; next }
+		inblock == 1 && /^```/ { inblock = 0; close(out); next }
+		inblock == 1 { print > out }
+	' >"$work/index"
 }
 
-# start_fleet runs make run's fleet (devrun) on a fresh database until the demos are done.
-start_fleet() {
-	db="drover_docs_check_$$"
-	psql "$server" -qXc "CREATE DATABASE $db" >/dev/null
+# scratch is the repository seen through links, where the blocks run.
+scratch() {
+	mkdir -p "$work/root" "$work/xdg"
+	# A block may run a program as another user (run-limited-db.sh's Postgres) that must reach
+	# the tree through these links.
+	chmod 755 "$work" "$work/root"
+	for entry in "$root"/* "$root/.data"; do
+		ln -s "$entry" "$work/root/"
+	done
+}
+
+# db_url is server's URL with database name $1.
+db_url() { printf '%s' "$server" | sed -E "s#^([a-z]+://[^/?]*)(/[^?]*)?#\\1/$1#"; }
+
+# block_env is the environment a block runs in: the machine's basics and Go's settings, none of
+# the caller's Drover settings, and no config file for drover.
+block_env=()
+make_block_env() {
+	block_env=(env -i "PATH=$PATH" "HOME=$HOME" "TMPDIR=${TMPDIR:-/tmp}" "LANG=${LANG:-C.UTF-8}" "XDG_CONFIG_HOME=$work/xdg")
+	for v in GOPATH GOCACHE GOMODCACHE GOFLAGS GOPROXY GOTOOLCHAIN; do
+		if [ -n "${!v:-}" ]; then block_env+=("$v=${!v}"); fi
+	done
+}
+
+passed=0 failed=0 skipped=0
+
+# run_block runs block n (found at where) from dir with the extra environment in $@ and counts it.
+run_block() {
+	local n=$1 where=$2 dir=$3
+	shift 3
+	# stdin is not the caller's: the loops over $work/index read it.
+	if (cd "$work/root/$dir" && timeout 300 "${block_env[@]}" "$@" bash -euo pipefail "$work/blocks/$n") </dev/null >"$work/out.$n" 2>&1; then
+		echo "ok    $where"
+		passed=$((passed + 1))
+		return 0
+	fi
+	echo "FAIL  $where:"
+	sed 's/^/      /' "$work/blocks/$n"
+	echo "    printed:"
+	sed 's/^/      /' "$work/out.$n" | tail -n 30
+	failed=$((failed + 1))
+	return 1
+}
+
+# run_group runs the alone blocks of one group, listed in $work/group, in a session of their own
+# on a fresh database, then stops what they left running and drops the database.
+run_group() {
+	local name=$1 db="drover_docs_alone_$$_$1"
+	"$psql_bin" "$server" -qXc "CREATE DATABASE $db" >/dev/null
 	local url
 	url=$(db_url "$db")
-	echo "docs-check: make run's fleet on database $db (log $work/fleet.log)"
-	.data/bin/devrun -bin .data/bin -database-url "$url" >"$work/fleet.log" 2>&1 &
+	(
+		# The session's leader runs the blocks, so every process they start is in it.
+		exec setsid bash -c '
+			set -u
+			while IFS=$'"'"'\t'"'"' read -r n where dir; do
+				if ! (cd "'"$work"'/root/$dir" && timeout 300 "$@" bash -euo pipefail "'"$work"'/blocks/$n") </dev/null >"'"$work"'/out.$n" 2>&1; then
+					echo "$n" >"'"$work"'/failed.'"$name"'"
+					exit 1
+				fi
+				echo "$n" >>"'"$work"'/passed.'"$name"'"
+			done <"'"$work"'/group"
+		' group "${block_env[@]}" "DATABASE_URL=$url"
+	) </dev/null &
+	session=$!
+	wait "$session" || true
+	pkill -TERM -s "$session" 2>/dev/null || true
+	sleep 1
+	pkill -KILL -s "$session" 2>/dev/null || true
+	session=""
+	"$psql_bin" "$server" -qXc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+	local n where rest # not the caller's: bash's locals are dynamically scoped
+	while IFS=$'\t' read -r n where rest; do
+		if grep -qx "$n" "$work/passed.$name" 2>/dev/null; then
+			echo "ok    $where"
+			passed=$((passed + 1))
+		elif grep -qx "$n" "$work/failed.$name" 2>/dev/null; then
+			echo "FAIL  $where:"
+			sed 's/^/      /' "$work/blocks/$n"
+			echo "    printed:"
+			sed 's/^/      /' "$work/out.$n" | tail -n 30
+			failed=$((failed + 1))
+		else
+			echo "FAIL  $where: not run, an earlier block of its group failed"
+			failed=$((failed + 1))
+		fi
+	done <"$work/group"
+}
+
+# alone_phase runs the alone blocks, a group at a time, in the order they stand in the docs.
+alone_phase() {
+	local current="" n where mode arg dir
+	: >"$work/group"
+	while IFS=$'\t' read -r n where mode arg dir; do
+		[ "$mode" = alone ] || continue
+		if [ -n "$current" ] && [ "$arg" != "$current" ]; then
+			run_group "$current"
+			: >"$work/group"
+		fi
+		current=$arg
+		printf '%s\t%s\t%s\n' "$n" "$where" "$dir" >>"$work/group"
+	done <"$work/index"
+	if [ -n "$current" ]; then run_group "$current"; fi
+}
+
+# start_fleet runs make run's fleet (devrun) on a fresh database until the demos are done, and
+# fails when a demo did.
+start_fleet() {
+	fleet_db="drover_docs_check_$$"
+	"$psql_bin" "$server" -qXc "CREATE DATABASE $fleet_db" >/dev/null
+	echo "docs-check: make run's fleet on database $fleet_db (output in $work/fleet.log)"
+	: >"$work/fleet.log"
+	"${block_env[@]}" .data/bin/devrun -bin .data/bin -logs "$work/logs" -database-url "$(db_url "$fleet_db")" >"$work/fleet.log" 2>&1 &
 	fleet_pid=$!
 	for _ in $(seq 1 600); do
 		if grep -q "serving until Ctrl-C" "$work/fleet.log"; then
+			if grep -q " ERR " "$work/fleet.log"; then
+				echo "docs-check: make run's demos failed:"
+				grep " ERR " "$work/fleet.log"
+				return 1
+			fi
 			return 0
 		fi
 		if ! kill -0 "$fleet_pid" 2>/dev/null; then
@@ -87,75 +250,46 @@ start_fleet() {
 	return 1
 }
 
-# scratch is the repository seen through links, where the blocks run.
-scratch() {
-	mkdir -p "$work/root"
-	for entry in "$root"/* "$root/.data"; do
-		ln -s "$entry" "$work/root/"
-	done
-}
-
-scripts/check-modules.sh
+preflight
+fresh_modules
 make --no-print-directory build
 scratch
 blocks
-if [ ! -s "$work/index" ]; then
-	echo "docs-check: no block of ${files[*]} is marked docs-check"
-	exit 1
-fi
+make_block_env
 server=$(scripts/devdb.sh url)
 
-passed=0 failed=0 skipped=0
+untagged=0
+while IFS=$'\t' read -r n where mode arg _; do
+	case "$mode" in
+	untagged)
+		echo "FAIL  $where: a shell block with no docs-check tag (docs-check, docs-check-alone or docs-check-skip=docker|kubernetes|chain|make-bench|ci)"
+		untagged=$((untagged + 1))
+		;;
+	skip)
+		case "$arg" in
+		docker | kubernetes | chain | make-bench | ci) ;;
+		*)
+			echo "FAIL  $where: docs-check-skip=$arg: a block may be skipped only for docker, kubernetes, chain, make-bench or ci"
+			untagged=$((untagged + 1))
+			;;
+		esac
+		;;
+	esac
+done <"$work/index"
+failed=$untagged
 
-# run_block runs block n (from where, in dir) and counts it.
-run_block() {
-	local n=$1 where=$2 dir=$3
-	if (cd "$work/root/$dir" && timeout 300 bash -euo pipefail "$work/blocks/$n") >"$work/out.$n" 2>&1; then
-		echo "ok    $where"
-		passed=$((passed + 1))
-		return
-	fi
-	echo "FAIL  $where:"
-	sed 's/^/      /' "$work/blocks/$n"
-	echo "    printed:"
-	sed 's/^/      /' "$work/out.$n" | tail -n 30
-	failed=$((failed + 1))
-}
-
-# run_alone runs block n in a session of its own on a fresh database, then stops what it left
-# running (the services it started in the background) and drops the database.
-run_alone() {
-	local n=$1 where=$2 dir=$3 alone_db="drover_docs_alone_$$_$1"
-	psql "$server" -qXc "CREATE DATABASE $alone_db" >/dev/null
-	DATABASE_URL=$(db_url "$alone_db") setsid bash -c "$(declare -f run_block); work=$work; passed=0; failed=0; run_block $n $where $dir; exit \$failed" &
-	local pid=$!
-	local status=0
-	wait "$pid" || status=$?
-	# By session: timeout gives the block a process group of its own, but not a session.
-	pkill -TERM -s "$pid" 2>/dev/null || true
-	sleep 1
-	pkill -KILL -s "$pid" 2>/dev/null || true
-	psql "$server" -qXc "DROP DATABASE IF EXISTS $alone_db WITH (FORCE)" >/dev/null 2>&1 || true
-	if [ "$status" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fi
-}
-
-# db_url is server's URL with database name $1.
-db_url() { printf '%s' "$server" | sed -E "s#^([a-z]+://[^/]*)/[^?]*#\\1/$1#"; }
-
-for phase in alone fleet; do
-	[ "$phase" = fleet ] && start_fleet
-	while IFS=$'\t' read -r n where skip in_dir mode; do
-		[ "$mode" = "$phase" ] || continue
-		if [ "$skip" != "-" ]; then
-			echo "skip  $where (needs $skip)"
-			skipped=$((skipped + 1))
-		elif [ "$mode" = alone ]; then
-			run_alone "$n" "$where" "$in_dir"
-		else
-			run_block "$n" "$where" "$in_dir"
-		fi
-	done <"$work/index"
-done
+ports_free
+alone_phase
+start_fleet
+while IFS=$'\t' read -r n where mode arg dir; do
+	case "$mode" in
+	fleet) run_block "$n" "$where" "$dir" || true ;;
+	skip)
+		echo "skip  $where (needs $arg)"
+		skipped=$((skipped + 1))
+		;;
+	esac
+done <"$work/index"
 
 echo "docs-check: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
