@@ -96,9 +96,6 @@ func NewProcess(pool *pgxpool.Pool, svc Service, cfg ProcessConfig) *Process {
 // ID is the River client ID the process's record is keyed by.
 func (p *Process) ID() string { return p.cfg.ID }
 
-// Timeout is the process's LIVENESS_TIMEOUT.
-func (p *Process) Timeout() time.Duration { return p.cfg.Timeout }
-
 // Register writes the process's liveness record. A record already there under the same ID is
 // an earlier process's, restarted under it (a pod's WORKER_ID): its running jobs, which no job of
 // this process can be yet, are given back at once, as at a clean stop, and the record replaced.
