@@ -99,9 +99,13 @@ func (p *Process) ID() string { return p.cfg.ID }
 // Register writes the process's liveness record. A record already there under the same ID is
 // an earlier process's, restarted under it (a pod's WORKER_ID): its running jobs, which no job of
 // this process can be yet, are given back at once, as at a clean stop, and the record replaced.
-func (p *Process) Register(ctx context.Context) error {
+func (p *Process) Register(ctx context.Context) error { return p.register(ctx, p.pool) }
+
+// register is Register on db: the pool at start, the held connection when the process registers
+// again after it was declared dead.
+func (p *Process) register(ctx context.Context, db DB) error {
 	sent := p.now()
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		res, err := p.takeOver(ctx, tx, "was replaced by a process started under the same id")
 		if err != nil {
 			return err
@@ -204,7 +208,7 @@ func (p *Process) renew(ctx context.Context) {
 		n := p.loseJobs(fmt.Errorf("%w: process %s was declared dead and its jobs were given back", ErrLivenessLost, p.cfg.ID))
 		p.cfg.Logger.WarnContext(ctx, "liveness: this process was declared dead; stopped the jobs it lost and registered again",
 			"process", p.cfg.ID, "jobs_stopped", n)
-		if err := p.Register(ctx); err != nil && ctx.Err() == nil {
+		if err := p.register(rctx, conn); err != nil && ctx.Err() == nil {
 			p.cfg.Logger.WarnContext(ctx, "liveness", "error", err)
 		}
 	case ctx.Err() != nil: // stopping: the record stays until Leave removes it

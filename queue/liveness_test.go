@@ -376,6 +376,18 @@ func (b *livenessBundle) waitRenewal(t *testing.T, id string) {
 	require.Eventually(t, func() bool { return renewed().After(first) }, 20*time.Second, 20*time.Millisecond, "%s never renewed", id)
 }
 
+// killHolding starts TestHelperLivenessProcess as process id, waits until it runs a job and
+// SIGKILLs it, and returns the job it was running.
+func (b *livenessBundle) killHolding(t *testing.T, id string) int64 {
+	t.Helper()
+	cmd := b.startHelper(t, id)
+	job := b.insert(t, nil)
+	b.waitState(t, job, rivertype.JobStateRunning)
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	_ = cmd.Wait()
+	return job
+}
+
 // sweepUntil sweeps b's schema every second, as a surviving replica does, until done is closed.
 func (b *livenessBundle) sweepUntil(t *testing.T, done <-chan struct{}) {
 	t.Helper()
@@ -401,11 +413,7 @@ func (b *livenessBundle) sweepUntil(t *testing.T, done <-chan struct{}) {
 func TestKilledProcessJobsComeBack(t *testing.T) {
 	t.Parallel()
 	b := setupLiveness(t)
-	cmd := b.startHelper(t, "doomed")
-	id := b.insert(t, nil)
-	b.waitState(t, id, rivertype.JobStateRunning)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	id := b.killHolding(t, "doomed")
 	done := make(chan struct{})
 	defer close(done)
 	b.sweepUntil(t, done)
@@ -452,11 +460,7 @@ func TestStalledProcessIsNotSwept(t *testing.T) {
 func TestRestartUnderTheSameIDGivesBackTheDeadJobs(t *testing.T) {
 	t.Parallel()
 	b := setupLiveness(t)
-	cmd := b.startHelper(t, "pod-0")
-	id := b.insert(t, nil)
-	b.waitState(t, id, rivertype.JobStateRunning)
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	_ = cmd.Wait()
+	id := b.killHolding(t, "pod-0")
 	b.startHelper(t, "pod-0")
 	require.Eventually(t, func() bool {
 		job := b.job(t, id)
