@@ -38,7 +38,7 @@ docs-check: ## run every README command marked docs-check against a fresh make r
 	@scripts/docs-check.sh
 
 .PHONY: bench
-bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh; BENCH=build runs one)
+bench: ## run the benchmarks; each prints our figure, its floor and the ratio (scripts/bench.sh; BENCH=build runs one, BENCH=build-list the group list)
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/bench.sh
 
 .PHONY: generate

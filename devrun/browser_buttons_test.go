@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,9 +84,83 @@ func apiGet(t *testing.T, token, u string, out any) int {
 	return status
 }
 
+// buildArgs are the args of a build_run River job: the build it runs.
+type buildArgs struct {
+	GroupID int64  `json:"group_id"`
+	JobID   int64  `json:"job_id"`
+	JobName string `json:"job_name"`
+	Attempt int    `json:"attempt"`
+}
+
+// apiBuild is a build job as the scheduler's API shows it.
+type apiBuild struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Attempt int    `json:"attempt"`
+}
+
+// groupBuilds returns group id's jobs from the scheduler's API, by job id.
+func groupBuilds(t *testing.T, base, token string, id int64) map[int64]apiBuild {
+	t.Helper()
+	var page struct{ Items []apiBuild }
+	require.Equal(t, http.StatusOK, apiGet(t, token, fmt.Sprintf("%s/v1/groups/%d/jobs", base, id), &page))
+	out := map[int64]apiBuild{}
+	for _, j := range page.Items {
+		out[j.ID] = j
+	}
+	return out
+}
+
+// demoBuildRows checks every build_run River job of the demo group (the group of its failed
+// docs-build) against the scheduler's API: each names in its args the build it ran, that job,
+// under that name, as the attempt the API shows, ended as River shows it. It returns a check of
+// each row's page in River UI: its args naming the build.
+func demoBuildRows(t *testing.T, f *fleet, opts options) []jobCheck {
+	t.Helper()
+	base := f.url("build-scheduler")
+	var group int64
+	rows := map[string][]riverJob{}
+	for _, state := range []string{"completed", "discarded", "cancelled", "running", "available"} {
+		rows[state] = riverJobs(t, base, opts.token, "build_run", state)
+		for _, j := range rows[state] {
+			var args buildArgs
+			require.NoError(t, json.Unmarshal([]byte(j.Args), &args))
+			if state == "discarded" && args.JobName == "docs-build" {
+				group = args.GroupID
+			}
+		}
+	}
+	require.NotZero(t, group, "the demo's docs-build build_run is not discarded")
+	jobs := groupBuilds(t, base, opts.token, group)
+	want := map[string]string{"completed": "complete", "discarded": "job_failed"}
+	var checks []jobCheck
+	for state, list := range rows {
+		for _, j := range list {
+			var args buildArgs
+			require.NoError(t, json.Unmarshal([]byte(j.Args), &args))
+			if args.GroupID != group {
+				continue
+			}
+			job, ok := jobs[args.JobID]
+			require.True(t, ok, "River job %d names job %d, which group %d does not have", j.ID, args.JobID, group)
+			require.Equal(t, job.Name, args.JobName, "River job %d names its build", j.ID)
+			require.Equal(t, job.Attempt, args.Attempt, "River job %d names the attempt the API shows for %s", j.ID, job.Name)
+			require.Equal(t, want[state], job.State, "River job %d is %s: the API shows %s %s", j.ID, state, job.Name, job.State)
+			checks = append(checks, jobCheck{
+				Check: fmt.Sprintf("the demo's %s row names its build", job.Name), ID: j.ID,
+				Texts: []string{"build_run", "State\n" + strings.ToUpper(state[:1]) + state[1:], `"job_name"`, `"attempt"`, `"` + job.Name + `"`},
+			})
+		}
+	}
+	require.Len(t, checks, len(jobs)-1, "one River job per build of the demo group, which ran all but docs-publish")
+	return checks
+}
+
 // buildRetry prepares the Retry of the demo's failed docs-build: its source file now exists, so
 // the build succeeds when it runs again. It returns the press and a check of the outcome: the
-// group completes.
+// group completes, and the build ran again as attempt 2, which the API shows and a River job of
+// its own names.
 func buildRetry(t *testing.T, f *fleet, opts options) (press, func()) {
 	t.Helper()
 	base := f.url("build-scheduler")
@@ -115,6 +190,22 @@ func buildRetry(t *testing.T, f *fleet, opts options) (press, func()) {
 			apiGet(t, opts.token, fmt.Sprintf("%s/v1/groups/%d", base, args.GroupID), &g)
 			return g.State == "complete", fmt.Sprintf("%s %v", g.State, g.Counts)
 		})
+		var docs apiBuild
+		for _, j := range groupBuilds(t, base, opts.token, args.GroupID) {
+			if j.Name == "docs-build" {
+				docs = j
+			}
+		}
+		require.Equal(t, 2, docs.Attempt, "the API shows the Retry's run as attempt 2")
+		var rerun *riverJob
+		for _, j := range riverJobs(t, base, opts.token, "build_run", "completed") {
+			var a buildArgs
+			require.NoError(t, json.Unmarshal([]byte(j.Args), &a))
+			if a.JobID == docs.ID && a.Attempt == 2 {
+				rerun = &j
+			}
+		}
+		require.NotNil(t, rerun, "River UI shows attempt 2 of docs-build completed, on a River job naming it")
 	}
 	return press{Check: "Retry on the failed docs-build", URL: base, ID: failed.ID, Button: "Retry", State: "Completed"}, check
 }
@@ -167,8 +258,8 @@ func makeRetry(t *testing.T, f *fleet, opts options) (press, func()) {
 	return press{Check: "Retry on an errored make", URL: base, ID: errored[0].ID, Button: "Retry", State: "Completed"}, check
 }
 
-// buildCancel starts a long build and returns the press of Cancel on its running token. The
-// check: the build's job and group end cancelled.
+// buildCancel starts a long build and returns the press of Cancel on its running River job,
+// whose args name it. The check: the build's job and group end cancelled, at attempt 1.
 func buildCancel(t *testing.T, f *fleet, opts options) (press, func()) {
 	t.Helper()
 	base := f.url("build-scheduler")
@@ -180,14 +271,14 @@ func buildCancel(t *testing.T, f *fleet, opts options) (press, func()) {
 		"name": "cancel-me", "jobs": []map[string]any{{"name": "long", "target": "x86_64-linux", "command": []string{"sleep", "600"}}},
 	}, &g)
 	require.NoError(t, err)
-	var token int64
+	var running int64
 	eventually(t, fmt.Sprintf("group %d's build running", g.ID), func() (bool, string) {
 		for _, j := range riverJobs(t, base, opts.token, "build_run", "running") {
-			var args struct {
-				GroupID int64 `json:"group_id"`
-			}
+			var args buildArgs
 			if json.Unmarshal([]byte(j.Args), &args) == nil && args.GroupID == g.ID {
-				token = j.ID
+				require.Equal(t, "long", args.JobName)
+				require.Equal(t, 1, args.Attempt)
+				running = j.ID
 				return true, ""
 			}
 		}
@@ -202,6 +293,9 @@ func buildCancel(t *testing.T, f *fleet, opts options) (press, func()) {
 			apiGet(t, opts.token, fmt.Sprintf("%s/v1/groups/%d", base, g.ID), &got)
 			return got.State == "canceled" && got.Counts["cancel_complete"] == 1, fmt.Sprintf("%s %v", got.State, got.Counts)
 		})
+		for _, j := range groupBuilds(t, base, opts.token, g.ID) {
+			require.Equal(t, 1, j.Attempt, "the cancelled build stays at its attempt")
+		}
 	}
-	return press{Check: "Cancel on a running build", URL: base, ID: token, Button: "Cancel", State: "Cancelled"}, check
+	return press{Check: "Cancel on a running build", URL: base, ID: running, Button: "Cancel", State: "Cancelled"}, check
 }

@@ -66,7 +66,8 @@ type jobCheck struct {
 }
 
 // TestRiverUIInABrowser runs make run's fleet and demos, then logs into every service's River UI
-// in headless Chromium and checks what an operator sees; then it presses Cancel on a running
+// in headless Chromium and checks what an operator sees, every build_run River job of the demo
+// group naming in its args the build it ran; then it presses Cancel on a running
 // build, Retry on the demo's failed build once its source file exists and Retry on an errored
 // make once its upstream row is fixed, and checks each did what it says (docs/river-ui-actions.md). Without Chromium, Node and npm it is
 // skipped, except under CI=true, where it fails.
@@ -96,6 +97,9 @@ func TestRiverUIInABrowser(t *testing.T) {
 		check := serviceCheck{Name: want.service, URL: url, Queues: want.queues}
 		for _, job := range want.jobs {
 			check.Jobs = append(check.Jobs, findJob(t, url, opts.token, job))
+		}
+		if want.service == "build-scheduler" {
+			check.Jobs = append(check.Jobs, demoBuildRows(t, f, opts)...)
 		}
 		spec.Services = append(spec.Services, check)
 	}

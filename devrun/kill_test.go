@@ -132,6 +132,9 @@ func testKilledReplicas(t *testing.T, b *droverBundle) {
 		require.Equal(t, http.StatusOK, riverUIGet(t, base, token, fmt.Sprintf("/riverui/api/jobs/%d", id), &rescued))
 		require.NotEmpty(t, rescued.Errors, "%s job %d", base, id)
 		require.Contains(t, rescued.Errors[0].Error, "rescued from process "+dead[base])
+		if base == scheduler {
+			require.Contains(t, rescued.Errors[0].Error, "attempt 2 replaces it as River job", "the dead build's River job names the attempt that replaced it")
+		}
 	}
 }
 

@@ -1,11 +1,15 @@
 package queue
 
 import (
+	"context"
+	"encoding/json"
+	"time"
+
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
 
-// QueueBuildScheduler is the queue the build-scheduler works: reports from build workers and its
-// own maintenance jobs.
+// QueueBuildScheduler is the queue the build-scheduler works: its own maintenance jobs.
 const QueueBuildScheduler = "build_scheduler"
 
 // BuildQueue is the River queue of build jobs for target. River queue names allow only lowercase
@@ -13,32 +17,86 @@ const QueueBuildScheduler = "build_scheduler"
 // scheduler accepts only targets that keep the name valid (x86_64-linux → build_x86_64-linux).
 func BuildQueue(target string) string { return "build_" + target }
 
-// BuildRunArgs is a dispatch token for one ready job of Target. A build worker that receives it
-// claims the best ready job of that target at that moment (oldest group first, then priority), so
-// the order jobs go out is decided by the scheduler's table rather than by River's queue order.
-// The scheduler inserts exactly one token every time a job becomes ready.
+// BuildRunArgs is one attempt at one build job: the worker that River's fetch hands it to runs
+// exactly this job, as this attempt. The scheduler inserts it in the transaction that makes the
+// job ready (or gives it a new attempt), placed in the scheduler's order among its target's
+// builds (InOrder). It carries what the build needs, so that the worker runs it without reading
+// the job graph first.
 type BuildRunArgs struct {
-	// Target is the platform whose ready jobs this token may claim, e.g. x86_64-linux.
+	// Target is the platform the job builds on, e.g. x86_64-linux; its queue is BuildQueue(Target).
 	Target string `json:"target"`
 
-	// GroupID and JobID name the job whose becoming ready inserted the token, for people reading
-	// River UI; the worker may claim another job of the same target.
-	GroupID int64 `json:"group_id"`
-	JobID   int64 `json:"job_id"`
-
-	// JobName is that job's name within its group, also for River UI; empty on a token the
-	// watchdog re-inserts for a target, which names no job.
+	// GroupID, JobID and JobName name the build: its group, its job and the job's name within
+	// the group.
+	GroupID int64  `json:"group_id"`
+	JobID   int64  `json:"job_id"`
 	JobName string `json:"job_name,omitempty"`
+
+	// Attempt is the job's attempt this River job runs, from 1. Every attempt has a River job
+	// of its own: River UI's Retry of a failed or cancelled build inserts the next attempt's,
+	// and the retried one completes naming it.
+	Attempt int `json:"attempt,omitempty"`
+
+	// Command is the argv to run; Env is added to the worker's minimal environment; Payload, if
+	// any, is written to $DROVER_PAYLOAD_FILE; TimeoutMS bounds the run.
+	Command   []string          `json:"command,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+	Payload   json.RawMessage   `json:"payload,omitempty"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty"`
+
+	order time.Time // the River job's scheduled_at (InOrder), not part of the args
+}
+
+// InOrder returns a placed at rank in its group's order: its River job is available at once,
+// with scheduled_at BuildOrder(a.GroupID, rank), so River's fetch takes it in the scheduler's
+// order.
+func (a BuildRunArgs) InOrder(rank int) BuildRunArgs {
+	a.order = BuildOrder(a.GroupID, rank)
+	return a
+}
+
+// Hooks gives BuildRunArgs River's insert hook that places it in order: River inserts a job with
+// InsertOpts.ScheduledAt as scheduled, whatever the time, and only its scheduler (on the leader,
+// every 5 s) makes it available. The hook sets scheduled_at on a job River inserts available
+// instead, which River's fetch takes at once, in scheduled_at order.
+func (BuildRunArgs) Hooks() []rivertype.Hook { return []rivertype.Hook{&buildOrderHook{}} }
+
+// buildOrderHook is BuildRunArgs' insert hook.
+type buildOrderHook struct{ river.HookDefaults }
+
+func (*buildOrderHook) InsertBegin(_ context.Context, p *rivertype.JobInsertParams) error {
+	if a, ok := p.Args.(BuildRunArgs); ok && !a.order.IsZero() && p.State == rivertype.JobStateAvailable {
+		p.ScheduledAt = &a.order
+	}
+	return nil
 }
 
 // Kind is the job kind of BuildRunArgs.
 func (BuildRunArgs) Kind() string { return "build_run" }
 
-// InsertOpts pins BuildRunArgs to its target's queue. MaxAttempts is high because a token is
-// cheap and losing one would leave a ready job without a worker until the watchdog notices.
+// InsertOpts pins BuildRunArgs to its target's queue, with one attempt: River never runs an
+// attempt at a build twice on its own. A build whose worker died gets a new attempt as a new
+// River job from the scheduler (the liveness sweep), and River UI's Retry, which raises River's
+// count, is how a person runs a finished build again.
 func (a BuildRunArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: BuildQueue(a.Target), MaxAttempts: 25}
+	return river.InsertOpts{Queue: BuildQueue(a.Target), MaxAttempts: 1}
 }
+
+// BuildOrderJobsPerGroup is the most jobs a group can have for BuildOrder to order them.
+const BuildOrderJobsPerGroup = 1 << 20
+
+// BuildOrder is the scheduled_at of a build_run job: River's fetch orders a queue's available
+// jobs by priority, then scheduled_at, then id, so with every build at River's default priority
+// the oldest group's builds come first, and within a group they come by rank (the job's place
+// by highest priority, then lowest id). The time is rank microseconds past group·2^20 µs after
+// the Unix epoch: in the past, so the job is available at once, for group ids up to about 1.7
+// billion (BuildOrderMaxGroup).
+func BuildOrder(groupID int64, rank int) time.Time {
+	return time.UnixMicro(groupID*BuildOrderJobsPerGroup + int64(rank)).UTC()
+}
+
+// BuildOrderMaxGroup is the largest group id whose BuildOrder is in the past at now.
+func BuildOrderMaxGroup(now time.Time) int64 { return now.UnixMicro()/BuildOrderJobsPerGroup - 1 }
 
 // BuildOutcome is how an attempt at a build ended, as its worker reports it.
 type BuildOutcome string
@@ -53,37 +111,4 @@ const (
 // BuildOutcomes returns every build outcome.
 func BuildOutcomes() []BuildOutcome {
 	return []BuildOutcome{BuildSucceeded, BuildFailed, BuildCancelled}
-}
-
-// BuildReportArgs carries the outcome of one attempt at a job from a build worker to the
-// scheduler. Attempt and LeaseToken identify the attempt: a report from an attempt whose lease was
-// lost (the job was handed to another worker meanwhile) changes nothing.
-type BuildReportArgs struct {
-	JobID      int64 `json:"job_id"`
-	Attempt    int   `json:"attempt"`
-	LeaseToken int64 `json:"lease_token"`
-
-	// Outcome is BuildSucceeded, BuildFailed or BuildCancelled.
-	Outcome BuildOutcome `json:"outcome"`
-
-	// AsBuilt identifies what a successful build produced.
-	AsBuilt string `json:"as_built,omitempty"`
-
-	// ExitCode is the command's exit status; -1 when it did not exit on its own.
-	ExitCode int `json:"exit_code"`
-
-	// Error says why a failed attempt failed.
-	Error string `json:"error,omitempty"`
-
-	// LogIncomplete is set when some of the attempt's output could not be stored. The build's
-	// outcome stands regardless: a dropped log never fails a job.
-	LogIncomplete bool `json:"log_incomplete,omitempty"`
-}
-
-// Kind is the job kind of BuildReportArgs.
-func (BuildReportArgs) Kind() string { return "build_report" }
-
-// InsertOpts pins BuildReportArgs to QueueBuildScheduler.
-func (BuildReportArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueBuildScheduler, MaxAttempts: 25}
 }

@@ -48,6 +48,10 @@ type ProcessConfig struct {
 
 	// OnDead is told how many processes a sweep of this process declared dead (metrics).
 	OnDead func(n int)
+
+	// Takeovers, by kind, run in the transaction of every sweep, takeover and leave of this
+	// process that gives back jobs of that kind (see Takeover).
+	Takeovers map[string]Takeover
 }
 
 // Process is one River client process's liveness: a record in its service's processes table that
@@ -130,7 +134,7 @@ func (p *Process) takeOver(ctx context.Context, tx pgx.Tx, reason string) (Sweep
 		return SweepResult{}, err
 	}
 	mine[0].reason = reason
-	return rescue(ctx, tx, p.schema, mine)
+	return rescue(ctx, tx, p.schema, mine, p.cfg.Takeovers)
 }
 
 // Run renews the record and sweeps the schema's dead processes every Timeout/6 until ctx ends,
@@ -265,7 +269,7 @@ func (p *Process) Leave(ctx context.Context) error {
 }
 
 func (p *Process) sweepOpts() SweepOptions {
-	return SweepOptions{Logger: p.cfg.Logger, OnRescue: p.cfg.OnRescue, OnDead: p.cfg.OnDead}
+	return SweepOptions{Logger: p.cfg.Logger, OnRescue: p.cfg.OnRescue, OnDead: p.cfg.OnDead, Takeovers: p.cfg.Takeovers}
 }
 
 func (p *Process) table() string { return pgx.Identifier{p.schema, "processes"}.Sanitize() }

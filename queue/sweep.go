@@ -16,11 +16,31 @@ import (
 	"github.com/riverqueue/river/rivertype"
 )
 
-// SweepOptions is who hears of a sweep that gave jobs back.
+// SweepOptions is who hears of a sweep that gave jobs back, and what it does beyond River's
+// rescue for some kinds.
 type SweepOptions struct {
-	Logger   *slog.Logger
-	OnRescue func(kind string, n int) // jobs given back, by kind
-	OnDead   func(n int)              // processes a sweep declared dead
+	Logger    *slog.Logger
+	OnRescue  func(kind string, n int) // jobs given back, by kind
+	OnDead    func(n int)              // processes a sweep declared dead
+	Takeovers map[string]Takeover      // by kind
+}
+
+// A Takeover is what a kind's running jobs need, beyond River's rescue, when their process is
+// gone. It runs in the transaction that gives them back, before River's rescue ends or retries
+// them, so that whatever replaces a job commits with its end. It returns, by job id, a note on
+// what became of the job's work (for example the new attempt that replaced it), which is added to
+// the error River records on the job.
+type Takeover func(ctx context.Context, tx pgx.Tx, jobs []RescuedJob) (map[int64]string, error)
+
+// RescuedJob is a running job of a dead process, as a Takeover sees it.
+type RescuedJob struct {
+	ID      int64
+	Attempt int             // River's attempt
+	Args    json.RawMessage // the job's encoded args
+	Process string          // the dead process's ID
+	// CancelRequested says someone asked River to cancel the job (River UI's Cancel): River's
+	// rescue ends it cancelled.
+	CancelRequested bool
 }
 
 // SweepResult is what one sweep did.
@@ -94,7 +114,7 @@ func Sweep(ctx context.Context, db DB, schema string, opts SweepOptions) (SweepR
 		// come back after it has stopped them, so that its late ends find them no longer running.
 		d.retryAfter = d.timeout / 3
 	}
-	res, err := rescue(ctx, tx, schema, dead)
+	res, err := rescue(ctx, tx, schema, dead, opts.Takeovers)
 	if err != nil {
 		return SweepResult{}, wrapSweep(schema, err)
 	}
@@ -146,21 +166,38 @@ func wrapSweep(schema string, err error) error {
 // was at its last attempt (discarded) or someone asked to cancel it (cancelled). Unlike River's
 // rescuer it retries without backoff, after the process's retryAfter: the job did not fail, its
 // process went away.
-func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) (SweepResult, error) {
+//
+// The takeovers of the jobs' kinds run first, in tx, on the jobs read without a lock, and the
+// jobs are locked for River's rescue after: a service's own rows before River's, the order in
+// which its transactions that touch both lock them (a build's report and a group's cancel lock
+// the job graph's rows, then end or cancel River jobs), so that a sweep and such a transaction
+// never wait on each other. The dead process cannot end its jobs meanwhile, and River's rescue
+// gives back only those still running.
+func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess, takeovers map[string]Takeover) (SweepResult, error) {
 	byID := make(map[string]deadProcess, len(procs))
 	for _, d := range procs {
 		byID[d.ID] = d
 	}
 	ids := slices.Collect(maps.Keys(byID))
 	slices.Sort(ids)
-	jobs, err := runningJobsOf(ctx, tx, schema, ids)
+	var notes map[int64]string
+	if len(takeovers) > 0 {
+		jobs, err := runningJobsOf(ctx, tx, schema, ids, "")
+		if err != nil {
+			return SweepResult{}, err
+		}
+		if notes, err = takeOver(ctx, tx, jobs, takeovers); err != nil {
+			return SweepResult{}, err
+		}
+	}
+	jobs, err := runningJobsOf(ctx, tx, schema, ids, "FOR NO KEY UPDATE")
 	if err != nil {
 		return SweepResult{}, err
 	}
 	res := SweepResult{Processes: ids, Kinds: map[string]int{}}
 	params := &riverdriver.JobRescueManyParams{Schema: schema}
 	for _, j := range jobs {
-		if err := res.add(params, j, byID[j.owner]); err != nil {
+		if err := res.add(params, j, byID[j.owner], notes[j.id]); err != nil {
 			return SweepResult{}, err
 		}
 	}
@@ -176,8 +213,29 @@ func rescue(ctx context.Context, tx pgx.Tx, schema string, procs []deadProcess) 
 	return res, nil
 }
 
-// add adds job j of dead process d to params as River's rescuer would give it back, and counts it.
-func (r *SweepResult) add(params *riverdriver.JobRescueManyParams, j runningJob, d deadProcess) error {
+// takeOver runs the takeovers of jobs' kinds and returns their notes by job id.
+func takeOver(ctx context.Context, tx pgx.Tx, jobs []runningJob, takeovers map[string]Takeover) (map[int64]string, error) {
+	byKind := map[string][]RescuedJob{}
+	for _, j := range jobs {
+		if takeovers[j.kind] != nil {
+			byKind[j.kind] = append(byKind[j.kind], RescuedJob{ID: j.id, Attempt: j.attempt, Args: j.args, Process: j.owner,
+				CancelRequested: j.cancelRequested})
+		}
+	}
+	notes := map[int64]string{}
+	for _, kind := range slices.Sorted(maps.Keys(byKind)) {
+		got, err := takeovers[kind](ctx, tx, byKind[kind])
+		if err != nil {
+			return nil, fmt.Errorf("take over %d %s jobs: %w", len(byKind[kind]), kind, err)
+		}
+		maps.Copy(notes, got)
+	}
+	return notes, nil
+}
+
+// add adds job j of dead process d to params as River's rescuer would give it back, and counts it;
+// note, if any, ends the error River records.
+func (r *SweepResult) add(params *riverdriver.JobRescueManyParams, j runningJob, d deadProcess, note string) error {
 	now := d.sweptAt.UTC()
 	state := rivertype.JobStateRetryable
 	switch {
@@ -189,6 +247,9 @@ func (r *SweepResult) add(params *riverdriver.JobRescueManyParams, j runningJob,
 		r.Retried++
 	}
 	msg := fmt.Sprintf("rescued from process %s (%s on %s, pid %d), which %s", d.ID, d.Name, d.Host, d.PID, d.reason)
+	if note != "" {
+		msg += "; " + note
+	}
 	errData, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(j.attempt, 0), Error: msg})
 	if err != nil {
 		return fmt.Errorf("encode rescue error: %w", err)
@@ -217,24 +278,25 @@ type runningJob struct {
 	maxAttempts     int
 	scheduledAt     time.Time
 	cancelRequested bool
+	args            json.RawMessage
 }
 
 // runningJobsOf reads the running jobs of schema whose current attempt is one of clients'. River
 // appends a client's ID to attempted_by when it fetches a job, so the last element names the
-// process working the current attempt. The rows are locked, so a job is either given back here or
-// ended by its worker, not both half-way.
-func runningJobsOf(ctx context.Context, tx pgx.Tx, schema string, clients []string) ([]runningJob, error) {
+// process working the current attempt. With lock (FOR NO KEY UPDATE) the rows are locked, so a
+// job is either given back here or ended by its worker, not both half-way.
+func runningJobsOf(ctx context.Context, tx pgx.Tx, schema string, clients []string, lock string) ([]runningJob, error) {
 	rows, err := tx.Query(ctx, `SELECT id, kind, attempted_by[cardinality(attempted_by)], attempt, max_attempts,
-			scheduled_at, metadata ? 'cancel_attempted_at'
+			scheduled_at, metadata ? 'cancel_attempted_at', args
 		FROM `+pgx.Identifier{schema, "river_job"}.Sanitize()+`
 		WHERE state = 'running' AND attempted_by[cardinality(attempted_by)] = ANY($1)
-		ORDER BY id FOR NO KEY UPDATE`, clients)
+		ORDER BY id `+lock, clients)
 	if err != nil {
 		return nil, fmt.Errorf("running jobs of %v: %w", clients, err)
 	}
 	jobs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (runningJob, error) {
 		var j runningJob
-		err := row.Scan(&j.id, &j.kind, &j.owner, &j.attempt, &j.maxAttempts, &j.scheduledAt, &j.cancelRequested)
+		err := row.Scan(&j.id, &j.kind, &j.owner, &j.attempt, &j.maxAttempts, &j.scheduledAt, &j.cancelRequested, &j.args)
 		return j, err
 	})
 	if err != nil {

@@ -7,8 +7,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 
 section() { printf '\n== %s\n' "$*"; }
 
-# BENCH picks the benchmarks to run, comma separated: batch, build, populate (default: all).
-# For example BENCH=build make bench runs only the build-scheduler's two.
+# BENCH picks the benchmarks to run, comma separated: batch, build, build-list, populate (default:
+# all). For example BENCH=build make bench runs only the build-scheduler's three, and
+# BENCH=build-list only its group list.
 selected() { [ -z "${BENCH:-}" ] || [[ ",$BENCH," == *",$1,"* ]]; }
 
 # The hot-phase benchmark compares Drover with ComputeHorde's asyncio method, a Python script
@@ -36,6 +37,11 @@ section "build-scheduler: claim+report, 10,000-job graph, 8 worker slots, vs sin
 
 section "build-scheduler end to end: a 10,000-job group over HTTP on 4 build-worker processes × 2 slots, 3 pairs alternated with River's floor (fork/exec and bare); one pair on 1 × 2 slots (spare cores); per-stage trace; the same group on 8 × 8 slots; verdicts"
 (cd "$root/services/build-scheduler" && go run ./cmd/build-e2e-bench -db "$DATABASE_URL")
+fi
+
+if selected build || selected build-list; then
+section "build-scheduler group list: GET /v1/groups?limit=50 over 10,000 groups, 16 connections, vs miner-sync's GET /v1/sync/events?limit=50 over as many rows, 3 rounds alternated"
+(cd "$root/services/build-scheduler" && go test -run '^$' -bench GroupList -benchtime 1x -timeout 10m .)
 fi
 
 if selected populate; then

@@ -24,14 +24,12 @@ type Config struct {
 	MaxJobBytes       int           `envconfig:"MAX_JOB_BYTES" default:"65536" desc:"largest command + payload + env of one job, in bytes"`
 	DefaultJobTimeout time.Duration `envconfig:"DEFAULT_JOB_TIMEOUT" default:"30m" desc:"a job's timeout when it names none"`
 	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest timeout a job may ask for"`
-	TokenSlack        time.Duration `envconfig:"TOKEN_SLACK" default:"1m" desc:"how long a build_run token may take beyond its build (claim, last log chunks, report): River's timeout of a token is MAX_JOB_TIMEOUT plus this; keep it the build-workers' BUILD_WORKER_TOKEN_SLACK"`
+	Slack             time.Duration `envconfig:"SLACK" default:"1m" desc:"how long a build's River job may take beyond the build (last log chunks, report); keep it the build-workers' BUILD_WORKER_SLACK"`
 
-	MaxAttempts      int           `envconfig:"MAX_ATTEMPTS" default:"3" desc:"times a job is handed out before losing its worker fails it"`
-	ReapInterval     time.Duration `envconfig:"REAP_INTERVAL" default:"5s" desc:"how often expired worker leases are looked for"`
-	TokenGrace       time.Duration `envconfig:"TOKEN_GRACE" default:"30s" desc:"how long a ready job may go unclaimed while its target has fewer queued dispatch tokens than ready jobs before the reaper issues one more (a worker lost after taking a token, before claiming)"`
+	MaxAttempts      int           `envconfig:"MAX_ATTEMPTS" default:"3" desc:"attempts a job gets when its worker is lost (it dies, loses its liveness or shuts down mid-build) before it fails"`
+	ReapInterval     time.Duration `envconfig:"REAP_INTERVAL" default:"5s" desc:"how often builds whose River job ended without a report, or was cancelled or deleted in River UI before it ran, are looked for"`
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the watchdog runs"`
 	StallAfter       time.Duration `envconfig:"STALL_AFTER" default:"10m" desc:"how long a group may make no progress with nothing running before the watchdog cancels it"`
-	ReportWorkers    int           `envconfig:"REPORT_WORKERS" default:"8" desc:"concurrent workers of the build_scheduler queue: the watchdog and reports that come through the queue (build-workers apply their own)"`
 }
 
 // Check lists every problem of the configuration that can be seen without the network; the
@@ -47,11 +45,11 @@ func (c Config) Check() []error {
 	if err := logstore.Check(c.Config); err != nil {
 		errs = append(errs, fmt.Errorf("log store: %w", err))
 	}
-	if c.TokenSlack < time.Second {
-		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_TOKEN_SLACK: %s, want 1s or more", c.TokenSlack))
+	if c.Slack < time.Second {
+		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_SLACK: %s, want 1s or more", c.Slack))
 	}
-	if c.ReportWorkers < 1 {
-		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_REPORT_WORKERS: %d, want at least 1", c.ReportWorkers))
+	if c.ReapInterval <= 0 {
+		errs = append(errs, fmt.Errorf("BUILD_SCHEDULER_REAP_INTERVAL: %s, want a positive duration", c.ReapInterval))
 	}
 	return errs
 }

@@ -12,7 +12,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/api"
-	"drover.dev/services/build-scheduler/internal/buildworker"
+	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/shared/service"
 )
 
@@ -35,11 +35,13 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
-		Queues:   map[string]int{queue.QueueBuildScheduler: cfg.ReportWorkers},
+		Queues:   map[string]int{queue.QueueBuildScheduler: 2},
 		OpenAPI:  api.OpenAPI,
-		// As every client of the schema: see buildworker.RescueAfter.
-		JobTimeout:           buildworker.RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack),
-		RescueStuckJobsAfter: buildworker.RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack),
+		// As every client of the schema: the shortest kind timeout, so that River's rescuer
+		// takes a dead process's build_watchdog back within it; build_run jobs have timeouts of
+		// their own (buildworker.Worker.Timeout), and the liveness sweep gives them back first.
+		JobTimeout:           jobgraph.StepTimeout,
+		RescueStuckJobsAfter: jobgraph.StepTimeout,
 	}
 	return service.Run(ctx, spec, stdout, func(d *service.Deps) error { return wire(d, cfg, submit) })
 }

@@ -39,8 +39,8 @@ func testConfig(t *testing.T, dbURL string) Config {
 	cfg.Common = servicetest.Config(dbURL)
 	cfg.MaxJobsPerGroup, cfg.MaxDepsPerJob, cfg.MaxJobBytes = 100, 10, 4096
 	cfg.DefaultJobTimeout, cfg.MaxJobTimeout = time.Minute, time.Hour
-	cfg.ReapInterval, cfg.TokenGrace = 100*time.Millisecond, time.Minute
-	cfg.WatchdogInterval, cfg.StallAfter, cfg.ReportWorkers = time.Hour, time.Hour, 4
+	cfg.ReapInterval = 100 * time.Millisecond
+	cfg.WatchdogInterval, cfg.StallAfter = time.Hour, time.Hour
 	return cfg
 }
 
@@ -51,13 +51,13 @@ func startScheduler(t *testing.T, cfg Config) string {
 	})
 }
 
-// workerConfig is the build-worker's default configuration with a lease short enough for tests.
+// workerConfig is the build-worker's default configuration, with no watchdog.
 func workerConfig(t *testing.T, dbURL string, targets ...string) buildworker.Config {
 	t.Helper()
 	var cfg buildworker.Config
 	require.NoError(t, config.Defaults(&cfg))
 	cfg.Common = servicetest.Config(dbURL)
-	cfg.Targets, cfg.Lease, cfg.WatchdogInterval = targets, time.Second, time.Hour
+	cfg.Targets, cfg.WatchdogInterval = targets, time.Hour
 	return cfg
 }
 
@@ -83,7 +83,7 @@ func TestConfigLoadsThroughEnvconfig(t *testing.T) {
 	var cfg Config
 	require.NoError(t, config.Load(queue.BuildScheduler.EnvPrefix(), &cfg, nil, io.Discard))
 	require.Equal(t, 24*time.Hour, cfg.MaxJobTimeout)
-	require.Equal(t, time.Minute, cfg.TokenSlack)
+	require.Equal(t, time.Minute, cfg.Slack)
 	require.Equal(t, "postgres", cfg.LogStore)
 	require.Empty(t, cfg.Check())
 	// The limits tests and tools validate with are the scheduler's defaults.
@@ -96,7 +96,7 @@ func TestConfigLoadsThroughEnvconfig(t *testing.T) {
 	require.Equal(t, []string{"x86_64-linux", "arm"}, wcfg.Targets)
 	require.Equal(t, 2, wcfg.Slots)
 	require.Equal(t, cfg.MaxJobTimeout, wcfg.MaxJobTimeout)
-	require.Equal(t, cfg.TokenSlack, wcfg.TokenSlack)
+	require.Equal(t, cfg.Slack, wcfg.Slack)
 	require.Equal(t, "off", wcfg.SynchronousCommit)
 	require.Empty(t, wcfg.Check())
 }
@@ -195,23 +195,25 @@ func TestFailedBuildIsAFailedRiverJob(t *testing.T) {
 	}
 	require.Equal(t, map[string]jobgraph.JobState{"ok": jobgraph.Complete, "broken": jobgraph.JobFailed}, states)
 
-	// River shows each build_run token as the build it carried ended, naming the job; its args
-	// name the job that became ready from the start.
-	rows, err := testdb.NewPoolFor(t, dbURL).Query(context.Background(), `
-		SELECT metadata->'output'->'build'->>'name', coalesce(args->>'job_name', ''), state::text, coalesce(errors[1]->>'error', '')
-		FROM build_scheduler.river_job WHERE kind = 'build_run' ORDER BY id`)
-	require.NoError(t, err)
+	// River shows each build's River job as the build ended, its args naming the build. River
+	// completes a succeeded build's River job once its worker's report has committed.
+	pool := testdb.NewPoolFor(t, dbURL)
 	river := map[string][2]string{}
-	argNames := map[string]bool{}
-	for rows.Next() {
-		var name, argName, state, msg string
-		require.NoError(t, rows.Scan(&name, &argName, &state, &msg))
-		argNames[argName] = true
-		river[name] = [2]string{state, msg}
-	}
-	require.NoError(t, rows.Err())
-	// A token may carry another ready job of its target than the one it names.
-	require.Equal(t, map[string]bool{"ok": true, "broken": true}, argNames, "the tokens' args name the jobs that became ready")
+	require.Eventually(t, func() bool {
+		rows, err := pool.Query(context.Background(), `
+			SELECT args->>'job_name', state::text, coalesce(errors[1]->>'error', '')
+			FROM build_scheduler.river_job WHERE kind = 'build_run' ORDER BY id`)
+		require.NoError(t, err)
+		clear(river)
+		for rows.Next() {
+			var name, state, msg string
+			require.NoError(t, rows.Scan(&name, &state, &msg))
+			river[name] = [2]string{state, msg}
+		}
+		require.NoError(t, rows.Err())
+		return river["ok"][0] != "running"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Len(t, river, 2, "one River job per build, named by its args")
 	require.Equal(t, [2]string{"completed", ""}, river["ok"])
 	require.Equal(t, "discarded", river["broken"][0])
 	require.Contains(t, river["broken"][1], "build broken")
@@ -308,12 +310,12 @@ func TestGroupFloodIsPushedBack(t *testing.T) {
 	require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", group("busy"), nil),
 		"another target's queue has room")
 
-	var groups, tokens int
+	var groups, builds int
 	require.NoError(t, testdb.NewPoolFor(t, dbURL).QueryRow(t.Context(),
 		`SELECT (SELECT count(*) FROM build_scheduler.groups),
-			(SELECT count(*) FROM build_scheduler.river_job WHERE queue = 'build_idle')`).Scan(&groups, &tokens))
+			(SELECT count(*) FROM build_scheduler.river_job WHERE queue = 'build_idle')`).Scan(&groups, &builds))
 	require.Equal(t, accepted+1, groups, "a refused group writes nothing")
-	require.Equal(t, accepted, tokens)
+	require.Equal(t, accepted, builds)
 }
 
 func manyDeps(n int) []dag.JobSpec {
@@ -331,8 +333,8 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	dbURL := testdb.New(t)
 	base := startScheduler(t, testConfig(t, dbURL))
 
-	// The first worker stops heartbeating mid-job (its process is stopped and the build killed
-	// without a report); the second attempt succeeds on another worker.
+	// The first worker shuts down mid-job: the build is killed and given a new attempt, which
+	// succeeds on another worker.
 	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -361,7 +363,7 @@ func TestWorkerLostMidJobIsRetriedAndGroupCompletes(t *testing.T) {
 	require.Equal(t, 2, jobs.Items[0].Attempt)
 	var events struct{ Items []jobgraph.Event }
 	servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/events", base, g.ID), nil, &events)
-	require.Contains(t, events.Items[len(events.Items)-1].Message, "stopped heartbeating")
+	require.Contains(t, events.Items[len(events.Items)-1].Message, "shut down; attempt 2 replaces it as River job")
 }
 
 func TestLogFollowStreamsWhileTheJobRuns(t *testing.T) {

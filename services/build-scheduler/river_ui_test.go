@@ -84,16 +84,30 @@ func (b *uiBundle) events(t *testing.T, id int64) []string {
 	return out
 }
 
-// token returns the build_run token whose output names build job name, waiting for it to end.
-func (b *uiBundle) token(ctx context.Context, t *testing.T, name string) *rivertype.JobRow {
+// build returns the River job of attempt of build job name, waiting for it to end.
+func (b *uiBundle) build(ctx context.Context, t *testing.T, name string, attempt int) *rivertype.JobRow {
 	t.Helper()
 	var id int64
 	require.Eventually(t, func() bool {
-		err := b.pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job
-			WHERE kind = 'build_run' AND finalized_at IS NOT NULL AND metadata->'output'->'build'->>'name' = $1`, name).Scan(&id)
+		err := b.pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job WHERE kind = 'build_run'
+			AND finalized_at IS NOT NULL AND args->>'job_name' = $1 AND (args->>'attempt')::int = $2`, name, attempt).Scan(&id)
 		return err == nil
-	}, 20*time.Second, 20*time.Millisecond, "no token ended with build %s", name)
+	}, 20*time.Second, 20*time.Millisecond, "the River job of %s attempt %d never ended", name, attempt)
 	return b.job(ctx, t, id)
+}
+
+// apiJob returns group g's job name as the API shows it.
+func (b *uiBundle) apiJob(t *testing.T, g int64, name string) jobgraph.Job {
+	t.Helper()
+	var jobs struct{ Items []jobgraph.Job }
+	require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/jobs", b.base, g), nil, &jobs))
+	for _, j := range jobs.Items {
+		if j.Name == name {
+			return j
+		}
+	}
+	t.Fatalf("group %d has no job %s", g, name)
+	return jobgraph.Job{}
 }
 
 func (b *uiBundle) job(ctx context.Context, t *testing.T, id int64) *rivertype.JobRow {
@@ -103,21 +117,23 @@ func (b *uiBundle) job(ctx context.Context, t *testing.T, id int64) *rivertype.J
 	return row
 }
 
-// waitEnded waits until token id has ended attempt and returns it.
+// waitEnded waits until River job id has ended River's attempt and returns it.
 func (b *uiBundle) waitEnded(ctx context.Context, t *testing.T, id int64, attempt int) *rivertype.JobRow {
 	t.Helper()
 	var row *rivertype.JobRow
 	require.Eventually(t, func() bool {
 		row = b.job(ctx, t, id)
 		return row.Attempt == attempt && row.FinalizedAt != nil
-	}, 20*time.Second, 20*time.Millisecond, "token %d never ended attempt %d", id, attempt)
+	}, 20*time.Second, 20*time.Millisecond, "River job %d never ended attempt %d", id, attempt)
 	return row
 }
 
-// River UI's Retry on the discarded token of a failed build, once the build's cause is fixed,
-// runs the build again: its dependents wait again, the group leaves failed and completes, the
-// token ends completed with the build, and the job graph's events and the worker's log say so.
-// Retry on that completed token then builds nothing and ends cancelled, naming the route to use.
+// River UI's Retry on the discarded River job of a failed build, once the build's cause is fixed,
+// runs the build again as a new attempt: its dependents wait again, the group leaves failed,
+// attempt 2 gets a River job of its own whose args name it (every River job runs the attempt
+// its args name) and completes the group, and the retried River job completes naming it. The
+// API, the job graph's events and the worker's log say so. Retry on it again then builds nothing
+// and ends cancelled, naming the route to use.
 func TestRiverUIRetryRebuildsAFailedBuild(t *testing.T) {
 	t.Parallel()
 	b, ctx := setupUI(t)
@@ -128,53 +144,60 @@ func TestRiverUIRetryRebuildsAFailedBuild(t *testing.T) {
 	}})
 	failed := b.waitState(t, g, jobgraph.GroupFailed)
 	require.Equal(t, map[jobgraph.JobState]int{jobgraph.Complete: 1, jobgraph.JobFailed: 1, jobgraph.DependencyFailed: 1}, failed.Counts)
-	token := b.token(ctx, t, "docs-build")
-	require.Equal(t, rivertype.JobStateDiscarded, token.State)
+	first := b.build(ctx, t, "docs-build", 1)
+	require.Equal(t, rivertype.JobStateDiscarded, first.State)
+	require.Equal(t, 1, b.apiJob(t, g, "docs-build").Attempt)
 	require.Empty(t, b.logs.UIActions(t))
 
 	require.NoError(t, os.WriteFile(fixed, nil, 0o600))
-	_, err := b.river.JobRetry(ctx, token.ID)
+	_, err := b.river.JobRetry(ctx, first.ID)
 	require.NoError(t, err)
 	done := b.waitState(t, g, jobgraph.GroupComplete)
 	require.Equal(t, map[jobgraph.JobState]int{jobgraph.Complete: 3}, done.Counts)
-	token = b.waitEnded(ctx, t, token.ID, 2)
-	require.Equal(t, rivertype.JobStateCompleted, token.State, "the retried token carried the rebuild")
+	require.Equal(t, 2, b.apiJob(t, g, "docs-build").Attempt, "the API shows the new attempt")
+	second := b.build(ctx, t, "docs-build", 2)
+	require.Equal(t, rivertype.JobStateCompleted, second.State, "attempt 2's River job built it")
+	retried := b.waitEnded(ctx, t, first.ID, 2)
+	require.Equal(t, rivertype.JobStateCompleted, retried.State, "the retry was done")
 	var out struct {
-		Build struct{ Name, Outcome string }
+		JobID      int64 `json:"job_id"`
+		Attempt    int   `json:"attempt"`
+		RiverJobID int64 `json:"river_job_id"`
 	}
-	require.NoError(t, json.Unmarshal(token.Output(), &out))
-	require.Equal(t, "docs-build", out.Build.Name)
-	require.Equal(t, "succeeded", out.Build.Outcome)
+	require.NoError(t, json.Unmarshal(retried.Output(), &out))
+	require.Equal(t, 2, out.Attempt)
+	require.Equal(t, second.ID, out.RiverJobID, "the retried River job names the one that ran the attempt")
 
 	events := b.events(t, g)
 	require.Len(t, events, 2)
 	require.Contains(t, events[0], "job_failed: job")
-	require.Contains(t, events[1], fmt.Sprintf("river_ui_action: River UI retry of build_run token %d", token.ID))
-	require.Contains(t, events[1], "runs again with 1 dependents")
+	require.Contains(t, events[1], fmt.Sprintf("river_ui_action: River UI retry of build_run %d, which ran attempt 1", first.ID))
+	require.Contains(t, events[1], fmt.Sprintf("runs again as attempt 2 (River job %d) with 1 dependents", second.ID))
 	require.Contains(t, events[1], "the group is open again")
 	actions := b.logs.UIActions(t)
 	require.Len(t, actions, 1)
-	require.Equal(t, []any{"build_run", token.ID, "retry"}, []any{actions[0].Kind, actions[0].JobID, actions[0].Action})
-	require.Contains(t, actions[0].Did, "runs again")
+	require.Equal(t, []any{"build_run", first.ID, "retry"}, []any{actions[0].Kind, actions[0].JobID, actions[0].Action})
+	require.Contains(t, actions[0].Did, "runs again as attempt 2")
 	require.Contains(t, b.builds(t), "docs-build:failed", "the build ran, and its line says so")
 	require.Contains(t, b.builds(t), "docs-build:succeeded")
 
-	_, err = b.river.JobRetry(ctx, token.ID)
+	_, err = b.river.JobRetry(ctx, first.ID)
 	require.NoError(t, err)
-	token = b.waitEnded(ctx, t, token.ID, 3)
-	require.Equal(t, rivertype.JobStateCancelled, token.State, "nothing to run again: not completed")
-	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "already succeeded")
-	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "POST /v1/groups")
+	again := b.waitEnded(ctx, t, first.ID, 3)
+	require.Equal(t, rivertype.JobStateCancelled, again.State, "nothing to run again: not completed")
+	require.Contains(t, again.Errors[len(again.Errors)-1].Error, "already succeeded")
+	require.Contains(t, again.Errors[len(again.Errors)-1].Error, "POST /v1/groups")
 	require.Equal(t, map[jobgraph.JobState]int{jobgraph.Complete: 3}, b.waitState(t, g, jobgraph.GroupComplete).Counts)
+	require.Equal(t, 2, b.apiJob(t, g, "docs-build").Attempt)
 	events = b.events(t, g)
 	require.Len(t, events, 3)
 	require.Contains(t, events[2], "already succeeded")
 	require.Len(t, b.logs.UIActions(t), 2)
 }
 
-// River UI's Cancel on the token of a running build kills the build's process and records the
-// job cancelled, with its dependent, in the transaction that ends the token cancelled; the job
-// graph's events and the worker's log say so, and the group ends canceled.
+// River UI's Cancel on the River job of a running build kills the build's process and records the
+// job cancelled, with its dependent, in the transaction that ends the River job cancelled; the
+// job graph's events and the worker's log say so, and the group ends canceled.
 func TestRiverUICancelKillsARunningBuild(t *testing.T) {
 	t.Parallel()
 	b, ctx := setupUI(t)
@@ -192,23 +215,25 @@ func TestRiverUICancelKillsARunningBuild(t *testing.T) {
 		require.NoError(t, err)
 		return true
 	}, 20*time.Second, 20*time.Millisecond, "the build never started")
-	// aside ran beside it; once it is complete, the one running token is slow's.
+	// aside ran beside it; once it is complete, the one running build is slow, and the API says
+	// so once the worker has marked it.
 	b.waitCounts(t, g, map[jobgraph.JobState]int{jobgraph.Running: 1, jobgraph.Waiting: 1, jobgraph.Complete: 1})
 	var id int64
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job WHERE kind = 'build_run' AND state = 'running'`).Scan(&id))
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job WHERE kind = 'build_run' AND state = 'running'
+		AND args->>'job_name' = 'slow'`).Scan(&id))
 
 	_, err := b.river.JobCancel(ctx, id)
 	require.NoError(t, err)
 	canceled := b.waitState(t, g, jobgraph.GroupCanceled)
 	require.Equal(t, map[jobgraph.JobState]int{jobgraph.CancelComplete: 2, jobgraph.Complete: 1}, canceled.Counts)
 	require.False(t, alive(pid), "the build's process was killed")
-	token := b.waitEnded(ctx, t, id, 1)
-	require.Equal(t, rivertype.JobStateCancelled, token.State)
-	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "build slow")
+	row := b.waitEnded(ctx, t, id, 1)
+	require.Equal(t, rivertype.JobStateCancelled, row.State)
+	require.Contains(t, row.Errors[len(row.Errors)-1].Error, "build slow")
 
 	events := b.events(t, g)
 	require.Len(t, events, 1)
-	require.Contains(t, events[0], fmt.Sprintf("river_ui_action: River UI cancel of build_run token %d: killed build slow", id))
+	require.Contains(t, events[0], fmt.Sprintf("river_ui_action: River UI cancel of build_run %d: killed build slow", id))
 	actions := b.logs.UIActions(t)
 	require.Len(t, actions, 1)
 	require.Equal(t, "cancel", actions[0].Action)
@@ -225,24 +250,20 @@ func (b *uiBundle) waitCounts(t *testing.T, id int64, want map[jobgraph.JobState
 	}, 20*time.Second, 20*time.Millisecond, "group %d never had counts %v", id, want)
 }
 
-// A ready job whose only token is lost is built all the same, through a token the reaper issues
-// after TOKEN_GRACE: a token its worker died holding before it claimed (River shows it running),
-// one cancelled in River UI before it ran, or one deleted there.
-func TestLostTokenIsReissued(t *testing.T) {
+// River UI's Cancel or Delete on the River job of a waiting build takes the build out of its
+// group as Cancel on a running one does: the scheduler's reaper finds the build's River job gone
+// before it ran, and the build and its dependent that had not run are cancel_complete; the
+// group, with nothing else to run, ends canceled.
+func TestRiverUICancelOrDeleteOfAWaitingBuild(t *testing.T) {
 	t.Parallel()
-	for name, lose := range map[string]func(context.Context, *testing.T, *pgxpool.Pool, *queue.Client, int64){
-		"DiedHoldingIt": func(ctx context.Context, t *testing.T, pool *pgxpool.Pool, _ *queue.Client, _ int64) {
-			t.Helper()
-			jobs := queuetest.FetchAsDeadProcess(ctx, t, pool, queue.BuildScheduler.Schema(), queue.BuildQueue("lost-token"), "dead-worker", 10)
-			require.Len(t, jobs, 1)
-		},
-		"CancelledInRiverUI": func(ctx context.Context, t *testing.T, _ *pgxpool.Pool, client *queue.Client, id int64) {
+	for name, press := range map[string]func(context.Context, *testing.T, *queue.Client, int64){
+		"Cancel": func(ctx context.Context, t *testing.T, client *queue.Client, id int64) {
 			t.Helper()
 			row, err := client.JobCancel(ctx, id)
 			require.NoError(t, err)
 			require.Equal(t, rivertype.JobStateCancelled, row.State)
 		},
-		"DeletedInRiverUI": func(ctx context.Context, t *testing.T, _ *pgxpool.Pool, client *queue.Client, id int64) {
+		"Delete": func(ctx context.Context, t *testing.T, client *queue.Client, id int64) {
 			t.Helper()
 			_, err := client.JobDelete(ctx, id)
 			require.NoError(t, err)
@@ -252,25 +273,28 @@ func TestLostTokenIsReissued(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			dbURL := testdb.New(t)
-			cfg := testConfig(t, dbURL)
-			cfg.TokenGrace = time.Second
-			base := startScheduler(t, cfg)
+			base := startScheduler(t, testConfig(t, dbURL))
 			var g jobgraph.Group
-			job := dag.JobSpec{Name: "orphan", Target: "lost-token", Command: []string{"true"}}
-			require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", dag.Submission{Name: "lost-token", Jobs: []dag.JobSpec{job}}, &g))
+			jobs := []dag.JobSpec{{Name: "waiting", Target: "unserved", Command: []string{"true"}},
+				{Name: "after", Target: "unserved", Command: []string{"true"}, DependsOn: []string{"waiting"}}}
+			require.Equal(t, http.StatusCreated, servicetest.Call(t, http.MethodPost, base+"/v1/groups", dag.Submission{Name: "waiting", Jobs: jobs}, &g))
 			pool := testdb.NewPoolFor(t, dbURL)
 			client, err := queue.NewInserter(pool, queue.BuildScheduler)
 			require.NoError(t, err)
-			var first int64
-			require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job WHERE kind = 'build_run'`).Scan(&first))
-			lose(ctx, t, pool, client, first)
+			var id int64
+			require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job WHERE kind = 'build_run'`).Scan(&id))
+			press(ctx, t, client, id)
 
-			startWorker(t, dbURL, "lost-token")
-			require.Equal(t, jobgraph.GroupComplete, waitGroup(t, base, g.ID).State)
-			var builder int64
-			require.NoError(t, pool.QueryRow(ctx, `SELECT id FROM build_scheduler.river_job
-				WHERE kind = 'build_run' AND state = 'completed' AND metadata->'output'->'build'->>'name' = 'orphan'`).Scan(&builder))
-			require.NotEqual(t, first, builder, "a reissued token carried the build")
+			done := waitGroup(t, base, g.ID)
+			require.Equal(t, jobgraph.GroupCanceled, done.State)
+			require.Equal(t, map[jobgraph.JobState]int{jobgraph.CancelComplete: 2}, done.Counts)
+			var events struct{ Items []jobgraph.Event }
+			require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, fmt.Sprintf("%s/v1/groups/%d/events", base, g.ID), nil, &events))
+			var messages []string
+			for _, e := range events.Items {
+				messages = append(messages, e.Message)
+			}
+			require.Contains(t, strings.Join(messages, "\n"), "(River UI's "+name+" on a waiting build)")
 		})
 	}
 }

@@ -33,6 +33,10 @@ type Deps struct {
 	// PeriodicJobs are enqueued by the service's River leader.
 	PeriodicJobs []*river.PeriodicJob
 
+	// Takeovers are what this process's liveness sweeps do, beyond River's rescue, for the jobs of
+	// a kind whose process died (queue.Takeover); set before NewClient.
+	Takeovers map[string]queue.Takeover
+
 	spec       Spec
 	background []func(context.Context) error
 	client     *queue.Client

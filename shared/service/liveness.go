@@ -37,9 +37,10 @@ func (d *Deps) newProcess(id string) *queue.Process {
 	d.Server.Metrics.MustRegister(rescued, dead, metrics.NewQueryGauge(d.Pool, d.failures, processesGauge(d.Service)))
 	return queue.NewProcess(d.Pool, d.Service, queue.ProcessConfig{
 		ID: id, Name: cmp.Or(d.spec.Name, string(d.Service)), Timeout: d.spec.Config.LivenessTimeout,
-		Logger:   d.Logger,
-		OnRescue: func(kind string, n int) { rescued.WithLabelValues(kind).Add(float64(n)) },
-		OnDead:   func(n int) { dead.Add(float64(n)) },
+		Logger:    d.Logger,
+		Takeovers: d.Takeovers,
+		OnRescue:  func(kind string, n int) { rescued.WithLabelValues(kind).Add(float64(n)) },
+		OnDead:    func(n int) { dead.Add(float64(n)) },
 	})
 }
 

@@ -55,7 +55,7 @@ func (f *fleet) start(ctx context.Context, binary, prefix string, settings map[s
 	cmd := exec.CommandContext(context.WithoutCancel(ctx), filepath.Join(f.bin, binary)) //nolint:gosec // our own binaries
 	cmd.Env = os.Environ()
 	set := map[string]string{
-		"DATABASE_URL": f.dbURL, "API_TOKENS": token, "HTTP_ADDR": addr, "LOG_LEVEL": "warn", "LOG_FORMAT": "text",
+		"DATABASE_URL": f.dbURL, "API_TOKENS": apiToken, "HTTP_ADDR": addr, "LOG_LEVEL": "warn", "LOG_FORMAT": "text",
 		"WORKER_ID": fmt.Sprintf("%s-%d", binary, f.n),
 	}
 	for k, v := range settings {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -18,11 +20,9 @@ type result struct {
 	took     time.Duration // the group's created_at to its finished_at
 	p50, p99 time.Duration // dispatch latency
 	measured int           // jobs with dependencies, whose latency counts
-	// The two parts of the dispatch latency, from the token that claimed each job: its last
-	// dependency's end to River fetching the token (the report's commit, the notification, the
-	// fetch), and the fetch to the claim (River handing the token to Work, the claim).
-	fetchP50, fetchP99, claimP50, claimP99 time.Duration
-	runP50, runP99                         time.Duration // a job's claim to its report
+	// River's fetch of a build to its report's statement, from the database's timestamps (the
+	// workers' stage trace has the same to the report's commit).
+	runP50, runP99 time.Duration
 }
 
 func (r result) rate() float64 { return float64(r.jobs) / r.took.Seconds() }
@@ -61,7 +61,9 @@ func runGroup(ctx context.Context, api client, pool *pgxpool.Pool, name string, 
 	if err != nil {
 		return r, fmt.Errorf("read group %s: %w", name, err)
 	}
-	// A job's dispatch latency: its start less the end of its last dependency.
+	// A job's dispatch latency: its start, which is River's fetch of its River job (attempted_at,
+	// recorded by the report or the workers' running marks), less the end of its last dependency,
+	// recorded by that dependency's report.
 	err = pool.QueryRow(ctx, `
 		SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY wait), percentile_cont(0.99) WITHIN GROUP (ORDER BY wait)
 		FROM (SELECT extract(epoch FROM j.started_at - max(d.finished_at)) AS wait
@@ -71,27 +73,40 @@ func runGroup(ctx context.Context, api client, pool *pgxpool.Pool, name string, 
 		return r, fmt.Errorf("read dispatch latencies of %s: %w", name, err)
 	}
 	r.took, r.p50, r.p99 = seconds(took), seconds(p50), seconds(p99)
-	var f50, f99, c50, c99 float64
-	err = pool.QueryRow(ctx, `
-		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY to_fetch), percentile_cont(0.99) WITHIN GROUP (ORDER BY to_fetch),
-			percentile_cont(0.5) WITHIN GROUP (ORDER BY to_claim), percentile_cont(0.99) WITHIN GROUP (ORDER BY to_claim)
-		FROM (SELECT extract(epoch FROM t.attempted_at - r.ready_at) AS to_fetch, extract(epoch FROM r.started_at - t.attempted_at) AS to_claim
-			FROM (SELECT j.id, j.started_at, max(d.finished_at) AS ready_at
-				FROM job_graph j JOIN job_graph d ON d.id = ANY (j.dependencies)
-				WHERE j.group_id = $1 GROUP BY j.id, j.started_at) r
-			JOIN river_job t ON t.kind = 'build_run' AND (t.metadata -> 'output' -> 'build' ->> 'job_id')::bigint = r.id) x`, g.ID).Scan(&f50, &f99, &c50, &c99)
-	if err != nil {
-		return r, fmt.Errorf("read dispatch latency parts of %s: %w", name, err)
-	}
-	r.fetchP50, r.fetchP99, r.claimP50, r.claimP99 = seconds(f50), seconds(f99), seconds(c50), seconds(c99)
+	var r50, r99 float64
 	err = pool.QueryRow(ctx, `
 		SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY t), percentile_cont(0.99) WITHIN GROUP (ORDER BY t)
-		FROM (SELECT extract(epoch FROM finished_at - started_at) AS t FROM job_graph WHERE group_id = $1) x`, g.ID).Scan(&f50, &f99)
+		FROM (SELECT extract(epoch FROM finished_at - started_at) AS t FROM job_graph WHERE group_id = $1) x`, g.ID).Scan(&r50, &r99)
 	if err != nil {
 		return r, fmt.Errorf("read run times of %s: %w", name, err)
 	}
-	r.runP50, r.runP99 = seconds(f50), seconds(f99)
+	r.runP50, r.runP99 = seconds(r50), seconds(r99)
 	return r, nil
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// sample keeps about n of the graph's jobs, in its proportions: the root and every k-th leaf,
+// diamond and chain, each whole, as a diamond's or a chain's jobs share its number, so that
+// every kept job's dependencies are kept.
+func sample(jobs []dag.JobSpec, n int) []dag.JobSpec {
+	if n <= 0 || n >= len(jobs) {
+		return jobs
+	}
+	k := (len(jobs) + n - 1) / n
+	var kept []dag.JobSpec
+	for _, j := range jobs {
+		if i, numbered := family(j.Name); !numbered || i%k == 0 {
+			kept = append(kept, j)
+		}
+	}
+	return kept
+}
+
+// family is the number of a job of benchdb.Graph: 12 for leaf12, 3 for d3-left, 7 for c7-19;
+// false for the root.
+func family(name string) (int, bool) {
+	num, _, _ := strings.Cut(strings.TrimLeft(name, "abcdefghijklmnopqrstuvwxyz"), "-")
+	i, err := strconv.Atoi(num)
+	return i, err == nil
+}

@@ -12,13 +12,14 @@ import (
 	"time"
 )
 
-// The per-stage trace of a token's work comes from the build-workers' own histogram,
+// The per-stage trace of a build's work comes from the build-workers' own histogram,
 // drover_build_worker_stage_seconds, read from their /metrics before and after a group: the
 // difference is that group's.
 const stageMetric = "drover_build_worker_stage_seconds"
 
-// stageOrder is the order the worker's stages happen in (buildworker.Stages).
-var stageOrder = []string{"claim", "workdir", "start", "run", "reap", "log_flush", "heartbeat_stop", "report", "token_end", "commit", "total"}
+// stageOrder is the order the worker's stages happen in (buildworker.Stages), then their total:
+// Work starting → the report committed.
+var stageOrder = []string{"workdir", "start", "run", "reap", "log_flush", "report", "commit", "total"}
 
 // histogram is one stage's cumulative bucket counts by upper bound, and its sum and count.
 type histogram struct {
@@ -156,7 +157,7 @@ func (t stageTrace) print(out io.Writer, title string) {
 		fmt.Fprintf(out, "  per-stage trace (%s): no builds traced\n", title)
 		return
 	}
-	fmt.Fprintf(out, "  per-stage trace of a token's work (%s, %0.f builds; each stage from the end of the one before):\n", title, total.count)
+	fmt.Fprintf(out, "  per-stage trace of a build's work (%s, %0.f builds; each stage from the end of the one before; total is Work starting → the report committed):\n", title, total.count)
 	fmt.Fprintf(out, "    %-16s %9s %9s %9s %7s\n", "stage", "mean", "p50", "p99", "share")
 	for _, s := range stageOrder {
 		h := t[s]
@@ -165,14 +166,14 @@ func (t stageTrace) print(out io.Writer, title string) {
 		}
 		fmt.Fprintf(out, "    %-16s %9s %9s %9s %6.0f%%\n", s, fmtMS(h.mean()), fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)), 100*h.sum/max(total.sum, 1e-9))
 	}
-	// Outside the total; their means would count the wait of a group's first tokens since the
+	// Outside the total; their means would count the wait of a group's first builds since the
 	// group before.
 	if h := t["slot_idle"]; h != nil && h.count > 0 {
-		fmt.Fprintf(out, "    %-16s %9s %9s %9s   a slot's wait from its previous token's end to this one's start\n",
+		fmt.Fprintf(out, "    %-16s %9s %9s %9s   a slot's wait from its previous build's report to this one's Work starting\n",
 			"slot_idle", "", fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)))
 	}
 	if h := t["handover"]; h != nil && h.count > 0 {
-		fmt.Fprintf(out, "    %-16s %9s %9s %9s   of which River's fetch of the token → Work starting\n",
+		fmt.Fprintf(out, "    %-16s %9s %9s %9s   of which River's fetch of the build's River job → Work starting\n",
 			"handover", "", fmtMS(h.quantile(0.5)), fmtMS(h.quantile(0.99)))
 	}
 }
@@ -197,7 +198,7 @@ func (t stageTrace) plus(u stageTrace) stageTrace {
 	return s
 }
 
-// busy is the time the slots spent working tokens: the sum of the totals.
+// busy is the time the slots spent working builds: the sum of the totals.
 func (t stageTrace) busy() time.Duration {
 	if h := t["total"]; h != nil {
 		return seconds(h.sum)

@@ -1,7 +1,7 @@
-// Command build-worker runs build jobs for one or more targets. It takes dispatch tokens from
-// the targets' River queues in the build_scheduler schema, claims jobs under a heartbeat lease,
-// runs them, streams their output to the scheduler's log store and applies each outcome to the
-// job graph in the transaction that ends the token.
+// Command build-worker runs build jobs for one or more targets. River's fetch hands it the
+// build_run River jobs of its targets' queues in the build_scheduler schema, each one attempt at
+// one build; it runs exactly that build, streams its output to the scheduler's log store and
+// applies the outcome to the job graph in one transaction, with the dependents' River jobs.
 //
 // Its River client is a full member of the build_scheduler schema: it registers every kind and
 // periodic job the scheduler does (so whichever client River elects leader rescues and enqueues

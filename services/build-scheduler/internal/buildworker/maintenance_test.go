@@ -20,12 +20,12 @@ import (
 	"drover.dev/shared/testdb"
 )
 
-// The watchdog and the report worker of earlier releases get a graph whose tokens wake the
-// producers at once: they make jobs ready outside a build's report, where nothing announces the
-// tokens afterwards. The worker polls every 30 s here, so each of three jobs made ready one after
-// the other through that graph is built within seconds only if its token's insert was notified
-// (the worker's own quiet inserter notifies a queue's first insert only).
-func TestMaintenanceTokensWakeTheWorker(t *testing.T) {
+// The watchdog and the liveness sweep get a graph whose River jobs wake the producers at once:
+// they make jobs ready outside a build's report, where nothing announces them afterwards. The
+// worker polls every 30 s here, so each of three jobs made ready one after the other through that
+// graph is built within seconds only if its River job's insert was notified (the worker's own
+// quiet inserter notifies a queue's first insert only).
+func TestMaintenanceBuildsWakeTheWorker(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
 	graphs := make(chan *jobgraph.Graph, 1)
@@ -37,7 +37,7 @@ func TestMaintenanceTokensWakeTheWorker(t *testing.T) {
 	var cfg Config
 	require.NoError(t, config.Defaults(&cfg))
 	cfg.Common, cfg.HTTPAddr, cfg.Targets, cfg.Slots = servicetest.Config(dbURL), "127.0.0.1:0", []string{"maint"}, 1
-	cfg.Lease, cfg.FetchPollInterval = 10*time.Second, 30*time.Second
+	cfg.FetchPollInterval = 30 * time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() { stopped <- Run(ctx, cfg, kinds, nil, io.Discard) }()

@@ -39,7 +39,7 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 		Counters: outcomes.New(reg, logger),
 		dispatch: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "drover_build_worker_dispatch_seconds",
-			Help:    "Time from a job becoming ready (its dispatch token inserted) to this worker claiming a job with the token, by target.",
+			Help:    "Time from a build becoming ready (its River job inserted) to River's fetch starting it on this worker, by target.",
 			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900},
 		}, []string{"target"}),
 		builds: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -52,7 +52,7 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 		}, []string{"target"}),
 		stages: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "drover_build_worker_stage_seconds", Buckets: stageBuckets,
-			Help: "Time a token's work spends in each stage, from the claim to the report's commit (claim, workdir, start, run, reap, log_flush, heartbeat_stop, report, token_end, commit; total is their sum; slot_idle, outside it, is a slot's wait from the end of its previous token's work to the start of this one's).",
+			Help: "Time a build's work spends in each stage, from River's fetch to the report's commit (workdir, start, run, reap, log_flush, report, commit; total is their sum; slot_idle, outside it, is a slot's wait from the end of its previous build's work to the start of this one's).",
 		}, []string{"stage"}),
 	}
 	for _, s := range Stages {
@@ -67,14 +67,14 @@ func NewMetrics(reg prometheus.Registerer, targets []string, logger *slog.Logger
 	return m
 }
 
-// claimed observes the wait of a token that claimed a job.
-func (m *Metrics) claimed(target string, tokenCreated time.Time) {
+// started observes a build's dispatch time: from its River job's insert to River starting it.
+func (m *Metrics) started(target string, inserted, fetched time.Time) {
 	if m != nil {
-		m.dispatch.WithLabelValues(target).Observe(time.Since(tokenCreated).Seconds())
+		m.dispatch.WithLabelValues(target).Observe(fetched.Sub(inserted).Seconds())
 	}
 }
 
-// built counts one attempt that ran for took.
+// built counts a build this worker ran, by outcome, and its run time.
 func (m *Metrics) built(target string, outcome queue.BuildOutcome, took time.Duration) {
 	if m != nil {
 		m.builds.WithLabelValues(target, string(outcome)).Inc()
@@ -83,13 +83,13 @@ func (m *Metrics) built(target string, outcome queue.BuildOutcome, took time.Dur
 }
 
 // reported counts and logs a report this worker applied.
-func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
+func (m *Metrics) reported(r jobgraph.Report, res jobgraph.Result) {
 	if m != nil {
 		m.Reported(r, res)
 	}
 }
 
-// stage observes one stage of a token's work.
+// stage observes one stage of a build's work.
 func (m *Metrics) stage(name string, took time.Duration) {
 	m.stages.WithLabelValues(name).Observe(took.Seconds())
 }

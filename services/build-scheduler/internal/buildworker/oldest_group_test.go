@@ -33,20 +33,21 @@ func TestMain(m *testing.M) {
 // with one slot, so the lanes' rounds run side by side without touching each other's order.
 const lanes, rounds = 5, 10
 
-// TestOldestGroupFirst is Habitat Builder's mark_job_complete scenario through real River
-// tokens, 50 times: with one slot, an older group whose jobs release dependents as they finish
+// TestOldestGroupFirst is Habitat Builder's mark_job_complete scenario through River's own fetch,
+// 50 times: with one slot, an older group whose jobs release dependents as they finish
 // and a newer group whose jobs are all ready from the start, every job of the older group runs
 // before any job of the newer one. It fails when a finished job's dependents become ready only
-// after its slot claimed again (a report applied through the queue).
+// after its slot fetched again (a report applied through the queue), or when River's fetch order
+// is not the scheduler's.
 func TestOldestGroupFirst(t *testing.T) {
 	t.Parallel()
 	pool := testdb.NewPool(t, queue.BuildScheduler.Schema())
-	// As the build-worker reports: a quiet inserter inserts the released jobs' tokens on the
+	// As the build-worker reports: a quiet inserter inserts the released jobs' River jobs on the
 	// report's transaction, and the worker announces them once it has committed (no Announcer:
 	// in the slot).
-	tokens, err := queue.NewQuietInserter(pool, queue.BuildScheduler)
+	builds, err := queue.NewQuietInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	graph := &jobgraph.Graph{Tokens: tokens}
+	graph := &jobgraph.Graph{Builds: builds}
 	startWorker(t, pool, graph)
 
 	for lane := range lanes {
@@ -67,7 +68,7 @@ func startWorker(t *testing.T, pool *pgxpool.Pool, graph *jobgraph.Graph) {
 	t.Helper()
 	quiet := slog.New(slog.DiscardHandler)
 	workers := river.NewWorkers()
-	build := &Worker{Pool: pool, Graph: graph, Logs: logstore.Postgres{DB: pool}, ID: "oldest-first", Lease: time.Minute, MaxJobTimeout: time.Hour, TokenSlack: time.Minute, Logger: quiet}
+	build := &Worker{Pool: pool, Graph: graph, Logs: logstore.Postgres{DB: pool}, ID: "oldest-first", MaxJobTimeout: time.Hour, Slack: time.Minute, Logger: quiet}
 	t.Cleanup(build.Close)
 	river.AddWorker(workers, build)
 	queues := map[string]river.QueueConfig{}
@@ -131,5 +132,5 @@ func requireOlderFirst(t *testing.T, pool *pgxpool.Pool, older, newer int64, rou
 	order, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"older:root", "older:left", "older:right", "older:join", "older:tail", "older:end", "newer:n1", "newer:n2", "newer:n3"},
-		order, "round %d: claim order", round)
+		order, "round %d: start order", round)
 }

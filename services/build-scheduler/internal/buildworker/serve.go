@@ -27,20 +27,20 @@ type Config struct {
 	config.Common
 	logstore.Config // must name the scheduler's store
 
-	HTTPAddr string        `envconfig:"HTTP_ADDR" default:":8094" desc:"HTTP listen address (health, readiness, metrics)"`
-	Targets  []string      `envconfig:"TARGETS" required:"true" desc:"targets whose build queues this worker serves, comma separated"`
-	Slots    int           `envconfig:"SLOTS" default:"2" desc:"builds run at once, per target"`
-	Lease    time.Duration `envconfig:"LEASE" default:"30s" desc:"how long a claimed job stays this worker's without a heartbeat; heartbeats come every third of it"`
+	HTTPAddr string   `envconfig:"HTTP_ADDR" default:":8094" desc:"HTTP listen address (health, readiness, metrics)"`
+	Targets  []string `envconfig:"TARGETS" required:"true" desc:"targets whose build queues this worker serves, comma separated"`
+	Slots    int      `envconfig:"SLOTS" default:"2" desc:"builds run at once, per target"`
 	// River's default cooldown (100ms) would cap each target at one fetch, so SLOTS jobs, per
-	// 100ms. The tokens this worker's reports insert are announced after commit (see report).
-	FetchCooldown     time.Duration `envconfig:"FETCH_COOLDOWN" default:"5ms" desc:"shortest time between two fetches of a target's tokens (River's FetchCooldown)"`
-	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for tokens when no notification came (River's FetchPollInterval)"`
+	// 100ms. The River jobs this worker's reports insert are announced after commit (see report).
+	FetchCooldown     time.Duration `envconfig:"FETCH_COOLDOWN" default:"5ms" desc:"shortest time between two fetches of a target's builds (River's FetchCooldown)"`
+	FetchPollInterval time.Duration `envconfig:"FETCH_POLL_INTERVAL" default:"1s" desc:"how often a target's queue is polled for builds when no notification came (River's FetchPollInterval)"`
 	// Only what a crash of Postgres may lose without harm commits asynchronously: see
 	// SynchronousCommitValues and the package documentation.
-	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches, completions and heartbeats, claims, log chunks (off: they do not wait for the WAL flush); a build's report (of a build of DURABLE_AFTER or longer) and its lease heartbeats commit with synchronous_commit on whatever this says"`
-	DurableAfter      time.Duration `envconfig:"DURABLE_AFTER" default:"1s" desc:"shortest build whose report waits for the WAL flush; a shorter one's report commits asynchronously, and a crash of Postgres itself within the WAL writer's delay runs such a build again once its lease runs out (0: every report waits)"`
-	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT. TOKEN_SLACK more is River's timeout of a build_run token, after which River takes back the token of a worker that died holding it"`
-	TokenSlack        time.Duration `envconfig:"TOKEN_SLACK" default:"1m" desc:"how long a build_run token may take beyond its build (claim, last log chunks, report): River's timeout of a token is MAX_JOB_TIMEOUT plus this; keep it the scheduler's BUILD_SCHEDULER_TOKEN_SLACK"`
+	SynchronousCommit string        `envconfig:"SYNCHRONOUS_COMMIT" default:"off" desc:"synchronous_commit of the worker's connections: River's fetches and completions, the running marks, log chunks (off: they do not wait for the WAL flush); a build's report (of a build of DURABLE_AFTER or longer) commits with synchronous_commit on whatever this says"`
+	DurableAfter      time.Duration `envconfig:"DURABLE_AFTER" default:"1s" desc:"shortest build whose report waits for the WAL flush; a shorter one's report commits asynchronously, and a crash of Postgres itself within the WAL writer's delay runs such a build again as a new attempt (0: every report waits)"`
+	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT"`
+	Slack             time.Duration `envconfig:"SLACK" default:"1m" desc:"how long a build's River job may take beyond the build (last log chunks, report): River's timeout of a build_run is the build's timeout plus this"`
+	MarkPeriod        time.Duration `envconfig:"MARK_PERIOD" default:"100ms" desc:"how often the builds that have run that long are recorded running, in one statement for all"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
 	WatchdogInterval time.Duration `envconfig:"WATCHDOG_INTERVAL" default:"1m" desc:"how often the leader enqueues the scheduler's watchdog"`
@@ -64,17 +64,17 @@ func (c Config) Check() []error {
 	if c.Slots < 1 {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_SLOTS: %d, want at least 1", c.Slots))
 	}
-	if c.Lease < 300*time.Millisecond {
-		errs = append(errs, fmt.Errorf("BUILD_WORKER_LEASE: %s, want 300ms or more", c.Lease))
-	}
 	if c.MaxJobTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_MAX_JOB_TIMEOUT: %s, want 1s or more", c.MaxJobTimeout))
 	}
 	if !slices.Contains(SynchronousCommitValues, c.SynchronousCommit) {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_SYNCHRONOUS_COMMIT: %q, want one of %s", c.SynchronousCommit, strings.Join(SynchronousCommitValues, ", ")))
 	}
-	if c.TokenSlack < time.Second {
-		errs = append(errs, fmt.Errorf("BUILD_WORKER_TOKEN_SLACK: %s, want 1s or more", c.TokenSlack))
+	if c.Slack < time.Second {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_SLACK: %s, want 1s or more", c.Slack))
+	}
+	if c.MarkPeriod < time.Millisecond {
+		errs = append(errs, fmt.Errorf("BUILD_WORKER_MARK_PERIOD: %s, want 1ms or more", c.MarkPeriod))
 	}
 	if c.DurableAfter < 0 {
 		errs = append(errs, fmt.Errorf("BUILD_WORKER_DURABLE_AFTER: %s, want 0 or more", c.DurableAfter))
@@ -97,8 +97,8 @@ type Kinds func(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Grap
 // Run works the configured targets until ctx ends; the build-worker command is this function.
 // It listens on ln, or on cfg.HTTPAddr when ln is nil.
 func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout io.Writer) error {
-	if len(cfg.Targets) == 0 || cfg.Slots < 1 || cfg.Lease < 300*time.Millisecond {
-		return errors.New("need at least one target, one slot and a lease of 300ms or more")
+	if len(cfg.Targets) == 0 || cfg.Slots < 1 || cfg.MarkPeriod <= 0 {
+		return errors.New("need at least one target, one slot and a mark period")
 	}
 	queues := map[string]int{}
 	for _, t := range cfg.Targets {
@@ -109,8 +109,8 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		HTTPAddr: cfg.HTTPAddr, Listener: ln, Queues: queues,
 		Fetch: queue.Fetch{Cooldown: cfg.FetchCooldown, PollInterval: cfg.FetchPollInterval},
 	}
-	spec.JobTimeout = RescueAfter(cfg.MaxJobTimeout, cfg.TokenSlack)
-	spec.RescueStuckJobsAfter = spec.JobTimeout
+	spec.JobTimeout = jobgraph.StepTimeout
+	spec.RescueStuckJobsAfter = jobgraph.StepTimeout
 	if cfg.SynchronousCommit != "" {
 		spec.DBParams = map[string]string{"synchronous_commit": cfg.SynchronousCommit}
 	}
@@ -130,26 +130,25 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		if err != nil {
 			return err
 		}
-		// The worker announces the tokens its reports insert after they commit (see report).
-		tokens, err := queue.NewQuietInserter(d.Pool, queue.BuildScheduler)
+		// The worker announces the River jobs its reports insert after they commit (see report).
+		quiet, err := queue.NewQuietInserter(d.Pool, queue.BuildScheduler)
 		if err != nil {
 			return err
 		}
-		graph := &jobgraph.Graph{Tokens: tokens}
-		// Announced by one goroutine, coalesced, so a slot never waits for a notification and
-		// the worker's reports send one for many.
+		graph := &jobgraph.Graph{Builds: quiet}
 		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)
 		d.Go(announcer.Run)
+		marker := &Marker{Pool: d.Pool, Period: cfg.MarkPeriod, Logger: d.Logger}
+		d.Go(marker.Run)
 		build = &Worker{
-			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer,
-			ID: id, Lease: cfg.Lease, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
-			MaxJobTimeout: cfg.MaxJobTimeout, TokenSlack: cfg.TokenSlack, DurableAfter: cfg.DurableAfter,
+			Pool: d.Pool, Graph: graph, Logs: logs, Announcer: announcer, Marker: marker,
+			ID: id, Logger: d.Logger, Metrics: NewMetrics(d.Server.Metrics, cfg.Targets, d.Logger),
+			MaxJobTimeout: cfg.MaxJobTimeout, Slack: cfg.Slack, DurableAfter: cfg.DurableAfter,
 		}
-		// The watchdog (expired leases, redispatch, recount) and the report worker of earlier
-		// releases make jobs ready seldom and announce nothing themselves: their tokens go through
-		// the service's own inserter, whose notification inside the transaction wakes the
-		// producers at once.
-		maintenance := &jobgraph.Graph{Tokens: d.Inserters[queue.BuildScheduler]}
+		// A sweep inserts the new attempts of a dead worker's builds with River's own
+		// notification, as no announcer follows its commit.
+		maintenance := &jobgraph.Graph{Builds: d.Inserters[queue.BuildScheduler]}
+		d.Takeovers = map[string]queue.Takeover{(queue.BuildRunArgs{}).Kind(): maintenance.Takeover}
 		d.PeriodicJobs = append(d.PeriodicJobs, kinds(d.Workers, d.Pool, maintenance, build)...)
 		if _, err := d.NewClient(); err != nil {
 			return err
@@ -159,22 +158,10 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 	})
 }
 
-// RescueAfter is the JobTimeout and RescueStuckJobsAfter of every River client on the
-// build_scheduler schema, given the build-worker's (or the scheduler's) longest build and token
-// slack: the shortest Timeout of the schema's kinds, so River's rescuer takes each kind's job
-// back from a dead process once the job's own Timeout has passed, within its next pass (30 s),
-// whichever client leads. River rescues no job before RescueStuckJobsAfter, whatever its kind's
-// Timeout, and requires it to be at least JobTimeout, the timeout of kinds without one of their
-// own (the probe's).
-func RescueAfter(maxJobTimeout, tokenSlack time.Duration) time.Duration {
-	w := Worker{MaxJobTimeout: maxJobTimeout, TokenSlack: tokenSlack}
-	return min(jobgraph.StepTimeout, w.Timeout(nil))
-}
-
-// announce records every third of a lease that this worker polls its targets, so the
-// scheduler's watchdog can tell a target nobody serves from a busy one.
+// announce records every announcePeriod that this worker serves its targets, so the scheduler's
+// watchdog can tell a target nobody serves from a busy one.
 func announce(ctx context.Context, d *service.Deps, id string, cfg Config) error {
-	tick := time.NewTicker(cfg.Lease / 3)
+	tick := time.NewTicker(announcePeriod)
 	defer tick.Stop()
 	for {
 		if err := jobgraph.SeeWorker(ctx, d.Pool, id, cfg.Targets); err != nil && ctx.Err() == nil {
@@ -187,3 +174,7 @@ func announce(ctx context.Context, d *service.Deps, id string, cfg Config) error
 		}
 	}
 }
+
+// announcePeriod is how often a worker records that it serves its targets: well within the
+// watchdog's STALL_AFTER.
+const announcePeriod = 10 * time.Second

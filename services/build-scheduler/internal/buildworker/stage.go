@@ -5,27 +5,24 @@ import (
 	"time"
 )
 
-// The stages of a token's work, in order, each timed from the end of the one before, so that
+// The stages of a build's work, in order, each timed from the end of the one before, so that
 // they add up to the whole: drover_build_worker_stage_seconds by stage, which build-e2e-bench
-// prints as the per-stage trace of a job's claim → report.
+// prints as the per-stage trace of a build's River fetch → report.
 const (
-	stageClaim     = "claim"          // Work called → the claim answered (ClaimNext)
-	stageWorkdir   = "workdir"        // a work directory taken, the payload written, the heartbeat and log writer set up
-	stageStart     = "start"          // the command forked and exec'd (cmd.Start), its group told to the reaper
-	stageRun       = "run"            // the command running, until it exits
-	stageReap      = "reap"           // its group killed, the leader reaped, its output drained
-	stageLogs      = "log_flush"      // the last log chunks stored
-	stageHeartbeat = "heartbeat_stop" // the heartbeat stopped and the work directory given back
-	stageReport    = "report"         // the report's BEGIN and statement, and the released jobs' tokens inserted
-	stageTokenEnd  = "token_end"      // the token's end (queue.JobEndTx) in the report's transaction
-	stageCommit    = "commit"         // the report's COMMIT, and its tokens announced
-	stageTotal     = "total"          // Work called → the report committed: the sum of the above
+	stageWorkdir = "workdir"   // Work called → a work directory taken, the payload written, the log writer set up
+	stageStart   = "start"     // the command forked and exec'd (cmd.Start), its group told to the reaper
+	stageRun     = "run"       // the command running, until it exits
+	stageReap    = "reap"      // its group killed, the leader reaped, its output drained
+	stageLogs    = "log_flush" // the last log chunks stored and the work directory given back
+	stageReport  = "report"    // the report's BEGIN and statement, the released jobs' River jobs inserted
+	stageCommit  = "commit"    // the report's COMMIT (and a failed build's River job ended), its River jobs announced
+	stageTotal   = "total"     // Work called → the report committed: the sum of the above
 )
 
 // Stages are the stage labels in the order they happen, then total, then a slot's idle time.
-var Stages = []string{stageClaim, stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageHeartbeat, stageReport, stageTokenEnd, stageCommit, stageTotal, stageIdle, stageHandover}
+var Stages = []string{stageWorkdir, stageStart, stageRun, stageReap, stageLogs, stageReport, stageCommit, stageTotal, stageIdle, stageHandover}
 
-// stageClock times one token's stages. A nil clock (no metrics) times nothing.
+// stageClock times one build's stages. A nil clock (no metrics) times nothing.
 type stageClock struct {
 	m           *Metrics
 	first, last time.Time
@@ -58,25 +55,25 @@ func (c *stageClock) end(stage string) {
 	c.m.stage(stageTotal, c.last.Sub(c.first))
 }
 
-// stageIdle is not a stage of a token's work but the time a slot waited for it: from the end of
-// the slot's previous token's Work (the report committed) to the start of this one's, which is
-// River completing the previous token, fetching the next one and handing it over. It is outside
-// the total.
+// stageIdle is not a stage of a build's work but the time a slot waited for it: from the end of
+// the slot's previous build's Work (the report committed) to the start of this one's, which is
+// River completing the previous River job, fetching the next one and handing it over. It is
+// outside the total.
 const stageIdle = "slot_idle"
 
-// stageHandover is the last part of a slot's idle time: from River fetching the token (its
+// stageHandover is the last part of a slot's idle time: from River fetching the River job (its
 // attempted_at) to Work starting.
 const stageHandover = "handover"
 
-// idleSlots times the gap between a slot's tokens. River does not say which slot works a token,
-// so a token starting takes the slot freed longest ago: with every slot busy between gaps, the
-// gaps it observes are the slots' own. Slots that have not worked a token yet are not counted.
+// idleSlots times the gap between a slot's builds. River does not say which slot works a River
+// job, so a build starting takes the slot freed longest ago: with every slot busy between gaps, the
+// gaps it observes are the slots' own. Slots that have not worked a build yet are not counted.
 type idleSlots struct {
 	mu   sync.Mutex
 	free map[string][]time.Time // by target, oldest first
 }
 
-// start observes the idle time of the slot a token of target starts on, fetched at fetched.
+// start observes the idle time of the slot a build of target starts on, fetched at fetched.
 func (s *idleSlots) start(m *Metrics, target string, fetched time.Time) {
 	if m == nil {
 		return

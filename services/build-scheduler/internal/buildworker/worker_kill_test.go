@@ -36,9 +36,24 @@ const killedWorkerEnv = "BUILDWORKER_TEST_KILLED_WORKER"
 // a shell with grandchildren in its process group, none of which gets the parent-death signal.
 const spawner = `sleep 30 & a=$!; sleep 30 & echo $$ $a $! > "$1.tmp"; mv "$1.tmp" "$1"; wait`
 
+// spawnOnce appends its attempt to $1.runs, and is spawner on attempt 1 only: a later attempt
+// succeeds at once.
+const spawnOnce = `echo "$DROVER_ATTEMPT" >> "$1.runs"; if [ "$DROVER_ATTEMPT" = 1 ]; then ` + spawner + `; fi`
+
+// runs reads the attempts spawnOnce recorded in file.runs.
+func runs(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file + ".runs")
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	return strings.Fields(string(b))
+}
+
 // killConfig is the configuration of TestKilledWorkerLeavesNoBuild's workers: every setting at
-// its default, so River's timeout of a token is a day and only the liveness sweep can take back
-// the killed worker's token within the test.
+// its default, so River's timeout of the build's River job is half an hour and only the liveness
+// sweep can take it back within the test.
 func killConfig(dbURL string) (Config, error) {
 	var cfg Config
 	if err := config.Defaults(&cfg); err != nil {
@@ -69,16 +84,18 @@ func runKilledWorker(dbURL string) int {
 
 // TestKilledWorkerLeavesNoBuild SIGKILLs a build-worker process while its build runs a shell
 // that started grandchildren, with default settings, and requires that none of them outlives the
-// worker, and that River shows the token it held running no longer than LIVENESS_TIMEOUT and
-// 30 s after: another worker's liveness sweep gives it back, naming the dead worker (River's own
-// rescuer would wait for MAX_JOB_TIMEOUT and TOKEN_SLACK, a day). The rescued token, worked again
-// by the other worker, claims nothing (the dead attempt's job is the scheduler's reaper's to hand
-// out again, not the token's) and ends cancelled saying so.
+// worker; that River shows the build's River job running no longer than LIVENESS_TIMEOUT and 30 s
+// after, when another worker's liveness sweep ends it, with an error naming the dead worker and
+// the attempt that replaced it (River's own rescuer would wait for the build's timeout, half an
+// hour); and that the build and its dependent are then done once, by that new attempt, with no
+// River job left running.
 func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	submit(t, schemaPool(t, dbURL), dag.JobSpec{Name: "spawner", Target: "killed", Command: []string{"sh", "-c", spawner, "sh", pidFile}})
+	pool := schemaPool(t, dbURL)
+	group := submitGroup(t, pool, dag.JobSpec{Name: "spawner", Target: "killed", Command: []string{"sh", "-c", spawnOnce, "sh", pidFile}},
+		dag.JobSpec{Name: "after", Target: "killed", Command: []string{"true"}, DependsOn: []string{"spawner"}})
 
 	var stderr bytes.Buffer
 	worker := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
@@ -108,35 +125,91 @@ func TestKilledWorkerLeavesNoBuild(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond, "a process of the killed worker's build survived: %v", pids)
 	t.Logf("all %d processes of the build gone %s after the worker's SIGKILL", len(pids), time.Since(killed))
 
-	pool := schemaPool(t, dbURL)
 	client, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
 	var id int64
 	require.NoError(t, pool.QueryRow(t.Context(), `SELECT id FROM river_job WHERE kind = 'build_run' AND state = 'running'`).Scan(&id),
-		"River shows the dead worker's token running")
+		"River shows the dead worker's build running")
 	cfg, err := killConfig(dbURL)
 	require.NoError(t, err)
 	startLiveWorker(t, cfg)
 	bound := queue.LivenessTimeoutDefault + 30*time.Second
-	var token *rivertype.JobRow
+	var dead *rivertype.JobRow
 	require.Eventually(t, func() bool {
-		token, err = client.JobGet(t.Context(), id)
+		dead, err = client.JobGet(t.Context(), id)
 		require.NoError(t, err)
-		return token.State != rivertype.JobStateRunning || token.Attempt > 1
-	}, bound-time.Since(killed), 100*time.Millisecond, "River still shows the dead worker's token running %s after the kill", bound)
-	t.Logf("the dead worker's token was given back %s after the kill", time.Since(killed).Round(time.Millisecond))
-	require.Contains(t, token.Errors[0].Error, "rescued from process ")
-	require.Contains(t, token.Errors[0].Error, "(build-worker on ")
+		return dead.State != rivertype.JobStateRunning
+	}, bound-time.Since(killed), 100*time.Millisecond, "River still shows the dead worker's build running %s after the kill", bound)
+	t.Logf("the dead worker's build was given a new attempt %s after the kill", time.Since(killed).Round(time.Millisecond))
+	require.Equal(t, rivertype.JobStateDiscarded, dead.State)
+	require.Contains(t, dead.Errors[0].Error, "rescued from process ")
+	require.Contains(t, dead.Errors[0].Error, "(build-worker on ")
+	require.Regexp(t, `attempt 2 replaces it as River job \d+`, dead.Errors[0].Error)
+
 	require.Eventually(t, func() bool {
-		token, err = client.JobGet(t.Context(), id)
+		g, err := jobgraph.GetGroup(t.Context(), pool, group)
 		require.NoError(t, err)
-		return token.FinalizedAt != nil
-	}, 45*time.Second, 50*time.Millisecond, "the rescued token was never worked again")
-	require.Equal(t, rivertype.JobStateCancelled, token.State)
-	require.Contains(t, token.Errors[len(token.Errors)-1].Error, "nothing to build on target killed")
-	var state string
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT state::text FROM job_graph`).Scan(&state))
-	require.Equal(t, string(jobgraph.Running), state, "the rescued token left the dead attempt's job to the reaper")
+		return g.State == jobgraph.GroupComplete
+	}, 30*time.Second, 50*time.Millisecond, "the group did not complete after the new attempt")
+	require.Equal(t, []string{"1", "2"}, runs(t, pidFile), "the killed attempt, then the new one, once")
+	var attempt int
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT attempt FROM job_graph WHERE name = 'spawner'`).Scan(&attempt))
+	require.Equal(t, 2, attempt)
+	// River completes a succeeded build's River job once its worker's report has committed.
+	require.Eventually(t, func() bool {
+		var running int
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = 'build_run' AND state = 'running'`).Scan(&running))
+		return running == 0
+	}, 10*time.Second, 20*time.Millisecond, "a build_run River job is left running")
+	var args []string
+	rows, err := pool.Query(t.Context(), `SELECT args->>'job_name' || ' attempt ' || (args->>'attempt') || ': ' || state
+		FROM river_job WHERE kind = 'build_run' ORDER BY id`)
+	require.NoError(t, err)
+	args, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"spawner attempt 1: discarded", "spawner attempt 2: completed", "after attempt 1: completed"}, args,
+		"each River job names the build it ran")
+}
+
+// TestLostLivenessKillsTheBuild makes a build-worker find its liveness record gone while a build
+// runs a shell with grandchildren, as a process does that a sweep declared dead while it could
+// not renew: the build's whole process group is killed, its River job ends naming the attempt
+// that replaced it, and that attempt builds the job.
+func TestLostLivenessKillsTheBuild(t *testing.T) {
+	t.Parallel()
+	dbURL := testdb.New(t)
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	pool := schemaPool(t, dbURL)
+	group := submitGroup(t, pool, dag.JobSpec{Name: "spawner", Target: "lost", Command: []string{"sh", "-c", spawnOnce, "sh", pidFile}})
+	cfg, err := killConfig(dbURL)
+	require.NoError(t, err)
+	cfg.Targets = []string{"lost"}
+	cfg.LivenessTimeout = 3 * time.Second // renewals every half second
+	startLiveWorker(t, cfg)
+	var pids []int
+	require.Eventually(t, func() bool {
+		pids = readPids(t, pidFile)
+		return len(pids) == 3
+	}, 30*time.Second, 20*time.Millisecond, "the build never started")
+
+	_, err = pool.Exec(t.Context(), `DELETE FROM processes WHERE name = 'build-worker'`)
+	require.NoError(t, err)
+	for _, pid := range pids {
+		require.Eventually(t, func() bool { return !alive(pid) }, 10*time.Second, 5*time.Millisecond,
+			"pid %d of the build survived its worker's lost liveness", pid)
+	}
+	require.Eventually(t, func() bool {
+		g, err := jobgraph.GetGroup(t.Context(), pool, group)
+		require.NoError(t, err)
+		return g.State == jobgraph.GroupComplete
+	}, 30*time.Second, 50*time.Millisecond, "the new attempt did not build the job")
+	require.Equal(t, []string{"1", "2"}, runs(t, pidFile))
+	var state, lastErr string
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT state::text, errors[array_length(errors, 1)]->>'error'
+		FROM river_job WHERE kind = 'build_run' AND args->>'attempt' = '1'`).Scan(&state, &lastErr))
+	require.Equal(t, "cancelled", state)
+	require.Contains(t, lastErr, "lost its liveness")
+	require.Regexp(t, `attempt 2 replaces it as River job \d+`, lastErr)
 }
 
 // startLiveWorker runs a worker with cfg in this process until the test ends.
@@ -159,7 +232,7 @@ func TestBuildLeavesNothingBehind(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	// The background process sleeps for days, and the build's timeout is as long: a run that
 	// waited for it would not return before the test binary's own timeout.
-	c := jobgraph.Claim{JobID: 1, Attempt: 1, Name: "leaver", Timeout: 100 * time.Hour,
+	c := jobgraph.Build{JobID: 1, Attempt: 1, Name: "leaver", Timeout: 100 * time.Hour,
 		Command: []string{"sh", "-c", `sleep 360000 & echo $! > "$1"`, "sh", pidFile}}
 	logs := newLogWriter(context.Background(), logstore.Postgres{DB: pool}, c.JobID, c.Attempt)
 	var groups groupReaper
@@ -183,18 +256,21 @@ func schemaPool(t *testing.T, dbURL string) *pgxpool.Pool {
 	return pool
 }
 
-// submit submits a group of the one job.
-func submit(t *testing.T, pool *pgxpool.Pool, job dag.JobSpec) {
+// submitGroup submits a group of jobs, named after the first, with three attempts each, and
+// returns its id.
+func submitGroup(t *testing.T, pool *pgxpool.Pool, jobs ...dag.JobSpec) int64 {
 	t.Helper()
-	tokens, err := queue.NewInserter(pool, queue.BuildScheduler)
+	builds, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	plan, err := dag.Validate(dag.Submission{Name: job.Name, Jobs: []dag.JobSpec{job}}, dag.DefaultLimits)
+	plan, err := dag.Validate(dag.Submission{Name: jobs[0].Name, Jobs: jobs}, dag.DefaultLimits)
 	require.NoError(t, err)
 	ctx := context.Background()
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := (&jobgraph.Graph{Tokens: tokens}).SubmitTx(ctx, tx, plan, 1)
+	var id int64
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+		id, err = (&jobgraph.Graph{Builds: builds}).SubmitTx(ctx, tx, plan, 3)
 		return err
 	}))
+	return id
 }
 
 // readPids reads the pids a command wrote to file, none while it is not there yet.

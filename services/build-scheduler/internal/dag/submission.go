@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"drover.dev/queue"
 )
 
 // Submission is the body of POST /v1/groups.
@@ -29,12 +31,16 @@ type JobSpec struct {
 	DependsOn      []string          `json:"depends_on,omitempty"`
 }
 
-// The range of a job's priority: the column that orders claims is a 32-bit integer, and a
+// The range of a job's priority: the column that orders builds is a 32-bit integer, and a
 // priority outside it is refused rather than truncated (2^31 would become the lowest).
 const (
 	MinPriority = math.MinInt32
 	MaxPriority = math.MaxInt32
 )
+
+// MaxJobsLimit is the largest value MaxJobs may be configured to: the most jobs of a group that
+// River's fetch can order (queue.BuildOrderJobsPerGroup).
+const MaxJobsLimit = queue.BuildOrderJobsPerGroup
 
 // MaxLimit is the largest value MaxJobs, MaxDeps and MaxJobBytes may be configured to: counts of
 // jobs are stored in 32-bit integers.
@@ -61,8 +67,8 @@ var DefaultLimits = Limits{
 // start instead of accepting jobs it cannot store.
 func (l Limits) Check() error {
 	switch {
-	case l.MaxJobs < 1 || l.MaxJobs > MaxLimit:
-		return fmt.Errorf("max jobs per group %d: must be from 1 to %d", l.MaxJobs, MaxLimit)
+	case l.MaxJobs < 1 || l.MaxJobs > MaxJobsLimit:
+		return fmt.Errorf("max jobs per group %d: must be from 1 to %d", l.MaxJobs, MaxJobsLimit)
 	case l.MaxDeps < 0 || l.MaxDeps > MaxLimit:
 		return fmt.Errorf("max dependencies per job %d: must be from 0 to %d", l.MaxDeps, MaxLimit)
 	case l.MaxJobBytes < 1 || l.MaxJobBytes > MaxLimit:

@@ -6,14 +6,17 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
 
 	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 	"drover.dev/shared/problem"
 )
 
 // CancelTx cancels a group: jobs that have not started are cancelled at once (cancel_complete),
-// running ones become cancel_pending so their workers kill the process on the next heartbeat and
-// report. The group is canceled when nothing runs any more. Cancelling a canceled group again is
+// running ones become cancel_pending, and the River jobs of its builds are cancelled with River's
+// JobCancelTx: a waiting one at once, a running one by River telling its worker, which kills the
+// build's process group and reports it cancelled. The group is canceled when nothing runs any
+// more. Cancelling a canceled group again is
 // a no-op; a group that completed or failed cannot be cancelled (ErrConflict).
 func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason string) (GroupState, error) {
 	state, err := groupState(ctx, tx, groupID)
@@ -48,7 +51,25 @@ func (g *Graph) CancelTx(ctx context.Context, tx pgx.Tx, groupID int64, reason s
 	if err != nil {
 		return "", fmt.Errorf("cancel group %d: %w", groupID, err)
 	}
+	if err := g.cancelBuilds(ctx, tx, groupID); err != nil {
+		return "", err
+	}
 	return GroupState(canceled), nil
+}
+
+// cancelBuilds cancels, through River's JobCancelTx, the River jobs of groupID's builds that may
+// still run. They are locked last, after every row of the job graph the cancel writes.
+func (g *Graph) cancelBuilds(ctx context.Context, tx pgx.Tx, groupID int64) error {
+	ids, err := queries.BuildRunLive(ctx, tx, groupID)
+	if err != nil {
+		return fmt.Errorf("list the River jobs of group %d: %w", groupID, err)
+	}
+	for _, id := range ids {
+		if _, err := g.Builds.JobCancelTx(ctx, tx, id); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel River job %d of group %d: %w", id, groupID, err)
+		}
+	}
+	return nil
 }
 
 // RetryTx re-runs the failed, dependency-failed and cancelled jobs of a finished group; complete

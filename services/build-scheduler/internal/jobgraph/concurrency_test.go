@@ -44,39 +44,34 @@ func inTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) err
 	return pgx.BeginFunc(ctx, pool, fn)
 }
 
-func newGraph(t *testing.T) *Graph {
-	t.Helper()
-	tokens, err := queue.NewInserter(nil, queue.BuildScheduler)
-	require.NoError(t, err)
-	return &Graph{Tokens: tokens}
-}
-
 func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.NewPool(t, "build_scheduler")
-	graph := newGraph(t)
+	graph := testGraph(t)
 
 	for round := range 10 {
 		target := fmt.Sprint("fanin", round)
 		g := submitCommitted(t, pool, graph, dag.Submission{Name: "fan-in", Jobs: []dag.JobSpec{
 			spec("a", target), spec("b", target), spec("c", target, "a", "b"),
 		}}, 3)
-		var claims [2]Claim
-		for i := range claims {
-			committed(t, pool, func(tx pgx.Tx) (err error) {
-				claims[i], _, err = ClaimNext(ctx, tx, target, "w", time.Minute)
-				return err
-			})
+		var taken [2]Build
+		var f fetcher
+		for i := range taken {
+			var ok bool
+			var err error
+			taken[i], ok, err = f.take(ctx, pool, target)
+			require.NoError(t, err)
+			require.True(t, ok)
 		}
 		start := make(chan struct{})
 		var wg sync.WaitGroup
-		errs := make([]error, len(claims))
-		for i, c := range claims {
+		errs := make([]error, len(taken))
+		for i, c := range taken {
 			wg.Go(func() {
 				<-start
 				errs[i] = inTx(ctx, pool, func(tx pgx.Tx) error {
-					_, err := graph.ReportTx(ctx, tx, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded})
+					_, err := graph.ReportTx(ctx, tx, reportOf(c, queue.BuildSucceeded))
 					return err
 				})
 			})
@@ -85,14 +80,14 @@ func TestTwoDependenciesCompletingAtOnce(t *testing.T) {
 		wg.Wait()
 		require.NoError(t, errors.Join(errs...))
 		var state JobState
-		var count, tokens int
+		var count, builds int
 		require.NoError(t, pool.QueryRow(ctx, `SELECT state::text, waiting_on_count,
 			(SELECT count(*) FROM river_job WHERE kind = 'build_run' AND (args->>'job_id')::bigint = j.id
 				AND args->>'job_name' = j.name)
-			FROM job_graph j WHERE group_id = $1 AND name = 'c'`, g).Scan(&state, &count, &tokens))
+			FROM job_graph j WHERE group_id = $1 AND name = 'c'`, g).Scan(&state, &count, &builds))
 		require.Equal(t, Ready, state, "round %d", round)
 		require.Zero(t, count)
-		require.Equal(t, 1, tokens, "c is dispatched exactly once, its token naming it")
+		require.Equal(t, 1, builds, "c is dispatched exactly once, by a River job naming it")
 	}
 }
 
@@ -153,7 +148,7 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			pool := testdb.NewPool(t, "build_scheduler")
-			graph := newGraph(t)
+			graph := testGraph(t)
 			sub, fails := randomGraph(rand.New(rand.NewPCG(seed, 7)), 80)
 			g := submitCommitted(t, pool, graph, sub, 3)
 
@@ -161,11 +156,14 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 			// final fails the test instead of hanging it.
 			workCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			var wg sync.WaitGroup
+			var (
+				wg sync.WaitGroup
+				f  fetcher
+			)
 			errs := make([]error, 8)
 			for w := range errs {
 				wg.Go(func() {
-					if errs[w] = workUntilDone(workCtx, pool, graph, g, fails, w); errs[w] != nil {
+					if errs[w] = workUntilDone(workCtx, pool, graph, &f, g, fails, w); errs[w] != nil {
 						cancel()
 					}
 				})
@@ -193,13 +191,13 @@ func TestRandomGraphsWithEightConcurrentWorkers(t *testing.T) {
 	}
 }
 
-// workUntilDone claims and reports jobs of group g until the group is final. Every fifth report
+// workUntilDone takes and reports builds of group g until the group is final. Every fifth report
 // is sent twice, as River may deliver it twice.
-func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int64, fails map[string]bool, w int) error {
+func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, f *fetcher, g int64, fails map[string]bool, w int) error {
 	for n := 0; ; n++ {
-		c, ok, err := ClaimNext(ctx, pool, "linux", fmt.Sprint("w", w), time.Minute)
+		c, ok, err := f.take(ctx, pool, "linux")
 		if err != nil {
-			return fmt.Errorf("worker %d claim: %w", w, err)
+			return fmt.Errorf("worker %d fetch: %w", w, err)
 		}
 		if !ok {
 			var state GroupState
@@ -216,7 +214,7 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 		if fails[c.Name] {
 			outcome = queue.BuildFailed
 		}
-		args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: outcome}
+		args := reportOf(c, outcome)
 		for range 1 + min(1, n%5/4) {
 			if _, err := graph.Report(ctx, pool, args, nil); err != nil {
 				return fmt.Errorf("worker %d report of job %d: %w", w, c.JobID, err)
@@ -225,7 +223,7 @@ func workUntilDone(ctx context.Context, pool *pgxpool.Pool, graph *Graph, g int6
 	}
 }
 
-// TestCancelAndWatchdogUnderLoad cancels a group while eight workers claim and report its jobs
+// TestCancelAndWatchdogUnderLoad cancels a group while eight workers take and report its jobs
 // and watchdog passes and recounts run beside them: every transaction takes its locks in the
 // package's order, so none is aborted as deadlocked, and the group ends canceled with every job
 // final and no counter drift.
@@ -236,7 +234,7 @@ func TestCancelAndWatchdogUnderLoad(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			pool := testdb.NewPool(t, "build_scheduler")
-			graph := newGraph(t)
+			graph := testGraph(t)
 			sub, fails := randomGraph(rand.New(rand.NewPCG(seed, 11)), 120)
 			// A job for a target no worker here works keeps the group open until the cancel,
 			// however fast the workers finish or fail the rest.
@@ -245,11 +243,14 @@ func TestCancelAndWatchdogUnderLoad(t *testing.T) {
 
 			workCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer cancel()
-			var wg sync.WaitGroup
+			var (
+				wg sync.WaitGroup
+				f  fetcher
+			)
 			errs := make([]error, 10)
 			for w := range 8 {
 				wg.Go(func() {
-					if errs[w] = workUntilDone(workCtx, pool, graph, g, fails, w); errs[w] != nil {
+					if errs[w] = workUntilDone(workCtx, pool, graph, &f, g, fails, w); errs[w] != nil {
 						cancel()
 					}
 				})

@@ -58,13 +58,16 @@ func countOff(ctx context.Context, tx pgx.Tx, groupID int64, finished []int64, e
 	return emptied, state, nil
 }
 
-// closeGroup settles the group if every stripe is at zero. It locks the group row first and reads
-// the stripes in the next statement, whose snapshot is taken after the lock is granted: every
-// other transaction that emptied a stripe took this lock before us and has committed, so the one
-// of them that comes last sees all stripes at zero. The lock is FOR NO KEY UPDATE, what an UPDATE
-// takes, so it does not wait for the key-share locks that inserting a system event (a foreign key
-// to the group) holds in a transaction that may be waiting for our stripe. Transactions whose
-// decrement left a stripe above zero need not look, as a later one will take that stripe to zero.
+// closeGroup settles the group if every stripe is at zero, recording its jobs' counts by state
+// for the group's answers (GroupSettle): the jobs are counted once, when the group settles, so no
+// report writes a counter and no list counts a settled group's jobs. It locks the group row first
+// and reads the stripes in the next statement, whose snapshot is taken after the lock is granted:
+// every other transaction that emptied a stripe took this lock before us and has committed, so
+// the one of them that comes last sees all stripes at zero. The lock is FOR NO KEY UPDATE, what
+// an UPDATE takes, so it does not wait for the key-share locks that inserting a system event (a
+// foreign key to the group) holds in a transaction that may be waiting for our stripe.
+// Transactions whose decrement left a stripe above zero need not look, as a later one will take
+// that stripe to zero.
 func closeGroup(ctx context.Context, tx pgx.Tx, groupID int64) (GroupState, error) {
 	locked, err := queries.GroupGetStateForUpdate(ctx, tx, groupID)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,9 +15,9 @@ import (
 )
 
 // The build-worker's connections commit asynchronously (BUILD_WORKER_SYNCHRONOUS_COMMIT=off);
-// a report and a heartbeat commit synchronously on them all the same, a lazy report
-// (ReportLazily) does not, and the setting lasts their transaction only.
-func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *testing.T) {
+// a report commits synchronously on them all the same, a lazy report (ReportLazily) does not, and
+// the setting lasts its transaction only.
+func TestReportCommitsSynchronouslyOnAnAsynchronousConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	u, err := url.Parse(testdb.New(t))
@@ -38,24 +37,15 @@ func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *test
 	}
 	require.Equal(t, "off", setting(t, pool))
 
-	graph := newGraph(t)
+	graph := testGraph(t)
 	g := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, 2)
-	c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	var f fetcher
+	c, ok, err := f.take(ctx, pool, "linux")
 	require.NoError(t, err)
 	require.True(t, ok)
 
-	// A heartbeat, inside a transaction so that the setting can be read after it.
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	require.Equal(t, "off", setting(t, tx))
-	_, err = Heartbeat(ctx, tx, c.JobID, c.LeaseToken, time.Minute)
-	require.NoError(t, err)
-	require.Equal(t, "on", setting(t, tx), "the heartbeat's commit waits for the WAL flush")
-	require.NoError(t, tx.Commit(ctx))
-
 	// The report.
-	args := queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+	args := reportOf(c, queue.BuildSucceeded)
 	var inReport string
 	res, err := graph.Report(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
 		inReport = setting(t, tx)
@@ -69,10 +59,10 @@ func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *test
 	require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, group.Counts)
 
 	// A lazy report: the setting goes back off in its first round trip, after the statement.
-	c, ok, err = ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+	c, ok, err = f.take(ctx, pool, "linux")
 	require.NoError(t, err)
 	require.True(t, ok)
-	args = queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+	args = reportOf(c, queue.BuildSucceeded)
 	res, err = graph.ReportLazily(ctx, pool, args, func(tx pgx.Tx, _ Result) error {
 		inReport = setting(t, tx)
 		return nil
@@ -84,8 +74,8 @@ func TestReportAndHeartbeatCommitSynchronouslyOnAnAsynchronousConnection(t *test
 	require.NoError(t, err)
 	require.Equal(t, map[JobState]int{Complete: 2}, group.Counts)
 
-	// Set for the transaction only: every connection of the pool, those the report and the
-	// heartbeat ran on included, is back to off.
+	// Set for the transaction only: every connection of the pool, those the reports ran on
+	// included, is back to off.
 	var conns []*pgxpool.Conn
 	for range pool.Stat().TotalConns() {
 		conn, err := pool.Acquire(ctx)

@@ -13,13 +13,13 @@ type EventKind string
 
 // The event kinds.
 const (
-	EventLeaseExpired EventKind = "lease_expired"
-	EventJobFailed    EventKind = "job_failed"
-	EventStalled      EventKind = "group_stalled"
-	EventNoWorkers    EventKind = "target_without_workers"
-	EventDrift        EventKind = "counter_drift"
-	EventSettled      EventKind = "group_settled"
-	EventCanceled     EventKind = "group_canceled"
+	EventAttemptLost EventKind = "attempt_lost"
+	EventJobFailed   EventKind = "job_failed"
+	EventStalled     EventKind = "group_stalled"
+	EventNoWorkers   EventKind = "target_without_workers"
+	EventDrift       EventKind = "counter_drift"
+	EventSettled     EventKind = "group_settled"
+	EventCanceled    EventKind = "group_canceled"
 	// EventRiverUIAction records what a press of River UI's Retry or Cancel on a job of the
 	// build_scheduler schema did, once its worker acted on it.
 	EventRiverUIAction EventKind = "river_ui_action"

@@ -4,11 +4,11 @@
 //
 // Each job row keeps its dependencies as an immutable array of job ids plus waiting_on_count, the
 // number of them not yet complete (the dependency counter). Every transition is an UPDATE guarded by
-// the state it leaves (and, for reports, by the attempt number and lease token), so a repeated or
-// late message matches no row and changes nothing. A transition runs in the caller's transaction
-// together with all its consequences: dependents' counters in the same group, dependents becoming
-// ready, one dispatch token per newly ready job in the target's River queue, and the group's
-// unfinished-jobs count, split over stripe rows, whose last decrement settles the group. The readiness query
+// the state it leaves (and, for reports, by the attempt), so a repeated or late message matches no
+// row and changes nothing. A transition runs in the caller's transaction together with all its
+// consequences: dependents' counters in the same group, dependents becoming ready, the build_run
+// River job of each newly ready job (one River job per attempt, which is that build), and the
+// group's unfinished-jobs count, split over stripe rows, whose last decrement settles the group. The readiness query
 // (a job is ready when all its dependencies are complete) is kept as the check the watchdog runs
 // and the recovery path behind POST /v1/admin/recount.
 //
@@ -19,27 +19,23 @@
 // other: job rows in ascending id, then group_stripes rows in ascending stripe, then the groups row.
 // Job ids are handed out in topological order at submit, so a transition that locks a job and
 // then its dependents goes up in id; statements that lock several jobs lock them ORDER BY id
-// first. The claim's SKIP LOCKED never waits for a job row.
+// first.
 //
-// Ordering: the River job for a ready job is only a dispatch token for its target. The worker
-// that takes a token claims, with FOR UPDATE SKIP LOCKED, the ready job of that target from the
-// oldest group (lowest group id), then the highest priority, then the lowest job id. River's
-// own queue order therefore never decides which job runs.
+// Ordering: River's fetch hands out a target's builds by priority, scheduled_at and id. Every
+// build has River's default priority and a scheduled_at in the past made of its group id and its
+// rank in the group (queue.BuildOrder), so River's order is the scheduler's: the oldest group
+// (lowest group id) first, then the highest priority, then the lowest job id.
 package jobgraph
 
 import (
-	"errors"
 	"time"
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
 )
 
-// StepTimeout is River's timeout of the scheduler's own job kinds, build_report and
-// build_watchdog: each is one transaction on the job graph, taking far less. Every River client
-// on the build_scheduler schema rescues stuck jobs after it (buildworker.RescueAfter), so River's
-// rescuer takes such a job back from a process that died working it within StepTimeout and its
-// 30 s pass.
+// StepTimeout is River's timeout of the scheduler's own job kind, build_watchdog: one pass over
+// the job graph, taking far less.
 const StepTimeout = time.Minute
 
 // queries runs the statements of package store (store/query/*.sql), compiled by sqlc; each takes
@@ -85,16 +81,13 @@ func GroupStates() []GroupState {
 	return []GroupState{GroupQueued, GroupDispatching, GroupComplete, GroupFailed, GroupCanceled}
 }
 
-// ErrLeaseLost is returned to a worker whose attempt no longer holds the job: its lease expired
-// and the job went back to ready, or the job was cancelled and settled without it.
-var ErrLeaseLost = errors.New("lease lost")
-
-// Graph performs transitions. Tokens inserts dispatch tokens into the build queues with
-// InsertManyTx on the transition's transaction; it is an insert-only client on the
-// build_scheduler schema. A quiet one (queue.NewQuietInserter) leaves the notification of the
-// targets' workers to its caller, after the commit (Result.Targets names the queues).
+// Graph performs transitions. Builds inserts the build_run River jobs into the build queues
+// with InsertManyTx on the transition's transaction, and cancels them with JobCancelTx; it is an
+// insert-only client on the build_scheduler schema. A quiet one (queue.NewQuietInserter) leaves
+// the notification of the targets' workers to its caller, after the commit (Result.Targets names
+// the queues).
 type Graph struct {
-	Tokens *queue.Client
+	Builds *queue.Client
 }
 
 // Group is a group as clients see it.

@@ -14,7 +14,8 @@ import (
 )
 
 // GetGroup returns a group with its job counts by state, read in the same statement (Habitat
-// Builder's job server ran nine COUNT(*) queries).
+// Builder's job server ran nine COUNT(*) queries): a settled group's as they were recorded when
+// it settled, an open group's counted now.
 func GetGroup(ctx context.Context, db postgres.DBTX, id int64) (Group, error) {
 	r, err := queries.GroupGet(ctx, db, id)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -31,7 +32,9 @@ func GetGroup(ctx context.Context, db postgres.DBTX, id int64) (Group, error) {
 }
 
 // ListGroups returns up to limit groups, newest first, older than the cursor id (0: from the
-// newest), optionally only those in state.
+// newest), optionally only those in state, with their job counts as GetGroup reads them: only the
+// open groups of the page have their jobs counted, so a page costs about the same whatever the
+// size of the table.
 func ListGroups(ctx context.Context, db postgres.DBTX, state GroupState, before int64, limit int) ([]Group, error) {
 	rows, err := queries.GroupList(ctx, db, dbsqlc.GroupListParams{State: string(state), Before: before, MaxRows: int32(limit)})
 	if err != nil {

@@ -16,6 +16,9 @@ type Recount struct {
 	MadeReady        []int64 `json:"made_ready"`
 	DependencyFailed []int64 `json:"dependency_failed"`
 	GroupsSettled    []int64 `json:"groups_settled"`
+
+	riverJobs map[int64]int64 // the River job of each job made ready, by job id
+	targets   []string        // the targets whose queues got them
 }
 
 // RecountTx recomputes every active group's counters and states from the dependency arrays and
@@ -44,7 +47,7 @@ func (g *Graph) RecountTx(ctx context.Context, tx pgx.Tx) (Recount, error) {
 // set to the number of unfinished dependencies, jobs at zero become ready and are dispatched, and
 // the group's own counters are recomputed and settled.
 func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Recount, error) {
-	out, err := g.recountJobs(ctx, tx, groupID, 0)
+	out, err := g.recountJobs(ctx, tx, groupID)
 	if err != nil {
 		return out, err
 	}
@@ -56,9 +59,8 @@ func (g *Graph) recountGroup(ctx context.Context, tx pgx.Tx, groupID int64) (Rec
 }
 
 // recountJobs is recountGroup's work on the group's jobs, the group's own counters left to the
-// caller. held is a job that needs no dispatch token if it becomes ready, because the caller
-// holds one for it (0: none).
-func (g *Graph) recountJobs(ctx context.Context, tx pgx.Tx, groupID, held int64) (Recount, error) {
+// caller. The jobs it makes ready get their River jobs, which it returns.
+func (g *Graph) recountJobs(ctx context.Context, tx pgx.Tx, groupID int64) (Recount, error) {
 	var out Recount
 	// The group's unfinished jobs are locked first, in id order (the package's lock order), so
 	// no transition moves them while they are recounted.
@@ -81,18 +83,29 @@ func (g *Graph) recountJobs(ctx context.Context, tx pgx.Tx, groupID, held int64)
 	if err != nil {
 		return out, fmt.Errorf("ready jobs of group %d: %w", groupID, err)
 	}
-	var ready []readyJob
-	for _, r := range rows {
+	ready := make([]Build, len(rows))
+	for i, r := range rows {
 		out.MadeReady = append(out.MadeReady, r.ID)
-		if r.ID != held {
-			ready = append(ready, readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target})
+		ready[i], err = readyRow{ID: r.ID, GroupID: groupID, Name: r.Name, Target: r.Target, Attempt: r.Attempt,
+			Rank: r.FetchRank, Command: r.Command, Env: r.Env, Payload: r.Payload, TimeoutMs: r.TimeoutMs}.build()
+		if err != nil {
+			return out, err
 		}
 	}
-	return out, g.dispatch(ctx, tx, ready)
+	ids, targets, err := g.dispatch(ctx, tx, ready)
+	if err != nil {
+		return out, err
+	}
+	out.riverJobs, out.targets = map[int64]int64{}, targets
+	for i, b := range ready {
+		out.riverJobs[b.JobID] = ids[i]
+	}
+	return out, nil
 }
 
 // resettleGroup recomputes a group's stripe counters, remaining and failed from its jobs' states
-// and settles it when nothing is left. It reports whether it settled the group.
+// and settles it when nothing is left, recording its jobs' counts by state as closeGroup does. It
+// reports whether it settled the group.
 func resettleGroup(ctx context.Context, tx pgx.Tx, groupID int64) (bool, error) {
 	if err := recountStripes(ctx, tx, groupID); err != nil {
 		return false, err

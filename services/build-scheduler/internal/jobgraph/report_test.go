@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -20,17 +19,15 @@ import (
 func TestReportInItsOwnTransaction(t *testing.T) {
 	t.Parallel()
 
-	// setup submits the chain a → b on a fresh database and claims a.
-	setup := func(t *testing.T) (*pgxpool.Pool, *Graph, int64, queue.BuildReportArgs) {
+	// setup submits the chain a → b on a fresh database and takes a.
+	setup := func(t *testing.T) (*pgxpool.Pool, *Graph, int64, Report) {
 		t.Helper()
-		ctx := context.Background()
 		pool := testdb.NewPool(t, "build_scheduler")
-		graph := newGraph(t)
+		graph := testGraph(t)
 		g := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a")}}, 2)
-		c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
-		require.NoError(t, err)
+		c, ok := next(t, pool, "linux", nil)
 		require.True(t, ok)
-		return pool, graph, g, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}
+		return pool, graph, g, reportOf(c.Build, queue.BuildSucceeded)
 	}
 	states := func(t *testing.T, pool *pgxpool.Pool, g int64) map[JobState]int {
 		t.Helper()
@@ -53,9 +50,9 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		require.True(t, res.Applied)
 		require.True(t, sawTx)
 		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, states(t, pool, g))
-		var tokens int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&tokens))
-		require.Equal(t, 2, tokens, "b's token committed with the report")
+		var builds int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'build_run'`).Scan(&builds))
+		require.Equal(t, 2, builds, "b's River job committed with the report")
 
 		again, err := graph.Report(ctx, pool, args, nil)
 		require.NoError(t, err)
@@ -69,7 +66,7 @@ func TestReportInItsOwnTransaction(t *testing.T) {
 		boom := errors.New("boom")
 		_, err := graph.Report(ctx, pool, args, func(pgx.Tx, Result) error { return boom })
 		require.ErrorIs(t, err, boom)
-		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1}, states(t, pool, g))
+		require.Equal(t, map[JobState]int{Ready: 1, Waiting: 1}, states(t, pool, g))
 		require.Equal(t, int32(0), pool.Stat().AcquiredConns(), "the connection went back to the pool")
 
 		res, err := graph.Report(ctx, pool, args, nil)

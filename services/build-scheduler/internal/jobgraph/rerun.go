@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -23,24 +22,24 @@ type Rerun struct {
 	Reset []int64
 	// Reopened says the group had settled and is dispatching again.
 	Reopened bool
-	// Claim is the best ready job of the target, claimed for the caller on the transaction: the
-	// job itself, unless an older group's ready job of the target comes first.
-	Claim   Claim
-	Claimed bool
+	// Attempt is the job's new attempt, and RiverJobID the River job that runs it.
+	Attempt    int
+	RiverJobID int64
+	// Targets are the targets whose queues got River jobs, to announce after the commit.
+	Targets []string
 }
 
-// RerunTx runs a failed or cancelled job again, on tx, for River UI's Retry of the dispatch token
-// that ran it: what POST /v1/groups/{id}/retry does for a whole group, for this job alone. The
-// job and its dependents that failed or were cancelled (with it, or with the group) wait again,
-// its group reopens if it had settled, and jobs left with nothing to wait for become ready and
-// get dispatch tokens, except the job itself: its token is the caller's, which claims the best
-// ready job of the target for workerID under lease, on tx, so that the Retry is itself a build.
-// The event records why (reason) and what changed.
+// RerunTx runs a failed or cancelled job again, on tx, for River UI's Retry of the River job of
+// one of its attempts: what POST /v1/groups/{id}/retry does for a whole group, for this job
+// alone. The job and its dependents that failed or were cancelled (with it, or with the group)
+// wait again, its group reopens if it had settled, and the jobs left with nothing to wait for
+// become ready with their River jobs, the job itself first among them as its next attempt
+// (Rerun.Attempt, Rerun.RiverJobID). The event records why (reason) and what changed.
 //
 // A job that is neither failed nor cancelled any more (the group was retried through the API
 // since, or it succeeded) is left as it is: the error wraps problem.ErrConflict, and Rerun says
 // its group, name and state.
-func (g *Graph) RerunTx(ctx context.Context, tx pgx.Tx, jobID int64, reason, workerID string, lease time.Duration) (Rerun, error) {
+func (g *Graph) RerunTx(ctx context.Context, tx pgx.Tx, jobID int64, reason string) (Rerun, error) {
 	r := Rerun{JobID: jobID}
 	row, err := queries.JobGetForRerun(ctx, tx, jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -64,21 +63,11 @@ func (g *Graph) RerunTx(ctx context.Context, tx pgx.Tx, jobID int64, reason, wor
 	if r.Reopened {
 		reopened = "; the group is open again"
 	}
-	err = addEvent(ctx, tx, &r.GroupID, &jobID, EventRiverUIAction, "%s: job %d (%s) runs again with %d dependents that had failed or been cancelled%s",
-		reason, jobID, r.Name, len(r.Reset)-1, reopened)
+	err = addEvent(ctx, tx, &r.GroupID, &jobID, EventRiverUIAction, "%s: job %d (%s) runs again as attempt %d (River job %d) with %d dependents that had failed or been cancelled%s",
+		reason, jobID, r.Name, r.Attempt, r.RiverJobID, len(r.Reset)-1, reopened)
 	if err != nil {
 		return r, err
 	}
-	r.Claim, r.Claimed, err = ClaimNext(ctx, tx, r.Target, workerID, lease)
-	if err != nil {
-		return r, err
-	}
-	if !r.Claimed { // the job is not ready after all: it gets a token of its own
-		if err := g.dispatch(ctx, tx, []readyJob{{id: jobID, groupID: r.GroupID, name: r.Name, target: r.Target}}); err != nil {
-			return r, err
-		}
-	}
-	// The claim set this transaction's commit asynchronous; the rerun's must be durable.
 	if err := queries.TransactionDurable(ctx, tx); err != nil {
 		return r, fmt.Errorf("rerun job %d: %w", jobID, err)
 	}
@@ -86,12 +75,19 @@ func (g *Graph) RerunTx(ctx context.Context, tx pgx.Tx, jobID int64, reason, wor
 }
 
 // reopen recounts r's group after its jobs were reset, in the package's lock order (jobs, then
-// stripes, then the group row), holding back the dispatch token of r's job, and reopens the
-// group if it had settled.
+// stripes, then the group row), which makes r's job ready under its next attempt with its River
+// job, and reopens the group if it had settled.
 func (g *Graph) reopen(ctx context.Context, tx pgx.Tx, r *Rerun) error {
-	if _, err := g.recountJobs(ctx, tx, r.GroupID, r.JobID); err != nil {
+	rc, err := g.recountJobs(ctx, tx, r.GroupID)
+	if err != nil {
 		return err
 	}
+	r.RiverJobID, r.Targets = rc.riverJobs[r.JobID], rc.targets
+	job, err := queries.JobGet(ctx, tx, r.JobID)
+	if err != nil {
+		return fmt.Errorf("read job %d after its rerun: %w", r.JobID, err)
+	}
+	r.Attempt = int(job.Attempt)
 	if err := recountStripes(ctx, tx, r.GroupID); err != nil {
 		return err
 	}

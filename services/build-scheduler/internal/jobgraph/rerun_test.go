@@ -10,7 +10,7 @@ import (
 	"drover.dev/shared/problem"
 )
 
-// A build cancelled alone (River UI's Cancel on its running token) takes its dependents with it,
+// A build cancelled alone (River UI's Cancel on its running River job) takes its dependents with it,
 // as a failure does; independent jobs go on, and the group ends canceled.
 func TestCancelledBuildCancelsItsDependents(t *testing.T) {
 	t.Parallel()
@@ -38,25 +38,28 @@ func TestRerun(t *testing.T) {
 		b.report(t, a, queue.BuildFailed)
 		b.report(t, b.take(t, "windows"), queue.BuildSucceeded)
 		require.Equal(t, GroupFailed, b.group(t, g).State)
-		tokens := b.tokens(t, "linux")
+		builds := b.builds(t, "linux")
 
-		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry", "w2", time.Minute)
+		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry")
 		require.NoError(t, err)
 		require.Equal(t, JobFailed, r.State)
 		require.Len(t, r.Reset, 3, "a, and b and c that failed with it")
 		require.True(t, r.Reopened)
-		require.True(t, r.Claimed)
-		require.Equal(t, a.JobID, r.Claim.JobID, "the rerun job is claimed in the same transaction")
-		require.Equal(t, 1, r.Claim.Attempt, "attempts count again from the rerun")
-		require.Equal(t, tokens, b.tokens(t, "linux"), "the caller's token carries it: no new one")
-		require.Equal(t, map[JobState]int{Running: 1, Waiting: 2, Complete: 1}, b.group(t, g).Counts)
+		require.Equal(t, 2, r.Attempt, "the rerun is the job's next attempt")
+		require.NotZero(t, r.RiverJobID)
+		require.Equal(t, builds+1, b.builds(t, "linux"), "the new attempt has a River job of its own")
+		require.Equal(t, map[JobState]int{Ready: 1, Waiting: 2, Complete: 1}, b.group(t, g).Counts)
 		require.Equal(t, GroupDispatching, b.group(t, g).State)
 		events, err := Events(ctx, b.tx, g, 1)
 		require.NoError(t, err)
 		require.Equal(t, EventRiverUIAction, events[0].Kind)
 		require.Contains(t, events[0].Message, "test retry: job")
+		require.Contains(t, events[0].Message, "as attempt 2")
 
-		b.report(t, r.Claim, queue.BuildSucceeded)
+		again := b.take(t, "linux")
+		require.Equal(t, a.JobID, again.JobID)
+		require.Equal(t, 2, again.Attempt, "its River job names the attempt")
+		b.report(t, again, queue.BuildSucceeded)
 		b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
 		require.Equal(t, GroupComplete, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
 	})
@@ -70,16 +73,14 @@ func TestRerun(t *testing.T) {
 		a := b.take(t, "linux")
 		b.report(t, a, queue.BuildFailed)
 		b.report(t, oldJob, queue.BuildFailed)
-		_, err := b.graph.RetryTx(ctx, b.tx, older) // old is ready again, with a token of its own
+		_, err := b.graph.RetryTx(ctx, b.tx, older) // old is ready again, with a River job of its own
 		require.NoError(t, err)
-		tokens := b.tokens(t, "linux")
 
-		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry", "w2", time.Minute)
+		_, err = b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry")
 		require.NoError(t, err)
-		require.True(t, r.Claimed)
-		require.Equal(t, "old", r.Claim.Name, "the oldest group's job first")
 		require.Equal(t, Ready, b.state(t, g, "a"))
-		require.Equal(t, tokens, b.tokens(t, "linux"), "a takes the token old's claim left")
+		require.Equal(t, "old", b.take(t, "linux").Name, "the oldest group's job first")
+		require.Equal(t, "a", b.take(t, "linux").Name)
 	})
 
 	t.Run("CancelledJobOfACancelledGroup", func(t *testing.T) {
@@ -87,15 +88,18 @@ func TestRerun(t *testing.T) {
 		b, ctx := setup(t)
 		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"), spec("aside", "linux"))
 		a := b.take(t, "linux")
+		var started Started
+		started.Add(a, "w1", time.Now())
+		require.NoError(t, started.Mark(ctx, b.tx))
 		_, err := b.graph.CancelTx(ctx, b.tx, g, "test")
 		require.NoError(t, err)
 		require.Equal(t, GroupCanceled, b.report(t, a, queue.BuildCancelled).GroupState)
 
-		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry", "w2", time.Minute)
+		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry")
 		require.NoError(t, err)
 		require.Len(t, r.Reset, 2, "a and b")
-		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1, CancelComplete: 1}, b.group(t, g).Counts)
-		b.report(t, r.Claim, queue.BuildSucceeded)
+		require.Equal(t, map[JobState]int{Ready: 1, Waiting: 1, CancelComplete: 1}, b.group(t, g).Counts)
+		b.report(t, b.take(t, "linux"), queue.BuildSucceeded)
 		require.Equal(t, GroupCanceled, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState,
 			"aside stays cancelled, and so does its group")
 		require.False(t, b.group(t, g).CancelRequested)
@@ -109,10 +113,10 @@ func TestRerun(t *testing.T) {
 		b.report(t, a, queue.BuildFailed)
 		b.report(t, bj, queue.BuildFailed)
 
-		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry", "w2", time.Minute)
+		_, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry")
 		require.NoError(t, err)
 		require.Equal(t, DependencyFailed, b.state(t, g, "join"), "b is still failed")
-		require.Equal(t, GroupFailed, b.report(t, r.Claim, queue.BuildSucceeded).GroupState)
+		require.Equal(t, GroupFailed, b.report(t, b.take(t, "linux"), queue.BuildSucceeded).GroupState)
 	})
 
 	t.Run("OnlyAFailedOrCancelledJob", func(t *testing.T) {
@@ -124,7 +128,7 @@ func TestRerun(t *testing.T) {
 		events, err := Events(ctx, b.tx, g, 100)
 		require.NoError(t, err)
 
-		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry", "w2", time.Minute)
+		r, err := b.graph.RerunTx(ctx, b.tx, a.JobID, "test retry")
 		require.ErrorIs(t, err, problem.ErrConflict)
 		require.Equal(t, Complete, r.State)
 		require.Equal(t, g, r.GroupID)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -32,7 +31,7 @@ func (c *roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQ
 func (c *roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 // A build-worker's report is two round trips (BEGIN with the report's statement, then the
-// COMMIT), plus one for the insert of the tokens of the jobs it releases, with a quiet inserter
+// COMMIT), plus one for the insert of the River jobs of the jobs it releases, with a quiet inserter
 // as the worker's (whose notification, after the queue's first, the worker sends after the
 // commit); the connection goes back to the pool in no transaction.
 func TestReportRoundTrips(t *testing.T) {
@@ -48,24 +47,28 @@ func TestReportRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	tokens, err := queue.NewQuietInserter(pool, queue.BuildScheduler)
+	builds, err := queue.NewQuietInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	graph := &Graph{Tokens: tokens}
-	// Jobs of another target, never claimed, so that no report empties its stripe (each stripe
+	graph := &Graph{Builds: builds}
+	// Jobs of another target, never run, so that no report empties its stripe (each stripe
 	// holds two jobs or more) and settles the group: that would take round trips of its own.
 	jobs := []dag.JobSpec{spec("a", "linux"), spec("b", "linux", "a"), spec("c", "linux"), spec("d", "linux", "c"), spec("e", "linux")}
 	for i := range 2 * 64 {
 		jobs = append(jobs, spec(fmt.Sprintf("other-%d", i), "other"))
 	}
-	// The submission inserts the linux queue's first tokens, which the quiet inserter notifies.
+	// The submission inserts the linux queue's first River jobs, which the quiet inserter notifies.
 	g := submitCommitted(t, pool, graph, dag.Submission{Name: "g", Jobs: jobs}, 2)
+	// A worker's marker has made the group dispatching; otherwise its first report does, in a
+	// round trip of its own.
+	require.NoError(t, (&Started{Groups: []int64{g}}).Mark(ctx, pool))
 	trips.n.Store(0)
+	var f fetcher
 	for range 5 {
-		c, ok, err := ClaimNext(ctx, pool, "linux", "w1", time.Minute)
+		c, ok, err := f.take(ctx, pool, "linux")
 		require.NoError(t, err)
 		require.True(t, ok)
 		before := trips.n.Load()
-		res, err := graph.Report(ctx, pool, queue.BuildReportArgs{JobID: c.JobID, Attempt: c.Attempt, LeaseToken: c.LeaseToken, Outcome: queue.BuildSucceeded}, nil)
+		res, err := graph.Report(ctx, pool, reportOf(c, queue.BuildSucceeded), nil)
 		require.NoError(t, err)
 		require.True(t, res.Applied)
 		want := int64(2)
@@ -79,16 +82,16 @@ func TestReportRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 5, group.Counts[Complete])
 	require.Equal(t, 2*64, group.Counts[Ready])
-	var tokenNames []string
+	var released []string
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT args->>'job_name' FROM river_job WHERE kind = 'build_run' AND args->>'job_name' IN ('b', 'd') ORDER BY 1`)
 		if err != nil {
 			return err
 		}
-		tokenNames, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		released, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	}))
-	require.Equal(t, []string{"b", "d"}, tokenNames, "the released jobs' tokens committed with the reports")
+	require.Equal(t, []string{"b", "d"}, released, "the released jobs' River jobs committed with the reports")
 	require.Equal(t, int32(0), pool.Stat().AcquiredConns())
 	for range pool.Stat().IdleConns() {
 		conn, err := pool.Acquire(ctx)

@@ -1,6 +1,7 @@
 package jobgraph
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,8 +17,8 @@ import (
 // analyzeFrom is the size from which a submitted group refreshes job_graph's statistics.
 const analyzeFrom = 1000
 
-// SubmitTx writes a validated plan as a new group on tx and dispatches its jobs that have no
-// dependencies. maxAttempts bounds how often a job is handed out after losing its worker.
+// SubmitTx writes a validated plan as a new group on tx and inserts the River jobs of its jobs
+// that have no dependencies, as their first attempt. maxAttempts bounds how often a job is handed out after losing its worker.
 func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttempts int) (int64, error) {
 	groupID, err := queries.GroupInsert(ctx, tx, dbsqlc.GroupInsertParams{Name: plan.Name, Remaining: int32(len(plan.Jobs))})
 	if err != nil {
@@ -36,26 +37,25 @@ func (g *Graph) SubmitTx(ctx context.Context, tx pgx.Tx, plan dag.Plan, maxAttem
 		return 0, err
 	}
 	cols.GroupID, cols.MaxAttempts = groupID, int32(maxAttempts)
-	rows, err := queries.JobInsertMany(ctx, tx, cols)
-	if err != nil {
+	if err := queries.JobInsertMany(ctx, tx, cols); err != nil {
 		return 0, fmt.Errorf("insert jobs of group %d: %w", groupID, err)
 	}
-	// A group this large can be most of the table: until autovacuum analyzes it, the planner
-	// would plan the release of a wide fan-out's dependents from statistics that know nothing of
-	// it (a root with 2,999 dependents took over a minute to report on a fresh table). ANALYZE in
-	// this transaction counts its own rows.
 	if len(plan.Jobs) >= analyzeFrom {
 		if err := queries.JobGraphAnalyze(ctx, tx); err != nil {
 			return 0, fmt.Errorf("analyze job_graph after group %d: %w", groupID, err)
 		}
 	}
-	var ready []readyJob
-	for _, r := range rows {
-		if r.Ready {
-			ready = append(ready, readyJob{id: r.ID, groupID: groupID, name: r.Name, target: r.Target})
+	var ready []Build
+	for i, j := range plan.Jobs {
+		if len(j.Deps) == 0 {
+			ready = append(ready, Build{
+				JobID: ids[i], GroupID: groupID, Name: j.Name, Target: j.Target, Attempt: 1, rank: int(cols.Ranks[i]),
+				Command: j.Command, Env: j.Env, Payload: j.Payload, Timeout: j.Timeout,
+			})
 		}
 	}
-	return groupID, g.dispatch(ctx, tx, ready)
+	_, _, err = g.dispatch(ctx, tx, ready)
+	return groupID, err
 }
 
 // allocateIDs reserves n job ids up front, so that dependencies can be written as ids in the
@@ -115,7 +115,28 @@ func jobColumns(plan dag.Plan, ids []int64) (dbsqlc.JobInsertManyParams, error) 
 		c.Payloads = append(c.Payloads, string(j.Payload))
 		c.TimeoutsMs = append(c.TimeoutsMs, j.Timeout.Milliseconds())
 	}
+	c.Ranks = ranks(plan, ids)
 	return c, nil
+}
+
+// ranks returns each job's place in its group's fetch order, by job index: highest priority
+// first, then lowest id (queue.BuildOrder).
+func ranks(plan dag.Plan, ids []int64) []int32 {
+	order := make([]int, len(plan.Jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if pa, pb := plan.Jobs[a].Priority, plan.Jobs[b].Priority; pa != pb {
+			return cmp.Compare(pb, pa)
+		}
+		return cmp.Compare(ids[a], ids[b])
+	})
+	out := make([]int32, len(order))
+	for rank, i := range order {
+		out[i] = int32(rank)
+	}
+	return out
 }
 
 func orEmpty(m map[string]string) map[string]string {

@@ -2,9 +2,10 @@ package jobgraph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -14,21 +15,42 @@ import (
 )
 
 // Result says what a transition did. Applied is false when the guard matched nothing: the
-// message was a repeat, came from a dead attempt, or arrived after the job was settled.
+// message was a repeat, came from a lost attempt, or arrived after the job was settled.
 type Result struct {
 	Applied    bool
 	GroupID    int64
 	State      JobState   // the job's new state
 	GroupState GroupState // the group's state after the transition
-	// Targets are the targets of the jobs the transition made ready, each once: their queues got
-	// dispatch tokens.
+	// Targets are the targets whose queues got build_run River jobs, to announce after the
+	// commit when the Graph's inserter is a quiet one.
 	Targets []string
 }
 
-func reportParams(r queue.BuildReportArgs) dbsqlc.JobReportParams {
+// Report is the outcome of one attempt at a build, as its worker reports it.
+type Report struct {
+	JobID   int64
+	Attempt int
+	// Outcome is queue.BuildSucceeded, BuildFailed or BuildCancelled.
+	Outcome queue.BuildOutcome
+	// AsBuilt identifies what a successful build produced.
+	AsBuilt string
+	// ExitCode is the command's exit status; -1 when it did not exit on its own.
+	ExitCode int
+	// Error says why a failed attempt failed.
+	Error string
+	// LogIncomplete is set when some of the attempt's output could not be stored. The build's
+	// outcome stands regardless: a dropped log never fails a job.
+	LogIncomplete bool
+	// WorkerID is the process that ran it, and StartedAt when River started its River job.
+	WorkerID  string
+	StartedAt time.Time
+}
+
+func reportParams(r Report) dbsqlc.JobReportParams {
 	return dbsqlc.JobReportParams{
-		ID: r.JobID, Attempt: int32(r.Attempt), LeaseToken: r.LeaseToken, Outcome: string(r.Outcome),
+		ID: r.JobID, Attempt: int32(r.Attempt), Outcome: string(r.Outcome),
 		AsBuilt: r.AsBuilt, ExitCode: int32(r.ExitCode), Error: r.Error, LogIncomplete: r.LogIncomplete,
+		WorkerID: r.WorkerID, StartedAt: r.StartedAt,
 	}
 }
 
@@ -37,11 +59,11 @@ func reportParams(r queue.BuildReportArgs) dbsqlc.JobReportParams {
 type reported struct {
 	Result
 	emptied bool
-	ready   []readyJob
+	ready   []Build
 }
 
 // report runs JobReport on db and reads its result.
-func report(ctx context.Context, db dbsqlc.DBTX, r queue.BuildReportArgs) (reported, error) {
+func report(ctx context.Context, db dbsqlc.DBTX, r Report) (reported, error) {
 	var rep reported
 	row, err := queries.JobReport(ctx, db, reportParams(r))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -51,17 +73,22 @@ func report(ctx context.Context, db dbsqlc.DBTX, r queue.BuildReportArgs) (repor
 		return rep, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
 	}
 	rep.Applied, rep.GroupID, rep.State, rep.GroupState, rep.emptied = true, row.GroupID, JobState(row.State), GroupState(row.GroupState), row.Emptied
-	for i := range row.ReadyIds {
-		rep.ready = append(rep.ready, readyJob{id: row.ReadyIds[i], groupID: rep.GroupID, name: row.ReadyNames[i], target: row.ReadyTargets[i]})
+	var rows []readyRow
+	if err := json.Unmarshal(row.Ready, &rows); err != nil {
+		return rep, fmt.Errorf("report job %d attempt %d: decode released jobs: %w", r.JobID, r.Attempt, err)
 	}
-	return rep, nil
+	for i := range rows {
+		rows[i].GroupID = rep.GroupID
+	}
+	rep.ready, err = builds(rows)
+	return rep, err
 }
 
 // ReportTx applies a worker's report on tx: JobReport and then what it leaves to do, the
-// dependents of a failed job failed with it, dispatch tokens for the dependents it made ready and
+// dependents of a failed job failed with it, River jobs for the dependents it made ready and
 // the group settled when this was its last job. A report of an instant job that releases nothing
 // is one round trip.
-func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs) (Result, error) {
+func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r Report) (Result, error) {
 	rep, err := report(ctx, tx, r)
 	if err != nil || !rep.Applied {
 		return rep.Result, err
@@ -71,10 +98,11 @@ func (g *Graph) ReportTx(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs
 
 // Report applies a worker's report as ReportTx does, in a transaction of its own on pool that
 // begins in the same round trip as JobReport (see beginWith), and runs also in it, given the
-// result, before it commits: the end of the River job that carried the build or the report, so
-// River's job state and the job graph's commit together. also may be nil; an error it returns
-// rolls the report back.
-func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
+// result, before it commits: the end of the build's River job when the build failed or was
+// cancelled, so River's job state and the job graph's commit together (a succeeded build's River
+// job is completed by River once the worker returns). also may be nil; an error it returns rolls
+// the report back.
+func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r Report, also func(pgx.Tx, Result) error) (Result, error) {
 	return g.report(ctx, pool, r, "", also)
 }
 
@@ -82,14 +110,14 @@ func (g *Graph) Report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildRep
 // back off, for the transaction, in the same round trip as the report's statement (which set it
 // on). Only a crash of Postgres itself can lose such a report, with what it released, and
 // nothing can commit on top of it (a later synchronous commit flushes it too): the job stays
-// running under a lease that nobody renews, and the reaper hands it out again once the lease
-// runs out. A build-worker reports so the builds that cost less to run again than the flush
-// costs to wait for (BUILD_WORKER_DURABLE_AFTER).
-func (g *Graph) ReportLazily(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, also func(pgx.Tx, Result) error) (Result, error) {
+// at that attempt, and once River has ended its River job the scheduler's reaper gives it a new
+// attempt (work.Reaper). A build-worker reports so the builds that cost less to run again than the
+// flush costs to wait for (BUILD_WORKER_DURABLE_AFTER).
+func (g *Graph) ReportLazily(ctx context.Context, pool *pgxpool.Pool, r Report, also func(pgx.Tx, Result) error) (Result, error) {
 	return g.report(ctx, pool, r, `SELECT set_config('synchronous_commit', 'off', true)`, also)
 }
 
-func (g *Graph) report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildReportArgs, then string, also func(pgx.Tx, Result) error) (Result, error) {
+func (g *Graph) report(ctx context.Context, pool *pgxpool.Pool, r Report, then string, also func(pgx.Tx, Result) error) (Result, error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return Result{}, fmt.Errorf("report job %d attempt %d: %w", r.JobID, r.Attempt, err)
@@ -128,7 +156,7 @@ func (g *Graph) report(ctx context.Context, pool *pgxpool.Pool, r queue.BuildRep
 // failed with it, a cancelled job's dependents cancelled with it (they can never run), a
 // completed job's released dependents dispatched, and the group settled when this was its last
 // job.
-func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportArgs, rep reported) (Result, error) {
+func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r Report, rep reported) (Result, error) {
 	res := rep.Result
 	var finished []int64
 	switch res.State {
@@ -150,38 +178,22 @@ func (g *Graph) afterReport(ctx context.Context, tx pgx.Tx, r queue.BuildReportA
 		}
 		finished = cancelled
 	case Complete:
-		if err := g.dispatch(ctx, tx, rep.ready); err != nil {
+		var err error
+		if _, res.Targets, err = g.dispatch(ctx, tx, rep.ready); err != nil {
 			return res, err
-		}
-		for _, j := range rep.ready {
-			if !slices.Contains(res.Targets, j.target) {
-				res.Targets = append(res.Targets, j.target)
-			}
 		}
 	}
 	var err error
-	res.GroupState, err = settle(ctx, tx, res.GroupID, finished, rep.emptied, res.GroupState)
-	return res, err
-}
-
-// consequences applies what follows from job entering state, for the transitions that do
-// not fold them into their own statement as ReportTx does: a ready job dispatched, or a final job
-// and (when it failed) its dependents counted off the group, whose last one settles it. It
-// returns the group state.
-func (g *Graph) consequences(ctx context.Context, tx pgx.Tx, job readyJob, state JobState) (GroupState, error) {
-	jobID, groupID := job.id, job.groupID
-	finished := []int64{jobID}
-	switch state {
-	case JobFailed:
-		failed, err := failDependents(ctx, tx, jobID, groupID)
-		if err != nil {
-			return "", err
-		}
-		finished = append(finished, failed...)
-	case Ready:
-		return "", g.dispatch(ctx, tx, []readyJob{job})
+	if res.GroupState, err = settle(ctx, tx, res.GroupID, finished, rep.emptied, res.GroupState); err != nil {
+		return res, err
 	}
-	return settle(ctx, tx, groupID, finished, false, "")
+	if res.GroupState == GroupQueued { // its first report: no worker marked a build of it running yet
+		if err := queries.GroupDispatching(ctx, tx, res.GroupID); err != nil {
+			return res, fmt.Errorf("group %d dispatching: %w", res.GroupID, err)
+		}
+		res.GroupState = GroupDispatching
+	}
+	return res, nil
 }
 
 // failDependents marks every transitive dependent of jobID that has not run yet

@@ -2,6 +2,7 @@ package jobgraph
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -14,14 +15,13 @@ func TestReferenceScenarios(t *testing.T) {
 
 	t.Run("ChainAddedHasOneWaitingOneReady", func(t *testing.T) {
 		t.Parallel()
-		b, ctx := setup(t)
+		b, _ := setup(t)
 		g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 		require.Equal(t, map[JobState]int{Waiting: 1, Ready: 1}, b.group(t, g).Counts)
-		require.Equal(t, 1, b.tokens(t, "linux"))
+		require.Equal(t, 1, b.builds(t, "linux"))
 
 		require.Equal(t, "a", b.take(t, "linux").Name)
-		_, ok, err := ClaimNext(ctx, b.tx, "windows", "w1", 0)
-		require.NoError(t, err)
+		_, ok := next(t, b.tx, "windows", nil)
 		require.False(t, ok, "another target gets nothing")
 	})
 
@@ -41,7 +41,7 @@ func TestReferenceScenarios(t *testing.T) {
 		a := b.take(t, "linux")
 		require.Equal(t, GroupDispatching, b.report(t, a, queue.BuildSucceeded).GroupState)
 		require.Equal(t, Ready, b.state(t, g, "b"))
-		require.Equal(t, 2, b.tokens(t, "linux"))
+		require.Equal(t, 2, b.builds(t, "linux"))
 		job, err := GetJob(ctx, b.tx, a.JobID)
 		require.NoError(t, err)
 		require.Equal(t, "a/1.0", *job.AsBuilt)
@@ -95,12 +95,18 @@ func TestReferenceScenarios(t *testing.T) {
 
 	t.Run("InterleavedGroups", func(t *testing.T) {
 		t.Parallel()
-		b, _ := setup(t)
+		b, ctx := setup(t)
 		g1 := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 		a1 := b.take(t, "linux")
 		g2 := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 		a2 := b.take(t, "linux")
 		require.Equal(t, g2, a2.GroupID)
+		require.Equal(t, map[JobState]int{Ready: 1, Waiting: 1}, b.group(t, g2).Counts, "ready until its worker marks it")
+		var started Started
+		started.Add(a2, "w1", time.Now())
+		started.Groups = []int64{g2}
+		require.NoError(t, started.Mark(ctx, b.tx))
+		require.Equal(t, GroupDispatching, b.group(t, g2).State)
 		b.report(t, a1, queue.BuildSucceeded)
 		require.Equal(t, map[JobState]int{Complete: 1, Ready: 1}, b.group(t, g1).Counts)
 		require.Equal(t, map[JobState]int{Running: 1, Waiting: 1}, b.group(t, g2).Counts)
@@ -135,17 +141,17 @@ func TestRepeatedAndLateReportsChangeNothing(t *testing.T) {
 		t.Parallel()
 		b, ctx := setup(t)
 		g := b.submit(t, spec("a", "linux"))
-		first, ok, err := ClaimNext(ctx, b.tx, "linux", "w1", 0)
-		require.NoError(t, err)
-		require.True(t, ok)
-		res, err := b.graph.ExpireTx(ctx, b.tx, Lease{JobID: first.JobID, Attempt: first.Attempt, Token: first.LeaseToken})
+		first := b.take(t, "linux")
+		res, err := b.graph.ReplaceTx(ctx, b.tx, first.JobID, first.Attempt, "test: its worker died")
 		require.NoError(t, err)
 		require.Equal(t, Ready, res.State)
+		require.Equal(t, 2, res.Attempt)
 		second := b.take(t, "linux")
 		require.Equal(t, 2, second.Attempt)
+		require.Equal(t, first.JobID, second.JobID, "the new attempt's River job names the same build")
 
 		require.False(t, b.report(t, first, queue.BuildFailed).Applied, "the dead attempt's report is ignored")
-		require.Equal(t, map[JobState]int{Running: 1}, b.group(t, g).Counts)
+		require.Equal(t, map[JobState]int{Ready: 1}, b.group(t, g).Counts)
 		require.True(t, b.report(t, second, queue.BuildSucceeded).Applied)
 		require.Equal(t, GroupComplete, b.group(t, g).State)
 	})
@@ -156,16 +162,17 @@ func TestLostWorkerAttemptsAreBounded(t *testing.T) {
 	b, ctx := setup(t)
 	g := b.submit(t, spec("a", "linux"), spec("b", "linux", "a"))
 	for attempt := 1; attempt <= 2; attempt++ {
-		c, ok, err := ClaimNext(ctx, b.tx, "linux", "w1", 0)
-		require.NoError(t, err)
-		require.True(t, ok)
+		c := b.take(t, "linux")
 		require.Equal(t, attempt, c.Attempt)
-		_, err = b.graph.ExpireTx(ctx, b.tx, Lease{JobID: c.JobID, Attempt: c.Attempt, Token: c.LeaseToken})
+		_, err := b.graph.ReplaceTx(ctx, b.tx, c.JobID, c.Attempt, "test: its worker died")
 		require.NoError(t, err)
 	}
+	_, ok := next(t, b.tx, "linux", b.taken)
+	require.False(t, ok, "no third attempt")
 	require.Equal(t, map[JobState]int{JobFailed: 1, DependencyFailed: 1}, b.group(t, g).Counts)
 	require.Equal(t, GroupFailed, b.group(t, g).State)
 	events, err := Events(ctx, b.tx, g, 10)
 	require.NoError(t, err)
-	require.Contains(t, events[0].Message, "stopped heartbeating on job")
+	require.Contains(t, events[0].Message, "attempt 2 of job")
+	require.Contains(t, events[0].Message, "that was its last attempt (2): the job is job_failed")
 }

@@ -35,8 +35,8 @@ type WatchReport struct {
 
 // WatchTx runs one watchdog pass on tx. A group whose counts have not changed for stallAfter is
 // cancelled when it has waiting jobs but nothing ready or running (stalled), or ready jobs for a
-// target no worker has polled within stallAfter. A group that is progressing, or whose jobs are
-// running under live leases, is never touched however slow it is. Groups whose jobs are all
+// target no worker has served within stallAfter. A group that is progressing, or whose jobs are
+// running, is never touched however slow it is. Groups whose jobs are all
 // final are settled, and counter drift against the readiness query is reported as events.
 func (g *Graph) WatchTx(ctx context.Context, tx pgx.Tx, stallAfter time.Duration) (rep WatchReport, err error) {
 	// Drift is reported before any group is cancelled, while the drifting groups are still active.

@@ -38,9 +38,12 @@ var streams = map[string]bool{"stdout": true, "stderr": true, "system": true}
 // numbers a store hands out only grow. Time, not the attempt, leads the name because attempts
 // restart at 1 when a group is retried, and a run after a retry must sort after the runs before
 // it. One attempt's chunks come from one writer and are appended one after another, so they are
-// in order. A later attempt, on whichever worker claims it, starts only once the earlier one has
-// finished or gone a whole lease without a heartbeat, so its chunks sort after the earlier
-// ones as long as the workers' clocks agree to within a lease (NTP does far better).
+// in order. A later attempt, on whichever worker runs it, starts only once the earlier one has
+// ended: its worker reported it, killed it (at shutdown, or on losing its liveness, before the
+// new attempt's River job commits) or died, so its chunks sort after the earlier ones as long as
+// the workers' clocks agree to within the time from one to the next: seconds after a worker
+// dies, but possibly milliseconds after a shutdown, where clocks NTP keeps within a few
+// milliseconds may order the two attempts' last and first chunks wrongly.
 //
 // Use NewS3 to make one; its methods are safe for concurrent use.
 type S3 struct {

@@ -137,7 +137,7 @@ func TestS3KeepsEveryChunkOfConcurrentWriters(t *testing.T) {
 	b := setupS3(t)
 	job := b.newJob()
 	// Appends at once in one worker process (at worst to one job, attempt and stream, as by an
-	// attempt that lost its lease beside its successor): no chunk may take another's place.
+	// attempt that lost its worker's liveness beside its successor): no chunk may take another's place.
 	const writers, each = 6, 15
 	var wg sync.WaitGroup
 	for w := range writers {

@@ -1,6 +1,6 @@
 // Package outcomes counts and logs the final states build jobs and groups reach, in whichever
-// process applies the transition: a build-worker applying its own report, the scheduler's
-// report worker applying one that came through the queue, or the scheduler's lease reaper. The
+// process applies the transition: a build-worker applying its own report, or the scheduler's
+// reaper settling a build whose River job ended without one. The
 // counters keep the scheduler's names in every process, so a sum over the scraped processes is
 // the service's figure.
 package outcomes
@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
 
@@ -27,7 +26,7 @@ func New(reg prometheus.Registerer, logger *slog.Logger) *Counters {
 	c := &Counters{
 		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_build_scheduler_jobs_finished_total",
-			Help: "Build jobs that reached a final state through a report or a lost lease, by state.",
+			Help: "Build jobs that reached a final state through a report or a lost attempt, by state.",
 		}, []string{"state"}),
 		settled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "drover_build_scheduler_groups_settled_total",
@@ -47,7 +46,7 @@ func New(reg prometheus.Registerer, logger *slog.Logger) *Counters {
 
 // Reported counts and logs an applied report: the job's final state, and its group when the
 // report settled it.
-func (c *Counters) Reported(r queue.BuildReportArgs, res jobgraph.Result) {
+func (c *Counters) Reported(r jobgraph.Report, res jobgraph.Result) {
 	if c == nil || !res.Applied {
 		return
 	}

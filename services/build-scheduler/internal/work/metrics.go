@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/outcomes"
 	"drover.dev/services/build-scheduler/internal/store/dbsqlc"
@@ -21,12 +20,12 @@ import (
 type Metrics struct {
 	*outcomes.Counters
 	watchdog *prometheus.CounterVec
-	lost     prometheus.Counter
+	adopted  *prometheus.CounterVec
 	logger   *slog.Logger
 }
 
 // NewMetrics registers the scheduler's counters on reg; logger receives the line per unit of
-// work (a job failed, a group settled, a watchdog action, a lease lost).
+// work (a job failed, a group settled, a watchdog action, an orphan adopted).
 func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 	m := &Metrics{
 		Counters: outcomes.New(reg, logger),
@@ -34,33 +33,43 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger) *Metrics {
 			Name: "drover_build_scheduler_watchdog_actions_total",
 			Help: "Watchdog actions, by action: cancel (a stalled group), settle (a group left open), drift (counters repaired).",
 		}, []string{"action"}),
-		lost: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "drover_build_scheduler_leases_lost_total",
-			Help: "Attempts taken back from a worker that stopped heartbeating.",
-		}),
+		adopted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_build_scheduler_orphans_total",
+			Help: "Builds the reaper found waiting on a River job no longer there to run them, by what it did: replaced (the River job ended without a report: a new attempt, or failed at the last), cancelled (the River job was cancelled or deleted in River UI before it ran), dispatched (a pending job from before an upgrade got its River job).",
+		}, []string{"action"}),
 		logger: logger,
 	}
 	for _, a := range []string{"cancel", "settle", "drift"} {
 		m.watchdog.WithLabelValues(a)
 	}
-	reg.MustRegister(m.watchdog, m.lost)
+	for _, a := range []string{orphanReplaced, orphanCancelled, orphanDispatched} {
+		m.adopted.WithLabelValues(a)
+	}
+	reg.MustRegister(m.watchdog, m.adopted)
 	return m
 }
 
-// reported counts and logs a report applied from the queue.
-func (m *Metrics) reported(r queue.BuildReportArgs, res jobgraph.Result) {
-	if m != nil {
-		m.Reported(r, res)
-	}
-}
+// The reaper's actions on an orphan, as drover_build_scheduler_orphans_total counts them.
+const (
+	orphanReplaced   = "replaced"
+	orphanCancelled  = "cancelled"
+	orphanDispatched = "dispatched"
+)
 
-// expired counts and logs a lease taken back from a lost worker.
-func (m *Metrics) expired(l jobgraph.Lease, res jobgraph.Result) {
+// adoptedOrphan counts and logs what the reaper did with an orphan.
+func (m *Metrics) adoptedOrphan(o jobgraph.Orphan, res jobgraph.Result, did string) {
 	if m == nil || !res.Applied {
 		return
 	}
-	m.lost.Inc()
-	m.logger.Warn("worker lost; lease expired", "job_id", l.JobID, "attempt", l.Attempt, "group_id", res.GroupID, "job_state", res.State)
+	action := orphanReplaced
+	switch {
+	case o.State == jobgraph.Pending:
+		action = orphanDispatched
+	case res.State == jobgraph.CancelComplete && o.State != jobgraph.CancelPending:
+		action = orphanCancelled
+	}
+	m.adopted.WithLabelValues(action).Inc()
+	m.logger.Warn("reaper: "+did, "job_id", o.JobID, "attempt", o.Attempt, "group_id", res.GroupID, "job_state", res.State)
 	m.Finished(res.State)
 	m.GroupSettled(res, "reaper")
 }

@@ -11,24 +11,20 @@ import (
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 )
 
-// Reaper takes jobs back from workers that stopped heartbeating, and replaces dispatch tokens
-// lost with a worker that died before claiming (see jobgraph.Graph.RedispatchTx). It runs as a loop in every
-// scheduler replica rather than as a River periodic job, so a lost worker is noticed within the
-// lease plus Interval instead of waiting for River's leader to rescue the token, which it does
-// only after the longest build's timeout (buildworker.Worker.Timeout); the guarded
-// transitions make replicas reaping at once harmless.
+// Reaper settles, every Interval, the builds that wait on a River job no longer there to run them
+// (jobgraph.Orphans): one whose River job ended without a report gets a new attempt, one whose
+// River job was cancelled or deleted in River UI before it ran is cancelled with its unstarted
+// dependents, and a job left pending by the upgrade gets its River job. A dead worker's builds
+// do not wait for it: the liveness sweep replaces them in its own transaction.
 type Reaper struct {
 	Pool     *pgxpool.Pool
 	Graph    *jobgraph.Graph
 	Interval time.Duration
-	// TokenGrace is how long a ready job may wait, while its target has fewer queued tokens
-	// than ready jobs, before the reaper issues another token.
-	TokenGrace time.Duration
-	Logger     *slog.Logger
-	Metrics    *Metrics // nil counts nothing
+	Logger   *slog.Logger
+	Metrics  *Metrics // nil counts nothing
 }
 
-// Run reaps until ctx ends. Database errors are logged and retried on the next tick.
+// Run reaps every Interval until ctx ends.
 func (r *Reaper) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.Interval)
 	defer tick.Stop()
@@ -39,35 +35,45 @@ func (r *Reaper) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if err := r.Reap(ctx); err != nil && ctx.Err() == nil {
-			r.Logger.Error("reap expired leases", "error", err)
+			r.Logger.Error("reap orphaned builds", "error", err)
 		}
 	}
 }
 
-// Reap expires every lease that has run out, each in its own transaction, then replaces lost
-// dispatch tokens in one more.
+// reapBatch is how many orphans a pass lists at a time.
+const reapBatch = 100
+
+// Reap settles the orphans, each in a transaction of its own, guarded by the state and attempt it
+// was found in, listing them a batch at a time until a batch comes back short (after an upgrade,
+// thousands of pending jobs are dispatched in one pass).
 func (r *Reaper) Reap(ctx context.Context) error {
-	leases, err := jobgraph.ExpiredLeases(ctx, r.Pool, 100)
-	if err != nil {
-		return err
+	for {
+		n, err := r.reapBatch(ctx)
+		if err != nil || n < reapBatch {
+			return err
+		}
 	}
-	for _, l := range leases {
-		var res jobgraph.Result
-		err := pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
-			var err error
-			res, err = r.Graph.ExpireTx(ctx, tx, l)
+}
+
+// reapBatch settles one batch of orphans and returns how many it listed.
+func (r *Reaper) reapBatch(ctx context.Context) (int, error) {
+	orphans, err := jobgraph.Orphans(ctx, r.Pool, reapBatch)
+	if err != nil {
+		return 0, err
+	}
+	for _, o := range orphans {
+		var (
+			res jobgraph.Result
+			did string
+		)
+		err := pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) (err error) {
+			res, did, err = r.Graph.AdoptTx(ctx, tx, o)
 			return err
 		})
 		if err != nil {
-			return err
+			return 0, err
 		}
-		r.Metrics.expired(l, res)
+		r.Metrics.adoptedOrphan(o, res, did)
 	}
-	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
-		n, err := r.Graph.RedispatchTx(ctx, tx, r.TokenGrace)
-		if n > 0 {
-			r.Logger.Warn("reissued lost dispatch tokens", "tokens", n)
-		}
-		return err
-	})
+	return len(orphans), nil
 }

@@ -1,5 +1,5 @@
-// Package work holds the build scheduler's River workers and background loops: applying worker
-// reports, the watchdog, and the lease reaper that takes jobs back from dead workers.
+// Package work holds the build scheduler's River workers and background loops: the watchdog, and
+// the reaper that settles the builds whose River job went away without running them.
 //
 // Every River client on the build_scheduler schema (the scheduler's and each build-worker's)
 // registers the same kinds and periodic jobs through Register and differs only in the queues it
@@ -38,7 +38,6 @@ type Settings struct {
 // kind. Its shape is buildworker.Kinds: the build-worker command passes it to the build worker's
 // River client, which so registers every kind without the worker importing this package.
 func (s Settings) Register(workers *river.Workers, pool *pgxpool.Pool, graph *jobgraph.Graph, build river.Worker[queue.BuildRunArgs]) []*river.PeriodicJob {
-	river.AddWorker(workers, &ReportWorker{Pool: pool, Graph: graph, Metrics: s.Metrics, Logger: s.Logger})
 	river.AddWorker(workers, &WatchdogWorker{Pool: pool, Graph: graph, StallAfter: s.StallAfter, Metrics: s.Metrics, Logger: s.Logger})
 	river.AddWorker(workers, build)
 	return []*river.PeriodicJob{

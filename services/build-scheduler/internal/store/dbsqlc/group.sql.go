@@ -11,11 +11,13 @@ import (
 )
 
 const groupCancel = `-- name: GroupCancel :one
-UPDATE groups SET cancel_requested = true, remaining = $1::int, updated_at = clock_timestamp(),
-    state = CASE WHEN $1::int = 0 THEN 'canceled' ELSE state END::group_state,
-    finished_at = CASE WHEN $1::int = 0 THEN clock_timestamp() END
-WHERE id = $2 AND state IN ('queued', 'dispatching')
-RETURNING state::text
+UPDATE groups g SET cancel_requested = true, remaining = $1::int, updated_at = clock_timestamp(),
+    state = CASE WHEN $1::int = 0 THEN 'canceled' ELSE g.state END::group_state,
+    finished_at = CASE WHEN $1::int = 0 THEN clock_timestamp() END,
+    final_counts = CASE WHEN $1::int = 0 THEN coalesce((SELECT jsonb_object_agg(state, n) FROM (
+        SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}') END
+WHERE g.id = $2 AND g.state IN ('queued', 'dispatching')
+RETURNING g.state::text
 `
 
 type GroupCancelParams struct {
@@ -23,11 +25,13 @@ type GroupCancelParams struct {
 	ID      int64
 }
 
+// GroupCancel marks a group cancelled; with nothing running it is canceled at once, its jobs'
+// counts by state recorded as GroupSettle records them.
 func (q *Queries) GroupCancel(ctx context.Context, db DBTX, arg GroupCancelParams) (string, error) {
 	row := db.QueryRow(ctx, groupCancel, arg.Running, arg.ID)
-	var state string
-	err := row.Scan(&state)
-	return state, err
+	var g_state string
+	err := row.Scan(&g_state)
+	return g_state, err
 }
 
 const groupCountByState = `-- name: GroupCountByState :many
@@ -62,9 +66,19 @@ func (q *Queries) GroupCountByState(ctx context.Context, db DBTX, groupStates []
 	return items, nil
 }
 
+const groupDispatching = `-- name: GroupDispatching :exec
+UPDATE groups SET state = 'dispatching', updated_at = clock_timestamp() WHERE id = $1 AND state = 'queued'
+`
+
+// GroupDispatching marks a queued group dispatching: a build of it has run.
+func (q *Queries) GroupDispatching(ctx context.Context, db DBTX, id int64) error {
+	_, err := db.Exec(ctx, groupDispatching, id)
+	return err
+}
+
 const groupGet = `-- name: GroupGet :one
 SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
-    coalesce((SELECT jsonb_object_agg(state, n) FROM (
+    coalesce(g.final_counts, (SELECT jsonb_object_agg(state, n) FROM (
         SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
 FROM groups g
 WHERE g.id = $1
@@ -81,6 +95,8 @@ type GroupGetRow struct {
 	Counts          []byte
 }
 
+// GroupGet reads a group with its jobs by state: those recorded when it settled, or for an open
+// group its jobs counted now (coalesce runs the subquery only when final_counts is null).
 func (q *Queries) GroupGet(ctx context.Context, db DBTX, id int64) (GroupGetRow, error) {
 	row := db.QueryRow(ctx, groupGet, id)
 	var i GroupGetRow
@@ -137,7 +153,7 @@ func (q *Queries) GroupInsert(ctx context.Context, db DBTX, arg GroupInsertParam
 
 const groupList = `-- name: GroupList :many
 SELECT g.id, g.name, g.state::text AS state, g.cancel_requested, g.created_at, g.updated_at, g.finished_at,
-    coalesce((SELECT jsonb_object_agg(state, n) FROM (
+    coalesce(g.final_counts, (SELECT jsonb_object_agg(state, n) FROM (
         SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = g.id GROUP BY state) c), '{}')::jsonb AS counts
 FROM groups g
 WHERE ($1::text = '' OR g.state::text = $1::text) AND ($2::bigint = 0 OR g.id < $2::bigint)
@@ -161,6 +177,8 @@ type GroupListRow struct {
 	Counts          []byte
 }
 
+// GroupList reads a page of groups with their jobs by state as GroupGet does: a settled group's
+// from its row, so only the page's open groups have their jobs counted (migration 00007).
 func (q *Queries) GroupList(ctx context.Context, db DBTX, arg GroupListParams) ([]GroupListRow, error) {
 	rows, err := db.Query(ctx, groupList, arg.State, arg.Before, arg.MaxRows)
 	if err != nil {
@@ -216,7 +234,7 @@ func (q *Queries) GroupListActive(ctx context.Context, db DBTX) ([]int64, error)
 
 const groupReopen = `-- name: GroupReopen :execrows
 UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-    updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+    final_counts = NULL, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
 WHERE id = $1 AND state IN ('failed', 'canceled')
 `
 
@@ -232,20 +250,25 @@ func (q *Queries) GroupReopen(ctx context.Context, db DBTX, id int64) (int64, er
 
 const groupResettle = `-- name: GroupResettle :one
 WITH c AS (
-    SELECT count(*) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')) AS remaining,
-        count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
-        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
-    FROM job_graph WHERE group_id = $1
+    SELECT coalesce(sum(n) FILTER (WHERE state NOT IN ('complete', 'job_failed', 'dependency_failed', 'cancel_complete')), 0)::int AS remaining,
+        coalesce(sum(n) FILTER (WHERE state IN ('job_failed', 'dependency_failed')), 0)::int AS failed,
+        coalesce(sum(n) FILTER (WHERE state = 'cancel_complete'), 0)::int AS cancelled,
+        coalesce(jsonb_object_agg(state, n), '{}') AS counts
+    FROM (SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = $1 GROUP BY state) s
 )
 UPDATE groups g SET remaining = c.remaining, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN c.remaining > 0 THEN g.state
         WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
         WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
-    finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END
+    finished_at = CASE WHEN c.remaining > 0 THEN NULL ELSE clock_timestamp() END,
+    final_counts = CASE WHEN c.remaining > 0 THEN NULL ELSE c.counts END
 FROM c WHERE g.id = $1 AND g.state IN ('queued', 'dispatching')
 RETURNING g.state::text
 `
 
+// GroupResettle recomputes an open group's remaining and failed from its jobs and settles it when
+// nothing is left, recording its jobs' counts by state as GroupSettle does; with work left they
+// stay cleared.
 func (q *Queries) GroupResettle(ctx context.Context, db DBTX, id int64) (string, error) {
 	row := db.QueryRow(ctx, groupResettle, id)
 	var g_state string
@@ -255,7 +278,8 @@ func (q *Queries) GroupResettle(ctx context.Context, db DBTX, id int64) (string,
 
 const groupRetry = `-- name: GroupRetry :one
 UPDATE groups SET state = 'dispatching', cancel_requested = false, failed = 0, finished_at = NULL,
-    remaining = $1::int, updated_at = clock_timestamp(), watch_changed_at = clock_timestamp()
+    final_counts = NULL, remaining = $1::int, updated_at = clock_timestamp(),
+    watch_changed_at = clock_timestamp()
 WHERE id = $2 AND state IN ('failed', 'canceled') RETURNING state::text
 `
 
@@ -275,17 +299,19 @@ const groupSettle = `-- name: GroupSettle :one
 UPDATE groups g SET remaining = 0, failed = c.failed, updated_at = clock_timestamp(),
     state = CASE WHEN g.cancel_requested THEN 'canceled' WHEN c.failed > 0 THEN 'failed'
         WHEN c.cancelled > 0 THEN 'canceled' ELSE 'complete' END::group_state,
-    finished_at = clock_timestamp()
-FROM (SELECT count(*) FILTER (WHERE state IN ('job_failed', 'dependency_failed')) AS failed,
-        count(*) FILTER (WHERE state = 'cancel_complete') AS cancelled
-    FROM job_graph WHERE group_id = $1) c
+    finished_at = clock_timestamp(), final_counts = c.counts
+FROM (SELECT coalesce(sum(n) FILTER (WHERE state IN ('job_failed', 'dependency_failed')), 0)::int AS failed,
+        coalesce(sum(n) FILTER (WHERE state = 'cancel_complete'), 0)::int AS cancelled,
+        coalesce(jsonb_object_agg(state, n), '{}') AS counts
+    FROM (SELECT state::text, count(*) AS n FROM job_graph WHERE group_id = $1 GROUP BY state) s) c
 WHERE g.id = $1 AND NOT EXISTS (SELECT FROM group_stripes WHERE group_id = $1 AND remaining > 0)
 RETURNING g.state::text
 `
 
 // GroupSettle closes a group whose stripes are all at zero: canceled when it was cancelled or,
 // with no job failed, when a job of it was cancelled alone (River UI's Cancel on a running
-// build); failed when a job failed; complete otherwise.
+// build); failed when a job failed; complete otherwise. It records the jobs' counts by state it
+// reads to decide, which the group's answers read from then on (final_counts, migration 00007).
 func (q *Queries) GroupSettle(ctx context.Context, db DBTX, id int64) (string, error) {
 	row := db.QueryRow(ctx, groupSettle, id)
 	var g_state string

@@ -10,6 +10,68 @@ import (
 	"time"
 )
 
+const buildRunLive = `-- name: BuildRunLive :many
+SELECT id FROM river_job
+WHERE kind = 'build_run' AND args @> jsonb_build_object('group_id', $1::bigint)
+    AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+ORDER BY id
+`
+
+// BuildRunLive lists the River jobs of a group's builds that may still run, through River's GIN
+// index on args: the ones a cancel of the group cancels.
+func (q *Queries) BuildRunLive(ctx context.Context, db DBTX, groupID int64) ([]int64, error) {
+	rows, err := db.Query(ctx, buildRunLive, groupID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const buildRunOf = `-- name: BuildRunOf :many
+SELECT state::text AS state, attempt::int AS attempt FROM river_job
+WHERE kind = 'build_run' AND args @> $1::jsonb ORDER BY id DESC
+`
+
+type BuildRunOfRow struct {
+	State   string
+	Attempt int32
+}
+
+// BuildRunOf reads the state of the River jobs of a job's attempt, newest first, through River's
+// GIN index on args (args is a constant here, so the planner can use it): for the few orphans
+// JobListOrphans finds.
+func (q *Queries) BuildRunOf(ctx context.Context, db DBTX, args []byte) ([]BuildRunOfRow, error) {
+	rows, err := db.Query(ctx, buildRunOf, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BuildRunOfRow
+	for rows.Next() {
+		var i BuildRunOfRow
+		if err := rows.Scan(&i.State, &i.Attempt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobAllocateIDs = `-- name: JobAllocateIDs :many
 SELECT nextval(pg_get_serial_sequence('job_graph', 'id'))::bigint AS id FROM generate_series(1, $1::int)
 `
@@ -38,14 +100,21 @@ const jobCancelByGroup = `-- name: JobCancelByGroup :execrows
 WITH open AS MATERIALIZED (
     SELECT o.id FROM job_graph o WHERE o.group_id = $1 AND o.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
     ORDER BY o.id FOR UPDATE
+), running AS (
+    SELECT j.id FROM open JOIN job_graph j ON j.id = open.id
+    WHERE j.state = 'running' OR (j.state = 'ready' AND EXISTS (SELECT FROM river_job r
+        WHERE r.kind = 'build_run' AND r.state = 'running' AND r.args @> jsonb_build_object('job_id', j.id, 'attempt', j.attempt)))
 )
 UPDATE job_graph j SET
-    state = CASE WHEN j.state = 'running' THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
-    finished_at = CASE WHEN j.state = 'running' THEN NULL ELSE clock_timestamp() END,
+    state = CASE WHEN j.id IN (SELECT id FROM running) THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
+    finished_at = CASE WHEN j.id IN (SELECT id FROM running) THEN NULL ELSE clock_timestamp() END,
     updated_at = clock_timestamp()
 FROM open WHERE j.id = open.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
 `
 
+// JobCancelByGroup cancels a group's unfinished jobs: those running (recorded so, or ready with
+// their River job running, which a worker's mark has not recorded yet) become cancel_pending
+// until their worker, told by River's cancel of its job, reports; the others cancel_complete.
 func (q *Queries) JobCancelByGroup(ctx context.Context, db DBTX, groupID int64) (int64, error) {
 	result, err := db.Exec(ctx, jobCancelByGroup, groupID)
 	if err != nil {
@@ -106,7 +175,7 @@ type JobCancelDependentsParams struct {
 }
 
 // JobCancelDependents is JobFailDependents for a job that was cancelled alone (River UI's Cancel
-// on its running token): its dependents that have not run can never run, and are cancelled.
+// on its running build): its dependents that have not run can never run, and are cancelled.
 func (q *Queries) JobCancelDependents(ctx context.Context, db DBTX, arg JobCancelDependentsParams) ([]int64, error) {
 	rows, err := db.Query(ctx, jobCancelDependents, arg.JobID, arg.GroupID)
 	if err != nil {
@@ -127,63 +196,27 @@ func (q *Queries) JobCancelDependents(ctx context.Context, db DBTX, arg JobCance
 	return items, nil
 }
 
-const jobClaim = `-- name: JobClaim :one
-WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
-    SELECT r.id FROM job_graph r, lease_only WHERE r.target = $1 AND r.state = 'ready'
-    ORDER BY r.group_id, r.priority DESC, r.id LIMIT 1 FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = $2::bigint,
-        lease_expires_at = clock_timestamp() + $3::bigint * interval '1 millisecond', reported = false,
-        worker_id = $4::text, started_at = clock_timestamp(), updated_at = clock_timestamp(),
-        as_built = NULL, exit_code = NULL, error = NULL
-    FROM next WHERE j.id = next.id
-    RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms
-), dispatching AS (
-    UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
-    FROM claimed WHERE g.id = claimed.group_id AND g.state = 'queued'
-)
-SELECT claimed.id, claimed.group_id, claimed.name, claimed.attempt, claimed.command, claimed.payload,
-    claimed.env, claimed.timeout_ms
-FROM claimed
+const jobCancelOne = `-- name: JobCancelOne :one
+UPDATE job_graph SET state = 'cancel_complete', error = $1::text, finished_at = clock_timestamp(),
+    updated_at = clock_timestamp()
+WHERE id = $2 AND attempt = $3 AND state IN ('ready', 'running', 'cancel_pending')
+RETURNING group_id
 `
 
-type JobClaimParams struct {
-	Target     string
-	LeaseToken int64
-	LeaseMs    int64
-	WorkerID   string
+type JobCancelOneParams struct {
+	Reason  string
+	ID      int64
+	Attempt int32
 }
 
-type JobClaimRow struct {
-	ID        int64
-	GroupID   int64
-	Name      string
-	Attempt   int32
-	Command   []string
-	Payload   []byte
-	Env       []byte
-	TimeoutMs int64
-}
-
-func (q *Queries) JobClaim(ctx context.Context, db DBTX, arg JobClaimParams) (JobClaimRow, error) {
-	row := db.QueryRow(ctx, jobClaim,
-		arg.Target,
-		arg.LeaseToken,
-		arg.LeaseMs,
-		arg.WorkerID,
-	)
-	var i JobClaimRow
-	err := row.Scan(
-		&i.ID,
-		&i.GroupID,
-		&i.Name,
-		&i.Attempt,
-		&i.Command,
-		&i.Payload,
-		&i.Env,
-		&i.TimeoutMs,
-	)
-	return i, err
+// JobCancelOne cancels one job whose River job was cancelled or deleted before it ran (River UI's
+// Cancel or Delete on a waiting build), under the attempt that River job was; the caller cancels
+// its unstarted dependents and settles the group.
+func (q *Queries) JobCancelOne(ctx context.Context, db DBTX, arg JobCancelOneParams) (int64, error) {
+	row := db.QueryRow(ctx, jobCancelOne, arg.Reason, arg.ID, arg.Attempt)
+	var group_id int64
+	err := row.Scan(&group_id)
+	return group_id, err
 }
 
 const jobCountCancelPending = `-- name: JobCountCancelPending :one
@@ -243,47 +276,39 @@ func (q *Queries) JobCountOpen(ctx context.Context, db DBTX, arg JobCountOpenPar
 	return items, nil
 }
 
-const jobExpire = `-- name: JobExpire :one
-UPDATE job_graph j SET
-    state = CASE
-        WHEN j.state = 'cancel_pending' THEN 'cancel_complete'
-        WHEN j.attempt >= j.max_attempts THEN 'job_failed'
-        ELSE 'ready' END::job_state,
-    error = CASE WHEN j.attempt >= j.max_attempts AND j.state = 'running'
-        THEN format('worker lost on all %s attempts', j.max_attempts) END,
-    finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
-    lease_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-FROM job_graph old
-WHERE j.id = $1 AND old.id = j.id AND j.attempt = $2 AND j.lease_token = $3::bigint
-    AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
-RETURNING j.group_id, j.name, j.target, j.state::text AS state, old.worker_id, j.max_attempts
+const jobDispatchPending = `-- name: JobDispatchPending :one
+UPDATE job_graph SET state = 'ready', attempt = attempt + 1, updated_at = clock_timestamp()
+WHERE id = $1 AND state = 'pending' AND waiting_on_count = 0
+RETURNING group_id, name, target, attempt, fetch_rank, command, env, payload, timeout_ms
 `
 
-type JobExpireParams struct {
-	ID         int64
-	Attempt    int32
-	LeaseToken int64
+type JobDispatchPendingRow struct {
+	GroupID   int64
+	Name      string
+	Target    string
+	Attempt   int32
+	FetchRank int32
+	Command   []string
+	Env       []byte
+	Payload   []byte
+	TimeoutMs int64
 }
 
-type JobExpireRow struct {
-	GroupID     int64
-	Name        string
-	Target      string
-	State       string
-	WorkerID    *string
-	MaxAttempts int32
-}
-
-func (q *Queries) JobExpire(ctx context.Context, db DBTX, arg JobExpireParams) (JobExpireRow, error) {
-	row := db.QueryRow(ctx, jobExpire, arg.ID, arg.Attempt, arg.LeaseToken)
-	var i JobExpireRow
+// JobDispatchPending makes a pending job with no unfinished dependency ready under its next
+// attempt (the caller inserts its River job).
+func (q *Queries) JobDispatchPending(ctx context.Context, db DBTX, id int64) (JobDispatchPendingRow, error) {
+	row := db.QueryRow(ctx, jobDispatchPending, id)
+	var i JobDispatchPendingRow
 	err := row.Scan(
 		&i.GroupID,
 		&i.Name,
 		&i.Target,
-		&i.State,
-		&i.WorkerID,
-		&i.MaxAttempts,
+		&i.Attempt,
+		&i.FetchRank,
+		&i.Command,
+		&i.Env,
+		&i.Payload,
+		&i.TimeoutMs,
 	)
 	return i, err
 }
@@ -501,49 +526,23 @@ func (q *Queries) JobGraphPage(ctx context.Context, db DBTX, arg JobGraphPagePar
 	return items, nil
 }
 
-const jobHeartbeat = `-- name: JobHeartbeat :one
-WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
-UPDATE job_graph SET lease_expires_at = clock_timestamp() + $1::bigint * interval '1 millisecond'
-FROM durable
-WHERE id = $2 AND lease_token = $3::bigint AND state IN ('running', 'cancel_pending')
-RETURNING state::text
-`
-
-type JobHeartbeatParams struct {
-	LeaseMs    int64
-	ID         int64
-	LeaseToken int64
-}
-
-// JobHeartbeat commits with synchronous_commit on, whatever the connection's setting (the
-// build-worker's is off): the worker counts its lease from a heartbeat that returned, so one
-// that a crash of Postgres could lose would have it believe in a lease a third longer than the
-// database's. durable is read in the UPDATE's FROM so that it runs: Postgres skips a CTE that
-// nothing reads.
-func (q *Queries) JobHeartbeat(ctx context.Context, db DBTX, arg JobHeartbeatParams) (string, error) {
-	row := db.QueryRow(ctx, jobHeartbeat, arg.LeaseMs, arg.ID, arg.LeaseToken)
-	var state string
-	err := row.Scan(&state)
-	return state, err
-}
-
-const jobInsertMany = `-- name: JobInsertMany :many
+const jobInsertMany = `-- name: JobInsertMany :exec
 INSERT INTO job_graph (id, group_id, name, target, priority, command, payload, env, timeout_ms,
-    dependencies, dependents, waiting_on_count, state, max_attempts)
+    dependencies, dependents, waiting_on_count, state, attempt, max_attempts, fetch_rank)
 SELECT u.id, $1::bigint, u.name, u.target, u.priority,
     ARRAY(SELECT jsonb_array_elements_text(u.command::jsonb)), nullif(u.payload, '')::jsonb, u.env::jsonb, u.timeout_ms,
     ARRAY(SELECT jsonb_array_elements_text(u.deps::jsonb)::bigint),
     ARRAY(SELECT jsonb_array_elements_text(u.dependents::jsonb)::bigint), jsonb_array_length(u.deps::jsonb),
     CASE WHEN jsonb_array_length(u.deps::jsonb) = 0 THEN 'ready' ELSE 'waiting_on_dependency' END::job_state,
-    $2::int
+    CASE WHEN jsonb_array_length(u.deps::jsonb) = 0 THEN 1 ELSE 0 END,
+    $2::int, u.rank
 FROM (
     SELECT unnest($3::bigint[]) AS id, unnest($4::text[]) AS name, unnest($5::text[]) AS target,
         unnest($6::int[]) AS priority, unnest($7::text[]) AS command,
         unnest($8::text[]) AS payload, unnest($9::text[]) AS env,
         unnest($10::bigint[]) AS timeout_ms, unnest($11::text[]) AS deps,
-        unnest($12::text[]) AS dependents
+        unnest($12::text[]) AS dependents, unnest($13::int[]) AS rank
 ) u
-RETURNING id, name, target, state = 'ready' AS ready
 `
 
 type JobInsertManyParams struct {
@@ -559,17 +558,11 @@ type JobInsertManyParams struct {
 	TimeoutsMs  []int64
 	Deps        []string
 	Dependents  []string
+	Ranks       []int32
 }
 
-type JobInsertManyRow struct {
-	ID     int64
-	Name   string
-	Target string
-	Ready  bool
-}
-
-func (q *Queries) JobInsertMany(ctx context.Context, db DBTX, arg JobInsertManyParams) ([]JobInsertManyRow, error) {
-	rows, err := db.Query(ctx, jobInsertMany,
+func (q *Queries) JobInsertMany(ctx context.Context, db DBTX, arg JobInsertManyParams) error {
+	_, err := db.Exec(ctx, jobInsertMany,
 		arg.GroupID,
 		arg.MaxAttempts,
 		arg.Ids,
@@ -582,28 +575,9 @@ func (q *Queries) JobInsertMany(ctx context.Context, db DBTX, arg JobInsertManyP
 		arg.TimeoutsMs,
 		arg.Deps,
 		arg.Dependents,
+		arg.Ranks,
 	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []JobInsertManyRow
-	for rows.Next() {
-		var i JobInsertManyRow
-		if err := rows.Scan(
-			&i.ID,
-			&i.Name,
-			&i.Target,
-			&i.Ready,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return err
 }
 
 const jobListByGroup = `-- name: JobListByGroup :many
@@ -727,28 +701,50 @@ func (q *Queries) JobListDrift(ctx context.Context, db DBTX) ([]JobListDriftRow,
 	return items, nil
 }
 
-const jobListExpiredLeases = `-- name: JobListExpiredLeases :many
-SELECT id, attempt, lease_token FROM job_graph
-WHERE state IN ('running', 'cancel_pending') AND lease_expires_at < clock_timestamp() AND NOT reported
-ORDER BY lease_expires_at LIMIT $1
+const jobListOrphans = `-- name: JobListOrphans :many
+WITH waiting AS MATERIALIZED (
+    SELECT j.id, j.group_id, j.attempt, j.state, j.waiting_on_count FROM groups g
+    JOIN job_graph j ON j.group_id = g.id
+    WHERE g.state IN ('queued', 'dispatching') AND j.state IN ('pending', 'ready', 'running', 'cancel_pending')
+), live AS (
+    SELECT (args->>'job_id')::bigint AS job_id, (args->>'attempt')::int AS attempt FROM river_job
+    WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND kind = 'build_run'
+)
+SELECT w.id, w.group_id, w.attempt, w.state::text AS state FROM waiting w
+WHERE CASE WHEN w.state = 'pending' THEN w.waiting_on_count = 0
+    ELSE NOT EXISTS (SELECT FROM live l WHERE l.job_id = w.id AND l.attempt = w.attempt) END
+LIMIT $1
 `
 
-type JobListExpiredLeasesRow struct {
-	ID         int64
-	Attempt    int32
-	LeaseToken *int64
+type JobListOrphansRow struct {
+	ID      int64
+	GroupID int64
+	Attempt int32
+	State   string
 }
 
-func (q *Queries) JobListExpiredLeases(ctx context.Context, db DBTX, maxRows int32) ([]JobListExpiredLeasesRow, error) {
-	rows, err := db.Query(ctx, jobListExpiredLeases, maxRows)
+// JobListOrphans finds the jobs of open groups that wait on a River job that is no longer there
+// to run them: pending ones (from before builds were River jobs) that have nothing left to wait
+// for, and ready, running or cancelling ones with no River job waiting or running for their
+// attempt. It is one anti-join in one snapshot: the open groups' unfinished jobs, through the
+// groups' state index and the jobs' (group_id, name) index, against the build_run River jobs
+// that may still run, through River's state index, hashed by job and attempt. A job and the River
+// job of its attempt are written in one transaction, so a snapshot sees both or neither.
+func (q *Queries) JobListOrphans(ctx context.Context, db DBTX, maxRows int32) ([]JobListOrphansRow, error) {
+	rows, err := db.Query(ctx, jobListOrphans, maxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []JobListExpiredLeasesRow
+	var items []JobListOrphansRow
 	for rows.Next() {
-		var i JobListExpiredLeasesRow
-		if err := rows.Scan(&i.ID, &i.Attempt, &i.LeaseToken); err != nil {
+		var i JobListOrphansRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.GroupID,
+			&i.Attempt,
+			&i.State,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -770,31 +766,66 @@ func (q *Queries) JobLockUnfinished(ctx context.Context, db DBTX, groupID int64)
 	return err
 }
 
-const jobReadyExists = `-- name: JobReadyExists :one
-SELECT EXISTS (SELECT FROM job_graph WHERE target = $1 AND state = 'ready')
+const jobMarkRunning = `-- name: JobMarkRunning :exec
+WITH started AS (
+    SELECT unnest($2::bigint[]) AS id, unnest($3::int[]) AS attempt,
+        unnest($4::text[]) AS worker_id, unnest($5::timestamptz[]) AS started_at
+), locked AS MATERIALIZED (
+    SELECT j.id FROM job_graph j JOIN started s ON s.id = j.id
+    WHERE j.attempt = s.attempt AND j.state = 'ready' ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+), marked AS (
+    UPDATE job_graph j SET state = 'running', worker_id = s.worker_id, started_at = s.started_at,
+        updated_at = clock_timestamp()
+    FROM locked l, started s WHERE j.id = l.id AND s.id = l.id
+    RETURNING j.group_id
+)
+UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
+WHERE g.id IN (SELECT group_id FROM marked UNION SELECT unnest($1::bigint[])) AND g.state = 'queued'
 `
 
-// JobReadyExists says whether target has a ready job, held by another claim or not, in a snapshot
-// of its own: a claim that found nothing tries again while it does (ClaimNext).
-func (q *Queries) JobReadyExists(ctx context.Context, db DBTX, target string) (bool, error) {
-	row := db.QueryRow(ctx, jobReadyExists, target)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
+type JobMarkRunningParams struct {
+	GroupIds []int64
+	Ids      []int64
+	Attempts []int32
+	Workers  []string
+	Started  []time.Time
+}
+
+// JobMarkRunning records builds that workers' River fetches started, in one batch off their
+// critical path (buildworker.marker): each job still ready under the attempt is running, with its
+// worker and River's start time, and each group still queued is dispatching. Jobs held by a
+// report are skipped (their report records the same), and locked in id order, then the groups.
+func (q *Queries) JobMarkRunning(ctx context.Context, db DBTX, arg JobMarkRunningParams) error {
+	_, err := db.Exec(ctx, jobMarkRunning,
+		arg.GroupIds,
+		arg.Ids,
+		arg.Attempts,
+		arg.Workers,
+		arg.Started,
+	)
+	return err
 }
 
 const jobReadyUnblocked = `-- name: JobReadyUnblocked :many
-UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
+UPDATE job_graph SET state = 'ready', attempt = attempt + 1, updated_at = clock_timestamp()
 WHERE group_id = $1 AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
-RETURNING id, name, target
+RETURNING id, name, target, attempt, fetch_rank, command, env, payload, timeout_ms
 `
 
 type JobReadyUnblockedRow struct {
-	ID     int64
-	Name   string
-	Target string
+	ID        int64
+	Name      string
+	Target    string
+	Attempt   int32
+	FetchRank int32
+	Command   []string
+	Env       []byte
+	Payload   []byte
+	TimeoutMs int64
 }
 
+// JobReadyUnblocked makes the jobs of a group whose dependencies are all complete ready under
+// their next attempt; the caller inserts their River jobs.
 func (q *Queries) JobReadyUnblocked(ctx context.Context, db DBTX, groupID int64) ([]JobReadyUnblockedRow, error) {
 	rows, err := db.Query(ctx, jobReadyUnblocked, groupID)
 	if err != nil {
@@ -804,7 +835,17 @@ func (q *Queries) JobReadyUnblocked(ctx context.Context, db DBTX, groupID int64)
 	var items []JobReadyUnblockedRow
 	for rows.Next() {
 		var i JobReadyUnblockedRow
-		if err := rows.Scan(&i.ID, &i.Name, &i.Target); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Target,
+			&i.Attempt,
+			&i.FetchRank,
+			&i.Command,
+			&i.Env,
+			&i.Payload,
+			&i.TimeoutMs,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -846,6 +887,66 @@ func (q *Queries) JobRecountWaiting(ctx context.Context, db DBTX, groupID int64)
 	return items, nil
 }
 
+const jobReplace = `-- name: JobReplace :one
+UPDATE job_graph j SET
+    state = CASE
+        WHEN j.state = 'cancel_pending' THEN 'cancel_complete'
+        WHEN j.attempt >= j.max_attempts THEN 'job_failed'
+        ELSE 'ready' END::job_state,
+    attempt = CASE WHEN j.state <> 'cancel_pending' AND j.attempt < j.max_attempts THEN j.attempt + 1 ELSE j.attempt END,
+    error = CASE WHEN j.state <> 'cancel_pending' AND j.attempt >= j.max_attempts
+        THEN format('%s (attempt %s of %s)', $1::text, j.attempt, j.max_attempts) END,
+    worker_id = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN j.worker_id END,
+    started_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN j.started_at END,
+    finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
+    updated_at = clock_timestamp()
+WHERE j.id = $2 AND j.attempt = $3 AND j.state IN ('ready', 'running', 'cancel_pending')
+RETURNING j.group_id, j.name, j.target, j.state::text AS state, j.attempt, j.max_attempts, j.fetch_rank,
+    j.command, j.env, j.payload, j.timeout_ms
+`
+
+type JobReplaceParams struct {
+	Reason  string
+	ID      int64
+	Attempt int32
+}
+
+type JobReplaceRow struct {
+	GroupID     int64
+	Name        string
+	Target      string
+	State       string
+	Attempt     int32
+	MaxAttempts int32
+	FetchRank   int32
+	Command     []string
+	Env         []byte
+	Payload     []byte
+	TimeoutMs   int64
+}
+
+// JobReplace takes a job from an attempt that was lost (its process died, or its River job ended
+// without a report): the next attempt is ready (the caller inserts its River job), or the job
+// failed when that was its last attempt, or it is cancel_complete when it was being cancelled.
+func (q *Queries) JobReplace(ctx context.Context, db DBTX, arg JobReplaceParams) (JobReplaceRow, error) {
+	row := db.QueryRow(ctx, jobReplace, arg.Reason, arg.ID, arg.Attempt)
+	var i JobReplaceRow
+	err := row.Scan(
+		&i.GroupID,
+		&i.Name,
+		&i.Target,
+		&i.State,
+		&i.Attempt,
+		&i.MaxAttempts,
+		&i.FetchRank,
+		&i.Command,
+		&i.Env,
+		&i.Payload,
+		&i.TimeoutMs,
+	)
+	return i, err
+}
+
 const jobReport = `-- name: JobReport :one
 WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     UPDATE job_graph SET
@@ -854,13 +955,12 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
             WHEN state = 'cancel_pending' OR $1::text = 'cancelled' THEN 'cancel_complete'
             ELSE 'job_failed' END::job_state,
         as_built = nullif($2::text, ''), exit_code = $3::int, error = nullif($4::text, ''),
-        log_incomplete = $5::boolean,
-        lease_token = NULL, lease_expires_at = NULL,
+        log_incomplete = $5::boolean, worker_id = $6::text,
+        started_at = coalesce(started_at, $7::timestamptz),
         finished_at = clock_timestamp(), updated_at = clock_timestamp()
     FROM durable
-    WHERE id = $6::bigint AND attempt = $7::int AND lease_token = $8::bigint
-        AND state IN ('running', 'cancel_pending')
-    RETURNING id, group_id, target, state, dependents
+    WHERE id = $8::bigint AND attempt = $9::int AND state IN ('ready', 'running', 'cancel_pending')
+    RETURNING id, group_id, state, dependents
 ), waiting AS MATERIALIZED (
     SELECT j.id FROM done JOIN job_graph j ON j.id = ANY(done.dependents)
     WHERE done.state = 'complete' AND j.group_id IS NOT DISTINCT FROM done.group_id
@@ -870,9 +970,11 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     UPDATE job_graph j SET
         waiting_on_count = j.waiting_on_count - 1,
         state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
+        attempt = CASE WHEN j.waiting_on_count = 1 THEN j.attempt + 1 ELSE j.attempt END,
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
-    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready
+    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready, j.attempt, j.fetch_rank, j.command,
+        j.env, j.payload, j.timeout_ms
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -880,9 +982,10 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = done.group_id) AS group_state
 )
 SELECT d.group_id, d.state::text AS state,
-    ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id)::bigint[] AS ready_ids,
-    ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_targets,
-    ARRAY(SELECT r.name FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_names,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'target', r.target,
+        'attempt', r.attempt, 'rank', r.fetch_rank, 'command', r.command, 'env', r.env,
+        'payload', r.payload, 'timeout_ms', r.timeout_ms) ORDER BY r.id)
+        FROM released r WHERE r.ready), '[]')::jsonb AS ready,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
 FROM done d
@@ -894,35 +997,36 @@ type JobReportParams struct {
 	ExitCode      int32
 	Error         string
 	LogIncomplete bool
+	WorkerID      string
+	StartedAt     time.Time
 	ID            int64
 	Attempt       int32
-	LeaseToken    int64
 }
 
 type JobReportRow struct {
-	GroupID      int64
-	State        string
-	ReadyIds     []int64
-	ReadyTargets []string
-	ReadyNames   []string
-	Emptied      bool
-	GroupState   string
+	GroupID    int64
+	State      string
+	Ready      []byte
+	Emptied    bool
+	GroupState string
 }
 
-// JobReport applies a worker's report in one statement, guarded by the job being running (or
-// cancel_pending) under the reported attempt and lease token: the job's transition (CTE done),
-// the release of its dependents on success (CTEs waiting and released) and the count of the job
-// off its group stripe (CTE counted). It returns no row when the guard matched nothing.
+// JobReport applies a worker's report in one statement, guarded by the job being ready, running
+// or cancel_pending under the reported attempt: the job's transition (CTE done), the release of
+// its dependents on success (CTEs waiting and released) and the count of the job off its group
+// stripe (CTE counted). It returns no row when the guard matched nothing. A job is ready from
+// the transaction that inserts its River job until a worker's batched mark (JobMarkRunning) or
+// its report, whichever comes first, so a report of a build shorter than a mark's period finds
+// it ready.
 //
 // waiting and released decrement the counters of the waiting dependents when the job completed
-// and turn those that reach zero ready. The dependents are read by primary key from the job's
-// immutable dependents array and locked in id order first. Row locks serialise two dependencies
-// completing at once: the second UPDATE re-reads the row the first committed, so exactly one of
-// them sees the counter reach zero. The same-group check is written with IS NOT DISTINCT FROM
-// (equal, as group_id is never null) so that it cannot be matched to the (group_id, state)
-// index: given it, the planner reads a fresh group's statistics as a handful of rows and scans
-// every waiting job of the group for each completion (1.1 ms at 10,000 jobs) instead of looking
-// up the dependents by id.
+// and turn those that reach zero ready, with their next attempt: the caller inserts their River
+// jobs in the same transaction from the rows in ready. The dependents are read by primary key
+// from the job's immutable dependents array and locked in id order first. Row locks serialise
+// two dependencies completing at once: the second UPDATE re-reads the row the first committed,
+// so exactly one of them sees the counter reach zero. The same-group check is written with IS
+// NOT DISTINCT FROM so that the planner looks the dependents up by id rather than scanning the
+// group.
 //
 // counted runs after released, in the lock order of the package documentation (job rows before
 // stripes). A failed job is left to settle, which counts it off with its failed dependents once
@@ -939,17 +1043,16 @@ func (q *Queries) JobReport(ctx context.Context, db DBTX, arg JobReportParams) (
 		arg.ExitCode,
 		arg.Error,
 		arg.LogIncomplete,
+		arg.WorkerID,
+		arg.StartedAt,
 		arg.ID,
 		arg.Attempt,
-		arg.LeaseToken,
 	)
 	var i JobReportRow
 	err := row.Scan(
 		&i.GroupID,
 		&i.State,
-		&i.ReadyIds,
-		&i.ReadyTargets,
-		&i.ReadyNames,
+		&i.Ready,
 		&i.Emptied,
 		&i.GroupState,
 	)
@@ -967,7 +1070,8 @@ WITH RECURSIVE down(id) AS (
         AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
     ORDER BY j.id FOR UPDATE OF j
 )
-UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
+UPDATE job_graph j SET state = 'waiting_on_dependency', error = NULL, exit_code = NULL,
+    attempt = CASE WHEN j.id = $1::bigint THEN j.attempt ELSE 0 END,
     as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
     updated_at = clock_timestamp()
 FROM reset r WHERE j.id = r.id
@@ -1022,9 +1126,12 @@ func (q *Queries) JobResetForRetry(ctx context.Context, db DBTX, groupID int64) 
 }
 
 const readyJobOldestAge = `-- name: ReadyJobOldestAge :many
-SELECT t.target, coalesce(extract(epoch FROM now() - (
-        SELECT min(j.updated_at) FROM job_graph j WHERE j.target = t.target AND j.state = 'ready')), 0)::float8 AS seconds
-FROM (SELECT DISTINCT target FROM target_workers) t
+WITH ready AS (
+    SELECT j.target, min(j.updated_at) AS since FROM groups g JOIN job_graph j ON j.group_id = g.id
+    WHERE g.state IN ('queued', 'dispatching') AND j.state = 'ready' GROUP BY j.target
+)
+SELECT t.target, coalesce(extract(epoch FROM now() - r.since), 0)::float8 AS seconds
+FROM (SELECT DISTINCT target FROM target_workers) t LEFT JOIN ready r ON r.target = t.target
 `
 
 type ReadyJobOldestAgeRow struct {
@@ -1033,7 +1140,7 @@ type ReadyJobOldestAgeRow struct {
 }
 
 // ReadyJobOldestAge is how long the oldest ready job of each target served by a worker has
-// waited, in seconds; 0 when none waits.
+// waited, in seconds; 0 when none waits. The ready jobs are read through the open groups.
 func (q *Queries) ReadyJobOldestAge(ctx context.Context, db DBTX) ([]ReadyJobOldestAgeRow, error) {
 	rows, err := db.Query(ctx, readyJobOldestAge)
 	if err != nil {

@@ -118,6 +118,8 @@ type Group struct {
 	CreatedAt       time.Time
 	UpdatedAt       time.Time
 	FinishedAt      *time.Time
+	// the group's jobs by state ({"complete": n, ...}) when it settled; null while it is queued or dispatching
+	FinalCounts []byte
 }
 
 type GroupStripe struct {
@@ -141,9 +143,6 @@ type JobGraph struct {
 	WaitingOnCount int32
 	Attempt        int32
 	MaxAttempts    int32
-	LeaseToken     *int64
-	LeaseExpiresAt *time.Time
-	Reported       bool
 	WorkerID       *string
 	AsBuilt        *string
 	ExitCode       *int32
@@ -154,6 +153,7 @@ type JobGraph struct {
 	StartedAt      *time.Time
 	FinishedAt     *time.Time
 	Dependents     []int64
+	FetchRank      int32
 }
 
 type JobLog struct {
@@ -170,6 +170,8 @@ type RiverJob struct {
 	Kind        string
 	Queue       string
 	State       string
+	Attempt     int16
+	Args        []byte
 	ScheduledAt time.Time
 }
 

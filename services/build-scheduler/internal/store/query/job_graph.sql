@@ -1,23 +1,23 @@
 -- name: JobAllocateIDs :many
 SELECT nextval(pg_get_serial_sequence('job_graph', 'id'))::bigint AS id FROM generate_series(1, @n::int);
 
--- name: JobInsertMany :many
+-- name: JobInsertMany :exec
 INSERT INTO job_graph (id, group_id, name, target, priority, command, payload, env, timeout_ms,
-    dependencies, dependents, waiting_on_count, state, max_attempts)
+    dependencies, dependents, waiting_on_count, state, attempt, max_attempts, fetch_rank)
 SELECT u.id, @group_id::bigint, u.name, u.target, u.priority,
     ARRAY(SELECT jsonb_array_elements_text(u.command::jsonb)), nullif(u.payload, '')::jsonb, u.env::jsonb, u.timeout_ms,
     ARRAY(SELECT jsonb_array_elements_text(u.deps::jsonb)::bigint),
     ARRAY(SELECT jsonb_array_elements_text(u.dependents::jsonb)::bigint), jsonb_array_length(u.deps::jsonb),
     CASE WHEN jsonb_array_length(u.deps::jsonb) = 0 THEN 'ready' ELSE 'waiting_on_dependency' END::job_state,
-    @max_attempts::int
+    CASE WHEN jsonb_array_length(u.deps::jsonb) = 0 THEN 1 ELSE 0 END,
+    @max_attempts::int, u.rank
 FROM (
     SELECT unnest(@ids::bigint[]) AS id, unnest(@names::text[]) AS name, unnest(@targets::text[]) AS target,
         unnest(@priorities::int[]) AS priority, unnest(@commands::text[]) AS command,
         unnest(@payloads::text[]) AS payload, unnest(@envs::text[]) AS env,
         unnest(@timeouts_ms::bigint[]) AS timeout_ms, unnest(@deps::text[]) AS deps,
-        unnest(@dependents::text[]) AS dependents
-) u
-RETURNING id, name, target, state = 'ready' AS ready;
+        unnest(@dependents::text[]) AS dependents, unnest(@ranks::int[]) AS rank
+) u;
 
 -- name: JobGet :one
 SELECT id, group_id, name, target, state::text AS state, priority, command, env, timeout_ms, dependencies,
@@ -41,57 +41,23 @@ FROM job_graph
 WHERE group_id = @group_id AND id > @after::bigint
 ORDER BY id LIMIT @max_rows;
 
--- name: JobClaim :one
-WITH lease_only AS (SELECT set_config('synchronous_commit', 'off', true)), next AS (
-    SELECT r.id FROM job_graph r, lease_only WHERE r.target = @target AND r.state = 'ready'
-    ORDER BY r.group_id, r.priority DESC, r.id LIMIT 1 FOR UPDATE SKIP LOCKED
-), claimed AS (
-    UPDATE job_graph j SET state = 'running', attempt = attempt + 1, lease_token = @lease_token::bigint,
-        lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond', reported = false,
-        worker_id = @worker_id::text, started_at = clock_timestamp(), updated_at = clock_timestamp(),
-        as_built = NULL, exit_code = NULL, error = NULL
-    FROM next WHERE j.id = next.id
-    RETURNING j.id, j.group_id, j.name, j.attempt, j.command, j.payload, j.env, j.timeout_ms
-), dispatching AS (
-    UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
-    FROM claimed WHERE g.id = claimed.group_id AND g.state = 'queued'
-)
-SELECT claimed.id, claimed.group_id, claimed.name, claimed.attempt, claimed.command, claimed.payload,
-    claimed.env, claimed.timeout_ms
-FROM claimed;
-
--- name: JobReadyExists :one
--- JobReadyExists says whether target has a ready job, held by another claim or not, in a snapshot
--- of its own: a claim that found nothing tries again while it does (ClaimNext).
-SELECT EXISTS (SELECT FROM job_graph WHERE target = @target AND state = 'ready');
-
--- name: JobHeartbeat :one
--- JobHeartbeat commits with synchronous_commit on, whatever the connection's setting (the
--- build-worker's is off): the worker counts its lease from a heartbeat that returned, so one
--- that a crash of Postgres could lose would have it believe in a lease a third longer than the
--- database's. durable is read in the UPDATE's FROM so that it runs: Postgres skips a CTE that
--- nothing reads.
-WITH durable AS (SELECT set_config('synchronous_commit', 'on', true))
-UPDATE job_graph SET lease_expires_at = clock_timestamp() + sqlc.arg(lease_ms)::bigint * interval '1 millisecond'
-FROM durable
-WHERE id = @id AND lease_token = @lease_token::bigint AND state IN ('running', 'cancel_pending')
-RETURNING state::text;
-
 -- name: JobReport :one
--- JobReport applies a worker's report in one statement, guarded by the job being running (or
--- cancel_pending) under the reported attempt and lease token: the job's transition (CTE done),
--- the release of its dependents on success (CTEs waiting and released) and the count of the job
--- off its group stripe (CTE counted). It returns no row when the guard matched nothing.
+-- JobReport applies a worker's report in one statement, guarded by the job being ready, running
+-- or cancel_pending under the reported attempt: the job's transition (CTE done), the release of
+-- its dependents on success (CTEs waiting and released) and the count of the job off its group
+-- stripe (CTE counted). It returns no row when the guard matched nothing. A job is ready from
+-- the transaction that inserts its River job until a worker's batched mark (JobMarkRunning) or
+-- its report, whichever comes first, so a report of a build shorter than a mark's period finds
+-- it ready.
 --
 -- waiting and released decrement the counters of the waiting dependents when the job completed
--- and turn those that reach zero ready. The dependents are read by primary key from the job's
--- immutable dependents array and locked in id order first. Row locks serialise two dependencies
--- completing at once: the second UPDATE re-reads the row the first committed, so exactly one of
--- them sees the counter reach zero. The same-group check is written with IS NOT DISTINCT FROM
--- (equal, as group_id is never null) so that it cannot be matched to the (group_id, state)
--- index: given it, the planner reads a fresh group's statistics as a handful of rows and scans
--- every waiting job of the group for each completion (1.1 ms at 10,000 jobs) instead of looking
--- up the dependents by id.
+-- and turn those that reach zero ready, with their next attempt: the caller inserts their River
+-- jobs in the same transaction from the rows in ready. The dependents are read by primary key
+-- from the job's immutable dependents array and locked in id order first. Row locks serialise
+-- two dependencies completing at once: the second UPDATE re-reads the row the first committed,
+-- so exactly one of them sees the counter reach zero. The same-group check is written with IS
+-- NOT DISTINCT FROM so that the planner looks the dependents up by id rather than scanning the
+-- group.
 --
 -- counted runs after released, in the lock order of the package documentation (job rows before
 -- stripes). A failed job is left to settle, which counts it off with its failed dependents once
@@ -108,13 +74,12 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
             WHEN state = 'cancel_pending' OR @outcome::text = 'cancelled' THEN 'cancel_complete'
             ELSE 'job_failed' END::job_state,
         as_built = nullif(@as_built::text, ''), exit_code = @exit_code::int, error = nullif(@error::text, ''),
-        log_incomplete = @log_incomplete::boolean,
-        lease_token = NULL, lease_expires_at = NULL,
+        log_incomplete = @log_incomplete::boolean, worker_id = @worker_id::text,
+        started_at = coalesce(started_at, @started_at::timestamptz),
         finished_at = clock_timestamp(), updated_at = clock_timestamp()
     FROM durable
-    WHERE id = @id::bigint AND attempt = @attempt::int AND lease_token = @lease_token::bigint
-        AND state IN ('running', 'cancel_pending')
-    RETURNING id, group_id, target, state, dependents
+    WHERE id = @id::bigint AND attempt = @attempt::int AND state IN ('ready', 'running', 'cancel_pending')
+    RETURNING id, group_id, state, dependents
 ), waiting AS MATERIALIZED (
     SELECT j.id FROM done JOIN job_graph j ON j.id = ANY(done.dependents)
     WHERE done.state = 'complete' AND j.group_id IS NOT DISTINCT FROM done.group_id
@@ -124,9 +89,11 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     UPDATE job_graph j SET
         waiting_on_count = j.waiting_on_count - 1,
         state = CASE WHEN j.waiting_on_count = 1 THEN 'ready' ELSE j.state END::job_state,
+        attempt = CASE WHEN j.waiting_on_count = 1 THEN j.attempt + 1 ELSE j.attempt END,
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
-    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready
+    RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready, j.attempt, j.fetch_rank, j.command,
+        j.env, j.payload, j.timeout_ms
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -134,12 +101,105 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     RETURNING s.remaining = 0 AS emptied, (SELECT state::text FROM groups WHERE id = done.group_id) AS group_state
 )
 SELECT d.group_id, d.state::text AS state,
-    ARRAY(SELECT r.id FROM released r WHERE r.ready ORDER BY r.id)::bigint[] AS ready_ids,
-    ARRAY(SELECT r.target FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_targets,
-    ARRAY(SELECT r.name FROM released r WHERE r.ready ORDER BY r.id)::text[] AS ready_names,
+    coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'target', r.target,
+        'attempt', r.attempt, 'rank', r.fetch_rank, 'command', r.command, 'env', r.env,
+        'payload', r.payload, 'timeout_ms', r.timeout_ms) ORDER BY r.id)
+        FROM released r WHERE r.ready), '[]')::jsonb AS ready,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
 FROM done d;
+
+-- name: JobMarkRunning :exec
+-- JobMarkRunning records builds that workers' River fetches started, in one batch off their
+-- critical path (buildworker.marker): each job still ready under the attempt is running, with its
+-- worker and River's start time, and each group still queued is dispatching. Jobs held by a
+-- report are skipped (their report records the same), and locked in id order, then the groups.
+WITH started AS (
+    SELECT unnest(@ids::bigint[]) AS id, unnest(@attempts::int[]) AS attempt,
+        unnest(@workers::text[]) AS worker_id, unnest(@started::timestamptz[]) AS started_at
+), locked AS MATERIALIZED (
+    SELECT j.id FROM job_graph j JOIN started s ON s.id = j.id
+    WHERE j.attempt = s.attempt AND j.state = 'ready' ORDER BY j.id FOR UPDATE OF j SKIP LOCKED
+), marked AS (
+    UPDATE job_graph j SET state = 'running', worker_id = s.worker_id, started_at = s.started_at,
+        updated_at = clock_timestamp()
+    FROM locked l, started s WHERE j.id = l.id AND s.id = l.id
+    RETURNING j.group_id
+)
+UPDATE groups g SET state = 'dispatching', updated_at = clock_timestamp()
+WHERE g.id IN (SELECT group_id FROM marked UNION SELECT unnest(@group_ids::bigint[])) AND g.state = 'queued';
+
+-- name: JobReplace :one
+-- JobReplace takes a job from an attempt that was lost (its process died, or its River job ended
+-- without a report): the next attempt is ready (the caller inserts its River job), or the job
+-- failed when that was its last attempt, or it is cancel_complete when it was being cancelled.
+UPDATE job_graph j SET
+    state = CASE
+        WHEN j.state = 'cancel_pending' THEN 'cancel_complete'
+        WHEN j.attempt >= j.max_attempts THEN 'job_failed'
+        ELSE 'ready' END::job_state,
+    attempt = CASE WHEN j.state <> 'cancel_pending' AND j.attempt < j.max_attempts THEN j.attempt + 1 ELSE j.attempt END,
+    error = CASE WHEN j.state <> 'cancel_pending' AND j.attempt >= j.max_attempts
+        THEN format('%s (attempt %s of %s)', @reason::text, j.attempt, j.max_attempts) END,
+    worker_id = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN j.worker_id END,
+    started_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN j.started_at END,
+    finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
+    updated_at = clock_timestamp()
+WHERE j.id = @id AND j.attempt = @attempt AND j.state IN ('ready', 'running', 'cancel_pending')
+RETURNING j.group_id, j.name, j.target, j.state::text AS state, j.attempt, j.max_attempts, j.fetch_rank,
+    j.command, j.env, j.payload, j.timeout_ms;
+
+-- name: JobCancelOne :one
+-- JobCancelOne cancels one job whose River job was cancelled or deleted before it ran (River UI's
+-- Cancel or Delete on a waiting build), under the attempt that River job was; the caller cancels
+-- its unstarted dependents and settles the group.
+UPDATE job_graph SET state = 'cancel_complete', error = @reason::text, finished_at = clock_timestamp(),
+    updated_at = clock_timestamp()
+WHERE id = @id AND attempt = @attempt AND state IN ('ready', 'running', 'cancel_pending')
+RETURNING group_id;
+
+-- name: JobListOrphans :many
+-- JobListOrphans finds the jobs of open groups that wait on a River job that is no longer there
+-- to run them: pending ones (from before builds were River jobs) that have nothing left to wait
+-- for, and ready, running or cancelling ones with no River job waiting or running for their
+-- attempt. It is one anti-join in one snapshot: the open groups' unfinished jobs, through the
+-- groups' state index and the jobs' (group_id, name) index, against the build_run River jobs
+-- that may still run, through River's state index, hashed by job and attempt. A job and the River
+-- job of its attempt are written in one transaction, so a snapshot sees both or neither.
+WITH waiting AS MATERIALIZED (
+    SELECT j.id, j.group_id, j.attempt, j.state, j.waiting_on_count FROM groups g
+    JOIN job_graph j ON j.group_id = g.id
+    WHERE g.state IN ('queued', 'dispatching') AND j.state IN ('pending', 'ready', 'running', 'cancel_pending')
+), live AS (
+    SELECT (args->>'job_id')::bigint AS job_id, (args->>'attempt')::int AS attempt FROM river_job
+    WHERE state IN ('available', 'pending', 'retryable', 'running', 'scheduled') AND kind = 'build_run'
+)
+SELECT w.id, w.group_id, w.attempt, w.state::text AS state FROM waiting w
+WHERE CASE WHEN w.state = 'pending' THEN w.waiting_on_count = 0
+    ELSE NOT EXISTS (SELECT FROM live l WHERE l.job_id = w.id AND l.attempt = w.attempt) END
+LIMIT @max_rows;
+
+-- name: BuildRunOf :many
+-- BuildRunOf reads the state of the River jobs of a job's attempt, newest first, through River's
+-- GIN index on args (args is a constant here, so the planner can use it): for the few orphans
+-- JobListOrphans finds.
+SELECT state::text AS state, attempt::int AS attempt FROM river_job
+WHERE kind = 'build_run' AND args @> @args::jsonb ORDER BY id DESC;
+
+-- name: JobDispatchPending :one
+-- JobDispatchPending makes a pending job with no unfinished dependency ready under its next
+-- attempt (the caller inserts its River job).
+UPDATE job_graph SET state = 'ready', attempt = attempt + 1, updated_at = clock_timestamp()
+WHERE id = @id AND state = 'pending' AND waiting_on_count = 0
+RETURNING group_id, name, target, attempt, fetch_rank, command, env, payload, timeout_ms;
+
+-- name: BuildRunLive :many
+-- BuildRunLive lists the River jobs of a group's builds that may still run, through River's GIN
+-- index on args: the ones a cancel of the group cancels.
+SELECT id FROM river_job
+WHERE kind = 'build_run' AND args @> jsonb_build_object('group_id', @group_id::bigint)
+    AND state IN ('available', 'pending', 'retryable', 'running', 'scheduled')
+ORDER BY id;
 
 -- name: JobFailDependents :many
 WITH RECURSIVE down(id) AS (
@@ -158,7 +218,7 @@ RETURNING j.id;
 
 -- name: JobCancelDependents :many
 -- JobCancelDependents is JobFailDependents for a job that was cancelled alone (River UI's Cancel
--- on its running token): its dependents that have not run can never run, and are cancelled.
+-- on its running build): its dependents that have not run can never run, and are cancelled.
 WITH RECURSIVE down(id) AS (
     SELECT unnest(dependents) FROM job_graph WHERE id = @job_id::bigint
     UNION
@@ -174,13 +234,20 @@ FROM unstarted u WHERE j.id = u.id AND j.state IN ('pending', 'waiting_on_depend
 RETURNING j.id;
 
 -- name: JobCancelByGroup :execrows
+-- JobCancelByGroup cancels a group's unfinished jobs: those running (recorded so, or ready with
+-- their River job running, which a worker's mark has not recorded yet) become cancel_pending
+-- until their worker, told by River's cancel of its job, reports; the others cancel_complete.
 WITH open AS MATERIALIZED (
     SELECT o.id FROM job_graph o WHERE o.group_id = @group_id AND o.state IN ('pending', 'waiting_on_dependency', 'ready', 'running')
     ORDER BY o.id FOR UPDATE
+), running AS (
+    SELECT j.id FROM open JOIN job_graph j ON j.id = open.id
+    WHERE j.state = 'running' OR (j.state = 'ready' AND EXISTS (SELECT FROM river_job r
+        WHERE r.kind = 'build_run' AND r.state = 'running' AND r.args @> jsonb_build_object('job_id', j.id, 'attempt', j.attempt)))
 )
 UPDATE job_graph j SET
-    state = CASE WHEN j.state = 'running' THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
-    finished_at = CASE WHEN j.state = 'running' THEN NULL ELSE clock_timestamp() END,
+    state = CASE WHEN j.id IN (SELECT id FROM running) THEN 'cancel_pending' ELSE 'cancel_complete' END::job_state,
+    finished_at = CASE WHEN j.id IN (SELECT id FROM running) THEN NULL ELSE clock_timestamp() END,
     updated_at = clock_timestamp()
 FROM open WHERE j.id = open.id AND j.state IN ('pending', 'waiting_on_dependency', 'ready', 'running');
 
@@ -216,31 +283,12 @@ WITH RECURSIVE down(id) AS (
         AND j.state IN ('job_failed', 'dependency_failed', 'cancel_complete')
     ORDER BY j.id FOR UPDATE OF j
 )
-UPDATE job_graph j SET state = 'waiting_on_dependency', attempt = 0, error = NULL, exit_code = NULL,
+UPDATE job_graph j SET state = 'waiting_on_dependency', error = NULL, exit_code = NULL,
+    attempt = CASE WHEN j.id = @job_id::bigint THEN j.attempt ELSE 0 END,
     as_built = NULL, worker_id = NULL, log_incomplete = false, started_at = NULL, finished_at = NULL,
     updated_at = clock_timestamp()
 FROM reset r WHERE j.id = r.id
 RETURNING j.id;
-
--- name: JobListExpiredLeases :many
-SELECT id, attempt, lease_token FROM job_graph
-WHERE state IN ('running', 'cancel_pending') AND lease_expires_at < clock_timestamp() AND NOT reported
-ORDER BY lease_expires_at LIMIT @max_rows;
-
--- name: JobExpire :one
-UPDATE job_graph j SET
-    state = CASE
-        WHEN j.state = 'cancel_pending' THEN 'cancel_complete'
-        WHEN j.attempt >= j.max_attempts THEN 'job_failed'
-        ELSE 'ready' END::job_state,
-    error = CASE WHEN j.attempt >= j.max_attempts AND j.state = 'running'
-        THEN format('worker lost on all %s attempts', j.max_attempts) END,
-    finished_at = CASE WHEN j.state = 'cancel_pending' OR j.attempt >= j.max_attempts THEN clock_timestamp() END,
-    lease_token = NULL, lease_expires_at = NULL, updated_at = clock_timestamp()
-FROM job_graph old
-WHERE j.id = @id AND old.id = j.id AND j.attempt = @attempt AND j.lease_token = @lease_token::bigint
-    AND j.state IN ('running', 'cancel_pending') AND j.lease_expires_at < clock_timestamp() AND NOT j.reported
-RETURNING j.group_id, j.name, j.target, j.state::text AS state, old.worker_id, j.max_attempts;
 
 -- name: JobLockUnfinished :exec
 SELECT FROM job_graph WHERE group_id = @group_id
@@ -274,9 +322,11 @@ WHERE j.group_id = @group_id AND j.state IN ('pending', 'waiting_on_dependency')
 RETURNING j.id;
 
 -- name: JobReadyUnblocked :many
-UPDATE job_graph SET state = 'ready', updated_at = clock_timestamp()
+-- JobReadyUnblocked makes the jobs of a group whose dependencies are all complete ready under
+-- their next attempt; the caller inserts their River jobs.
+UPDATE job_graph SET state = 'ready', attempt = attempt + 1, updated_at = clock_timestamp()
 WHERE group_id = @group_id AND state IN ('pending', 'waiting_on_dependency') AND waiting_on_count = 0
-RETURNING id, name, target;
+RETURNING id, name, target, attempt, fetch_rank, command, env, payload, timeout_ms;
 
 -- name: JobListDrift :many
 SELECT j.group_id, format('job %s: counter %s, unfinished dependencies %s', j.id, j.waiting_on_count,
@@ -306,7 +356,10 @@ GROUP BY s, t.target;
 
 -- name: ReadyJobOldestAge :many
 -- ReadyJobOldestAge is how long the oldest ready job of each target served by a worker has
--- waited, in seconds; 0 when none waits.
-SELECT t.target, coalesce(extract(epoch FROM now() - (
-        SELECT min(j.updated_at) FROM job_graph j WHERE j.target = t.target AND j.state = 'ready')), 0)::float8 AS seconds
-FROM (SELECT DISTINCT target FROM target_workers) t;
+-- waited, in seconds; 0 when none waits. The ready jobs are read through the open groups.
+WITH ready AS (
+    SELECT j.target, min(j.updated_at) AS since FROM groups g JOIN job_graph j ON j.group_id = g.id
+    WHERE g.state IN ('queued', 'dispatching') AND j.state = 'ready' GROUP BY j.target
+)
+SELECT t.target, coalesce(extract(epoch FROM now() - r.since), 0)::float8 AS seconds
+FROM (SELECT DISTINCT target FROM target_workers) t LEFT JOIN ready r ON r.target = t.target;
