@@ -71,9 +71,14 @@ func notifyInserted(ctx context.Context, db Execer, schema string, queues []stri
 // (Run ended, the statement failed): that costs only the consumers' next poll, as for a lost
 // notification.
 type Announcer struct {
-	db      Execer
-	schema  string
-	logger  *slog.Logger
+	db     Execer
+	schema string
+	logger *slog.Logger
+	// Interval is the least time between two notifications: what is announced sooner after the
+	// last one waits for it to pass and goes out with the rest announced meanwhile. Zero sends as
+	// soon as the last notification is out.
+	Interval time.Duration
+
 	mu      sync.Mutex
 	pending []string
 	wake    chan struct{}
@@ -111,10 +116,29 @@ func (a *Announcer) Run(ctx context.Context) error {
 		queues := a.pending
 		a.pending = nil
 		a.mu.Unlock()
+		sent := time.Now()
 		sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := notifyInserted(sendCtx, a.db, a.schema, queues); err != nil && ctx.Err() == nil {
 			a.logger.Warn("announce inserted jobs", "queues", queues, "error", err)
 		}
 		cancel()
+		if err := sleepCtx(ctx, time.Until(sent.Add(a.Interval))); err != nil {
+			return nil
+		}
+	}
+}
+
+// sleepCtx waits for d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }

@@ -123,3 +123,40 @@ func testWakesTheProducer(t *testing.T, announce func(ctx context.Context, pool 
 	require.True(t, ok, "the announcement did not wake the producer")
 	require.Equal(t, 100, n)
 }
+
+// An Announcer with an Interval sends the first announcement at once and holds the ones that come
+// within the interval after it, to go out together once it has passed.
+func TestAnnouncerCoalescesWithinItsInterval(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	url, err := riverURL()
+	require.NoError(t, err)
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	listener, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer listener.Release()
+	schema := fmt.Sprintf("announce_%x", rand.Uint32())
+	_, err = listener.Exec(ctx, `LISTEN "`+schema+`.river_insert"`)
+	require.NoError(t, err)
+
+	a := &Announcer{db: pool, schema: schema, logger: slog.New(slog.DiscardHandler), wake: make(chan struct{}, 1), Interval: time.Hour}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- a.Run(runCtx) }()
+	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+
+	next := func(within time.Duration) bool {
+		wctx, cancel := context.WithTimeout(ctx, within)
+		defer cancel()
+		_, err := listener.Conn().WaitForNotification(wctx)
+		return err == nil
+	}
+	a.Announce("q1")
+	require.True(t, next(10*time.Second), "the first announcement goes out at once")
+	for range 5 {
+		a.Announce("q1", "q2")
+	}
+	require.False(t, next(time.Second), "the next ones wait for the interval, an hour here")
+}

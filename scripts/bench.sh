@@ -32,7 +32,7 @@ need_websockets
 fi
 
 if selected build; then
-section "build-scheduler: claim+report, 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT, median of 5 rounds"
+section "build-scheduler: the report (River's fetch left out), 10,000-job graph, 8 worker slots, vs single-row UPDATE+COMMIT, median of 5 rounds"
 (cd "$root/services/build-scheduler" && go run ./cmd/build-bench -db "$DATABASE_URL")
 
 section "build-scheduler end to end: a 10,000-job group over HTTP on 4 build-worker processes × 2 slots, 3 pairs alternated with River's floor (fork/exec and bare); one pair on 1 × 2 slots (spare cores); per-stage trace; the same group on 8 × 8 slots; verdicts"

@@ -40,6 +40,7 @@ type Config struct {
 	DurableAfter      time.Duration `envconfig:"DURABLE_AFTER" default:"1s" desc:"shortest build whose report waits for the WAL flush; a shorter one's report commits asynchronously, and a crash of Postgres itself within the WAL writer's delay runs such a build again as a new attempt (0: every report waits)"`
 	MaxJobTimeout     time.Duration `envconfig:"MAX_JOB_TIMEOUT" default:"24h" desc:"longest build this worker runs, a job asking for more being cut at it: keep it at least the scheduler's BUILD_SCHEDULER_MAX_JOB_TIMEOUT"`
 	Slack             time.Duration `envconfig:"SLACK" default:"1m" desc:"how long a build's River job may take beyond the build (last log chunks, report): River's timeout of a build_run is the build's timeout plus this"`
+	AnnounceInterval  time.Duration `envconfig:"ANNOUNCE_INTERVAL" default:"10ms" desc:"least time between two notifications of the River jobs this worker's reports inserted (those of a busier stretch go out together): each wakes every worker of the target, which a busy queue does not need"`
 	MarkPeriod        time.Duration `envconfig:"MARK_PERIOD" default:"100ms" desc:"how often the builds that have run that long are recorded running, in one statement for all"`
 	// The watchdog settings matter only when this worker's River client is the leader and
 	// enqueues the watchdog; the scheduler's settings decide what a pass does.
@@ -137,6 +138,7 @@ func Run(ctx context.Context, cfg Config, kinds Kinds, ln net.Listener, stdout i
 		}
 		graph := &jobgraph.Graph{Builds: quiet}
 		announcer := queue.NewAnnouncer(d.Pool, queue.BuildScheduler, d.Logger)
+		announcer.Interval = cfg.AnnounceInterval
 		d.Go(announcer.Run)
 		marker := &Marker{Pool: d.Pool, Period: cfg.MarkPeriod, Logger: d.Logger}
 		d.Go(marker.Run)
