@@ -18,23 +18,23 @@ import (
 	"drover.dev/shared/testdb"
 )
 
-// tokenArgs are the args of a build_run River job of the release before builds were River jobs:
-// a dispatch token naming the job that became ready, and no attempt.
-type tokenArgs struct {
+// earlierArgs are the args of a build_run River job of the release before builds were River
+// jobs: they name the job whose becoming ready inserted it, and no attempt.
+type earlierArgs struct {
 	Target  string `json:"target"`
 	GroupID int64  `json:"group_id"`
 	JobID   int64  `json:"job_id"`
 	JobName string `json:"job_name"`
 }
 
-func (tokenArgs) Kind() string { return "build_run" }
+func (earlierArgs) Kind() string { return "build_run" }
 
 // TestUpgradeFinishesGroupsInFlight upgrades a database that an earlier release left mid-group
-// (migration 00005): a job running under a lease its dead worker held, a ready job with its
-// dispatch token queued, and a job waiting on it. After the migrations, the scheduler's reaper
+// (migration 00005): a job running under a lease its dead worker held, a ready job with that
+// release's build_run River job queued, and a job waiting on it. After the migrations, the scheduler's reaper
 // gives the running and the ready job River jobs of their own, as new attempts; a worker of this
-// release builds the group to its end and ends the earlier release's token cancelled, naming no
-// build.
+// release builds the group to its end and ends the earlier release's River job cancelled,
+// naming no build.
 func TestUpgradeFinishesGroupsInFlight(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -44,7 +44,7 @@ func TestUpgradeFinishesGroupsInFlight(t *testing.T) {
 	pool := testdb.NewPoolFor(t, dbURL)
 
 	// What the earlier release wrote, in its schema: a group of three jobs, "a" running under a
-	// lease at attempt 1, "b" ready with a token, "c" waiting on "b".
+	// lease at attempt 1, "b" ready with its River job, "c" waiting on "b".
 	var group int64
 	require.NoError(t, pool.QueryRow(ctx, `INSERT INTO build_scheduler.groups (name, remaining, state)
 		VALUES ('in-flight', 3, 'dispatching') RETURNING id`).Scan(&group))
@@ -59,7 +59,7 @@ func TestUpgradeFinishesGroupsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	client, err := queue.NewInserter(pool, queue.BuildScheduler)
 	require.NoError(t, err)
-	token, err := client.Insert(ctx, tokenArgs{Target: "upgrade", GroupID: group, JobID: 902, JobName: "b"},
+	earlier, err := client.Insert(ctx, earlierArgs{Target: "upgrade", GroupID: group, JobID: 902, JobName: "b"},
 		&river.InsertOpts{Queue: queue.BuildQueue("upgrade"), MaxAttempts: 25})
 	require.NoError(t, err)
 
@@ -77,11 +77,11 @@ func TestUpgradeFinishesGroupsInFlight(t *testing.T) {
 	}
 	require.Equal(t, map[string]int{"a": 2, "b": 1, "c": 1}, attempts, "the running job's lost attempt counts")
 	require.Eventually(t, func() bool {
-		row, err := client.JobGet(ctx, token.Job.ID)
+		row, err := client.JobGet(ctx, earlier.Job.ID)
 		require.NoError(t, err)
 		return row.FinalizedAt != nil
-	}, 20*time.Second, 20*time.Millisecond, "the earlier release's token was never worked")
-	row, err := client.JobGet(ctx, token.Job.ID)
+	}, 20*time.Second, 20*time.Millisecond, "the earlier release's River job was never worked")
+	row, err := client.JobGet(ctx, earlier.Job.ID)
 	require.NoError(t, err)
 	require.Equal(t, "cancelled", string(row.State))
 	require.Contains(t, row.Errors[len(row.Errors)-1].Error, "an earlier release, which names no attempt")
