@@ -124,18 +124,29 @@ type statusError struct {
 }
 
 func (e *statusError) Error() string {
+	return fmt.Sprintf("%s %s (%s): %d %s: %s", e.service, e.op.id, e.op.path, e.status, http.StatusText(e.status), problemMessage(e.problem))
+}
+
+// problemMessage is what a problem body says, the field at fault first when it names one
+// ("jobs[0].command[0]: must be a string, not a boolean"); a body that is no problem is said as
+// it is.
+func problemMessage(body string) string {
 	var p struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
+		Field  string `json:"field"`
 	}
-	msg := e.problem
-	if json.Unmarshal([]byte(e.problem), &p) == nil && (p.Detail != "" || p.Title != "") {
-		msg = p.Detail
-		if msg == "" {
-			msg = p.Title
-		}
+	if json.Unmarshal([]byte(body), &p) != nil || (p.Detail == "" && p.Title == "") {
+		return body
 	}
-	return fmt.Sprintf("%s %s (%s): %d %s: %s", e.service, e.op.id, e.op.path, e.status, http.StatusText(e.status), msg)
+	msg := p.Detail
+	if msg == "" {
+		msg = p.Title
+	}
+	if p.Field != "" {
+		msg = p.Field + ": " + msg
+	}
+	return msg
 }
 
 // open sends r and returns the answer of a 2xx status; any other is a *exitError with the code

@@ -76,3 +76,13 @@ func TestRestriction(t *testing.T) {
 	_, err = restriction([]string{"novalue"})
 	require.Error(t, err)
 }
+
+// An error's problem is printed with the field at fault first, array positions included.
+func TestProblemMessageNamesTheField(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "jobs[0].command[0]: must be a string, not a boolean", problemMessage(
+		`{"type":"https://drover.dev/problems/invalid","title":"Invalid request","status":400,"detail":"must be a string, not a boolean","field":"jobs[0].command[0]"}`))
+	require.Equal(t, "batch 7 is running", problemMessage(`{"title":"Conflict","detail":"batch 7 is running"}`))
+	require.Equal(t, "Conflict", problemMessage(`{"title":"Conflict"}`))
+	require.Equal(t, "upstream answered 502", problemMessage("upstream answered 502"))
+}

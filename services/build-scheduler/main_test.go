@@ -271,6 +271,12 @@ func TestBadSubmissionsAreRejectedWithNothingWritten(t *testing.T) {
 		require.Equal(t, tt.field, p.Field, name)
 		require.Contains(t, p.Detail, tt.detail, name)
 	}
+	// A YAML `true` left unquoted in a command arrives as a JSON boolean: a 400 naming its place.
+	var p struct{ Field, Detail string }
+	body := map[string]any{"name": "g", "jobs": []any{map[string]any{"name": "a", "target": "x86_64-linux", "command": []any{true}}}}
+	require.Equal(t, http.StatusBadRequest, servicetest.Call(t, http.MethodPost, base+"/v1/groups", body, &p))
+	require.Equal(t, "jobs[0].command[0]", p.Field)
+	require.Equal(t, "must be a string, not a boolean", p.Detail)
 	var n int
 	pool := testdb.NewPoolFor(t, dbURL)
 	require.NoError(t, pool.QueryRow(context.Background(),

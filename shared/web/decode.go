@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -19,7 +21,7 @@ import (
 func DecodeJSON(c *echo.Context, v any) error {
 	raw, err := io.ReadAll(c.Request().Body)
 	if err != nil {
-		return decodeProblem(err)
+		return decodeProblem(raw, err)
 	}
 	if err := CheckJSON("", raw); err != nil {
 		return err
@@ -27,7 +29,7 @@ func DecodeJSON(c *echo.Context, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return decodeProblem(err)
+		return decodeProblem(raw, err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return problem.Invalidf("", "the body must hold a single JSON value")
@@ -35,7 +37,8 @@ func DecodeJSON(c *echo.Context, v any) error {
 	return nil
 }
 
-func decodeProblem(err error) error {
+// decodeProblem is the problem of err, which decoding raw returned.
+func decodeProblem(raw []byte, err error) error {
 	var (
 		syntax  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
@@ -51,7 +54,7 @@ func decodeProblem(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return problem.Invalidf("", "the JSON body ends early")
 	case errors.As(err, &typeErr):
-		return problem.Invalidf(typeErr.Field, "must be %s, not JSON %s", typeErr.Type, typeErr.Value)
+		return problem.Invalidf(typeField(raw, typeErr), "must be %s, not %s", jsonTypeName(typeErr.Type), jsonValueName(typeErr.Value))
 	default:
 		if field, ok := unknownField(err); ok {
 			return problem.Invalidf(field, "unknown field")
@@ -84,4 +87,76 @@ func ParseID(field, s string) (int64, error) {
 		return 0, problem.Invalidf(field, "must be a positive 64-bit integer in decimal, not %q", s)
 	}
 	return id, nil
+}
+
+// typeField is the path of the value a type error is about, with its array positions
+// (jobs[0].command[0]), found from where in raw the decoder stopped. encoding/json names only the
+// members (jobs.command); that name is kept when the two disagree, as they do for a value whose
+// own UnmarshalJSON made the error (its offset is then within the value, not within raw).
+func typeField(raw []byte, err *json.UnmarshalTypeError) string {
+	found, ok := fieldAt(raw, err.Offset)
+	if !ok || withoutIndexes(found) != err.Field {
+		return err.Field
+	}
+	return found
+}
+
+// withoutIndexes is a path without its array positions: jobs[0].command[0] is jobs.command.
+func withoutIndexes(path string) string {
+	var b strings.Builder
+	skip := false
+	for _, r := range path {
+		switch {
+		case r == '[':
+			skip = true
+		case r == ']':
+			skip = false
+		case !skip:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// jsonTypeName names the JSON a Go type takes, for a client who writes JSON.
+func jsonTypeName(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil {
+		return "a value"
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a " + t.String()
+}
+
+// jsonValueName names the JSON value encoding/json found ("bool", "number 1.5", "object").
+func jsonValueName(v string) string {
+	switch {
+	case v == "bool":
+		return "a boolean"
+	case v == "number":
+		return "a number"
+	case strings.HasPrefix(v, "number "):
+		return "the number " + strings.TrimPrefix(v, "number ")
+	case v == "array", v == "object":
+		return "an " + v
+	case v == "":
+		return "that value"
+	}
+	return "a " + v
 }

@@ -347,3 +347,25 @@ func TestServeOpenAPIChecksRoutes(t *testing.T) {
 		})
 	}
 }
+
+// A value of the wrong type is named with its array positions, and the detail says in JSON's
+// words what was expected and what came.
+func TestWrongTypeNamesThePositionInJSONWords(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ name, body, field, detail string }{
+		{"Nested", `{"parts":[{"name":"a"},{"name":true}]}`, "parts[1].name", "must be a string, not a boolean"},
+		{"Scalar", `{"count":"many"}`, "count", "must be an integer, not a string"},
+		{"Fraction", `{"count":1.5}`, "count", "must be an integer, not the number 1.5"},
+		{"ObjectForString", `{"name":{"a":1}}`, "name", "must be a string, not an object"},
+		{"ArrayForMap", `{"tags":[1]}`, "tags", "must be an object, not an array"},
+		{"MapValue", `{"tags":{"k":2}}`, "tags", "must be a string, not a number"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, body := setup(t).do(t, "POST", "/v1/items", "good", tt.body)
+			require.Equal(t, http.StatusBadRequest, resp.StatusCode, body)
+			require.Equal(t, tt.field, body["field"])
+			require.Equal(t, tt.detail, body["detail"])
+		})
+	}
+}

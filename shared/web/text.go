@@ -155,6 +155,27 @@ func (w *jsonWalker) step(tok json.Token, text []byte) error {
 	return nil
 }
 
+// fieldAt returns the path of the value of raw that encoding/json's decoder was reading when it
+// stopped at offset: an UnmarshalTypeError's Offset, which is the end of a scalar, or just past the
+// bracket that opens an object or an array.
+func fieldAt(raw []byte, offset int64) (string, bool) {
+	w := jsonWalker{dec: json.NewDecoder(bytes.NewReader(raw)), raw: raw}
+	for {
+		start := w.dec.InputOffset()
+		tok, err := w.dec.Token()
+		if err != nil {
+			return "", false
+		}
+		top := len(w.path) - 1
+		d, delim := tok.(json.Delim)
+		name := !delim && top >= 0 && !w.path[top].array && !w.path[top].hasName
+		if !name && (!delim || d == '{' || d == '[') && w.dec.InputOffset() == offset {
+			return w.field(), true
+		}
+		_ = w.step(tok, raw[start:w.dec.InputOffset()]) // CheckJSON accepted raw already
+	}
+}
+
 // valueDone moves the innermost container past the value just read.
 func (w *jsonWalker) valueDone() {
 	if top := len(w.path) - 1; top >= 0 {
