@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -245,6 +247,8 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperWorkerProcess$")
 	procattr.DieWithParent(cmd)
 	cmd.Env = append(os.Environ(), "POPULATE_HELPER_DB="+b.dbURL, "POPULATE_HELPER_TABLES="+b.tablesFile)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	count := func(sql string) int { return b.count(t, sql) }
@@ -255,7 +259,7 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	// A hang guard: the helper process starts, elects a River leader, schedules and feeds, which
 	// took over 20 s once in a loaded parallel run.
 	require.Eventually(t, func() bool { return count(feeding) == 1 }, time.Minute, 20*time.Millisecond,
-		"the helper's feeder is inside a chunk")
+		"the helper's feeder is inside a chunk; the helper's stderr:\n%s", &stderr)
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	// A busy backend notices its client gone only when it next talks to it; end it as the server
@@ -286,4 +290,22 @@ func TestKilledFeederLeavesNoKeyUnfed(t *testing.T) {
 	var state string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT state FROM populate_worker.river_job WHERE id = $1`, dead).Scan(&state))
 	require.Equal(t, "running", state, "River itself has not rescued the dead client's feed job")
+}
+
+// syncBuffer is a bytes.Buffer a running command writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
