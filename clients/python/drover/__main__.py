@@ -1,4 +1,5 @@
 """python3 -m drover: serve a pipeline's makes, or write populate-worker's tables file for them.
+Installed with pip, the command is also drover-py (drover is the Go operator CLI's name).
 
     python3 -m drover tables MODULE[:PIPELINE] --url http://HOST:PORT [-o tables.json]
     python3 -m drover serve MODULE[:PIPELINE] [--host 127.0.0.1] [--port 8090] [--insecure]
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 
 from .functions import Pipeline
@@ -27,8 +29,13 @@ def load(spec: str) -> Pipeline:
     return obj
 
 
+def prog() -> str:
+    """The command's name as the user typed it: drover-py when installed, python3 -m drover."""
+    return "drover-py" if os.path.basename(sys.argv[0]) == "drover-py" else "python3 -m drover"
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m drover", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog=prog(), description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tables", help="print populate-worker's TABLES_FILE for the pipeline's tables")
     t.add_argument("pipeline", help="MODULE[:PIPELINE]")
@@ -55,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         srv = pipeline.server(args.host, args.port, insecure=args.insecure)
     except ValueError as e:
-        raise SystemExit(f"drover serve: {e}") from None
+        raise SystemExit(f"{prog()} serve: {e}") from None
     checks = "signed calls only" if srv.secrets else "UNSIGNED calls accepted (--insecure)"
     print(f"serving {', '.join(t.name for t in pipeline.tables)} on {srv.url}: {checks}", flush=True)
     try:

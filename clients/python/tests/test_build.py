@@ -49,7 +49,7 @@ class BackendTest(unittest.TestCase):
             self.assertIn(f"Version: {version}\n", meta)
             self.assertIn("Requires-Python: >=3.10\n", meta)
             self.assertIn('Requires-Dist: tqdm; extra == "progress"\n', meta)
-            self.assertIn("drover = drover.__main__:main", whl.read(f"{dist}/entry_points.txt").decode())
+            self.assertIn("drover-py = drover.__main__:main", whl.read(f"{dist}/entry_points.txt").decode())
             self.assertIn("Root-Is-Purelib: true", whl.read(f"{dist}/WHEEL").decode())
             record = whl.read(f"{dist}/RECORD").decode().splitlines()
             self.assertEqual({r.split(",")[0] for r in record}, names)
