@@ -161,9 +161,11 @@ func TestPythonPackage(t *testing.T) {
 	installed := where()
 	require.True(t, strings.HasPrefix(installed, venv.dir), "from the sdist: a copy in the venv, not %s", installed)
 	require.FileExists(t, filepath.Join(filepath.Dir(installed), "py.typed"))
-	out, err = exec.CommandContext(t.Context(), filepath.Join(venv.dir, "bin", "drover"), "serve", "--help").CombinedOutput()
+	out, err = exec.CommandContext(t.Context(), filepath.Join(venv.dir, "bin", "drover-py"), "serve", "--help").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Contains(t, string(out), "--insecure")
+	require.Contains(t, string(out), "usage: drover-py serve", "the command names itself as typed")
+	require.NoFileExists(t, filepath.Join(venv.dir, "bin", "drover"), "drover is the Go operator CLI's name")
 }
 
 // venv is a Python virtual environment: its folder and its interpreter.
