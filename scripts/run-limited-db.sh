@@ -40,11 +40,6 @@ if [ ! -f "$cluster/PG_VERSION" ]; then
 	as_owner "$initdb" -D "$cluster" -U postgres --auth=trust --encoding=UTF8 --no-instructions >"$data/limited-initdb.log" 2>&1 \
 		|| { cat "$data/limited-initdb.log" >&2; exit 1; }
 fi
-port=
-for p in $(seq 54430 54529); do
-	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
-done
-[ -n "$port" ] || { say "no free port in 54430-54529"; exit 1; }
 
 holders=()
 sampler=
@@ -56,10 +51,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-say "starting it on 127.0.0.1:$port with max_connections=$max_connections"
-as_owner "$pg_ctl" -D "$cluster" -l "$cluster/server.log" -w -t 60 start \
-	-o "-p $port -k $run -c listen_addresses=127.0.0.1 -c max_connections=$max_connections" >/dev/null \
-	|| { tail -n 20 "$cluster/server.log" >&2; exit 1; }
+# The first port in 54430-54529 that nothing listens on and Postgres can bind: a port nothing
+# listens on may still be the local end of another program's connection (the kernel hands out
+# such ephemeral ports from this range too), and then the bind fails, so the next one is tried.
+port=
+for p in $(seq 54430 54529); do
+	if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
+	say "starting it on 127.0.0.1:$p with max_connections=$max_connections"
+	logged=$(wc -l <"$cluster/server.log" 2>/dev/null || echo 0)
+	if as_owner "$pg_ctl" -D "$cluster" -l "$cluster/server.log" -w -t 60 start \
+		-o "-p $p -k $run -c listen_addresses=127.0.0.1 -c max_connections=$max_connections" >/dev/null; then
+		port=$p
+		break
+	fi
+	this_start=$(tail -n +"$((logged + 1))" "$cluster/server.log")
+	grep -q "Address already in use" <<<"$this_start" || { printf '%s\n' "$this_start" | tail -n 20 >&2; exit 1; }
+	say "127.0.0.1:$p is taken; trying the next port"
+done
+[ -n "$port" ] || { say "no port in 54430-54529 could be bound"; exit 1; }
 admin="postgres://postgres@127.0.0.1:$port/postgres"
 q() { "$psql" "$admin" -XAtqc "$1"; }
 # A fresh database each time: make run's demos expect one (the weights demo is rate limited
