@@ -25,11 +25,13 @@ build: ## build every command into .data/bin
 	@go build -o $(BIN)/ $$(go list -f '{{if eq .Name "main"}}{{.Dir}}{{end}}' work)
 
 .PHONY: run
-run: build ## migrate, start all services, run the demos, serve until Ctrl-C (ONCE=1: exit after the demos)
-	@url=$$(scripts/devdb.sh app-url) && $(BIN)/devrun -bin $(BIN) -database-url "$$url" $(if $(ONCE),-once)
+run: build ## migrate, start all services and Jaeger, run the demos, serve until Ctrl-C (ONCE=1: exit after the demos)
+	@scripts/jaeger.sh background
+	@url=$$(scripts/devdb.sh app-url) && $(BIN)/devrun -bin $(BIN) -database-url "$$url" -jaeger "$$(scripts/jaeger.sh path)" $(if $(ONCE),-once)
 
 .PHONY: test
-test: ## run every module's tests with the race detector against a real Postgres
+test: ## run every module's tests with the race detector against a real Postgres (and Jaeger, built first)
+	@scripts/jaeger.sh build >/dev/null
 	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
 	@$(MAKE) --no-print-directory rules
 

@@ -135,6 +135,7 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 		require.Equal(t, 6, res.code)
 		require.Contains(t, res.stderr, "401")
 	})
+	t.Run("Traces", func(t *testing.T) { testDemoTraces(t, opts) })
 	t.Run("Batches", func(t *testing.T) { testDroverBatches(t, b) })
 	t.Run("Builds", func(t *testing.T) { testDroverBuilds(t, b) })
 	t.Run("Populate", func(t *testing.T) { testDroverPopulate(t, b) })
@@ -165,9 +166,12 @@ func startDemoFleet(t *testing.T, token string) (*fleet, options) {
 	bin := buildCommands(t, root)
 	lockFleetPorts(t)
 	requireFreePorts(t, bin)
-	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true}
+	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true, jaeger: jaegerBinary(t, root)}
 	ctx := context.Background()
 	p := newPrinter(testLog{t})
+	traces := startTracing(ctx, opts, p)
+	t.Cleanup(traces.stop) // after the fleet's stop: the services flush their last spans to it
+	opts.otel = traces.env
 	f, err := startFleet(ctx, opts, p)
 	t.Cleanup(func() { f.stop(p) })
 	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)

@@ -124,6 +124,9 @@ func (f *fleet) extraNamed(name string) *service {
 // env is the environment every child gets: the parent's, plus the database and the token.
 func env(opts options, extra map[string]string) []string {
 	out := append(os.Environ(), "DATABASE_URL="+opts.databaseURL, "API_TOKENS="+opts.token, "LOG_FORMAT=json")
+	for k, v := range opts.otel {
+		out = append(out, k+"="+v)
+	}
 	for k, v := range extra {
 		out = append(out, k+"="+v)
 	}
@@ -188,6 +191,10 @@ func startFleet(ctx context.Context, opts options, p *printer) (*fleet, error) {
 		}
 		for k, v := range s.env {
 			env[k] = v
+		}
+		if s.name == "populate-worker" {
+			// make run's token has the admin scope too: drover tables apply works on its fleet.
+			env["POPULATE_WORKER_ADMIN_TOKENS"] = opts.token
 		}
 		if err := s.start(ctx, opts, s.name, nil, env); err != nil {
 			return f, err

@@ -28,6 +28,8 @@ type options struct {
 	logs        string // folder for the services' log files
 	token       string
 	once        bool
+	jaeger      string            // Jaeger's binary, built or being built; empty runs none
+	otel        map[string]string // OTEL_* settings of every process started (startTracing)
 }
 
 // defaultToken is the API token make run's services accept, and drover's default.
@@ -52,6 +54,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&opts.logs, "logs", ".data/logs", "folder for service logs")
 	fs.StringVar(&opts.token, "token", defaultToken, "API token the services accept")
 	fs.BoolVar(&opts.once, "once", false, "exit after the demos: 0 when all succeeded")
+	fs.StringVar(&opts.jaeger, "jaeger", "", "Jaeger all-in-one binary to send the traces to, started when it exists; while it is being built (scripts/jaeger.sh background) the fleet starts without waiting for it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +72,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := runCommand(ctx, filepath.Join(opts.bin, "migrate"), []string{"up"}, env(opts, rolePasswords(opts.databaseURL)), filepath.Join(opts.logs, "migrate.log")); err != nil {
 		return fmt.Errorf("migrate: %w (log: %s)", err, filepath.Join(opts.logs, "migrate.log"))
 	}
+	traces := startTracing(ctx, opts, p)
+	defer traces.stop()
+	opts.otel = traces.env
 	fleet, err := startFleet(ctx, opts, p)
 	defer fleet.stop(p)
 	if err != nil {
@@ -77,6 +83,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	demoErr := runDemos(ctx, opts, fleet, p)
 	if ctx.Err() == nil {
 		demoErr = errors.Join(demoErr, showRiverUI(ctx, opts, fleet, p))
+	}
+	if ctx.Err() == nil && traces.answering() {
+		demoErr = errors.Join(demoErr, traces.showTraces(ctx, p))
+	} else if ctx.Err() == nil && traces.env != nil && !opts.once {
+		go traces.traceLate(ctx, opts, fleet, p)
 	}
 	if opts.once || ctx.Err() != nil {
 		return demoErr

@@ -84,7 +84,7 @@ func UpFor(ctx context.Context, databaseURL string, units []Unit, passwords map[
 			if err := ensureRole(ctx, pool, u, passwords[u.Name]); err != nil {
 				return err
 			}
-			logger.Info("role ready", "unit", u.Name, "role", u.Role(), "password_set", passwords[u.Name] != "")
+			logger.InfoContext(ctx, "role ready", "unit", u.Name, "role", u.Role(), "password_set", passwords[u.Name] != "")
 		}
 		if err := grantAll(ctx, pool); err != nil {
 			return fmt.Errorf("grant the roles their rights: %w", err)
@@ -107,7 +107,7 @@ func upService(ctx context.Context, pool *pgxpool.Pool, databaseURL string, svc 
 		return fmt.Errorf("river migrations in %s: %w", schema, err)
 	}
 	for _, v := range res.Versions {
-		logger.Info("applied river migration", "schema", schema, "version", v.Version, "name", v.Name)
+		logger.InfoContext(ctx, "applied river migration", "schema", schema, "version", v.Version, "name", v.Name)
 	}
 	return eachProvider(databaseURL, svc, func(tr track, p *goose.Provider) error {
 		results, err := p.Up(ctx)
@@ -115,7 +115,7 @@ func upService(ctx context.Context, pool *pgxpool.Pool, databaseURL string, svc 
 			return fmt.Errorf("%s migrations in %s: %w", tr.name, schema, err)
 		}
 		for _, r := range results {
-			logger.Info("applied migration", "schema", schema, "track", tr.name, "version", r.Source.Version, "file", r.Source.Path)
+			logger.InfoContext(ctx, "applied migration", "schema", schema, "track", tr.name, "version", r.Source.Version, "file", r.Source.Path)
 		}
 		return nil
 	})

@@ -109,7 +109,7 @@ func DownTo(ctx context.Context, databaseURL string, svc queue.Service, version 
 				return fmt.Errorf("down to %d in %s: %w", version, svc.Schema(), err)
 			}
 			for _, r := range results {
-				logger.Info("rolled back migration", "schema", svc.Schema(), "version", r.Source.Version, "file", r.Source.Path)
+				logger.InfoContext(ctx, "rolled back migration", "schema", svc.Schema(), "version", r.Source.Version, "file", r.Source.Path)
 			}
 			return nil
 		})

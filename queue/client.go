@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // FetchCooldown is the least time between two fetches of one queue's producer that insert
@@ -78,7 +77,7 @@ func NewClient(pool *pgxpool.Pool, svc Service, cfg ClientConfig) (*Client, erro
 	for name, n := range cfg.Queues {
 		queues[name] = river.QueueConfig{MaxWorkers: n}
 	}
-	var middleware []rivertype.Middleware
+	middleware := traceMiddleware()
 	if cfg.Process != nil {
 		cfg.ID = cmp.Or(cfg.ID, cfg.Process.ID())
 		middleware = append(middleware, cfg.Process.Middleware())
@@ -145,6 +144,7 @@ const quietCooldown = time.Hour
 // notifyCooldown (River's FetchCooldown, the insert-notification limiter's window).
 func newInserter(pool *pgxpool.Pool, svc Service, notifyCooldown time.Duration) (*Client, error) {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		Middleware:          traceMiddleware(),
 		Schema:              svc.Schema(),
 		SkipUnknownJobCheck: true,
 		FetchCooldown:       notifyCooldown,

@@ -119,7 +119,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 		sent := time.Now()
 		sendCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := notifyInserted(sendCtx, a.db, a.schema, queues); err != nil && ctx.Err() == nil {
-			a.logger.Warn("announce inserted jobs", "queues", queues, "error", err)
+			a.logger.WarnContext(ctx, "announce inserted jobs", "queues", queues, "error", err)
 		}
 		cancel()
 		if err := sleepCtx(ctx, time.Until(sent.Add(a.Interval))); err != nil {

@@ -4,12 +4,13 @@
 # every module's dependencies together, so a go.mod that lacks a requirement still builds there,
 # while `cd devrun && GOWORK=off go build ./...` (how a module is built outside the workspace, and
 # what README promises works in any module) stops with "updates to go.mod needed". Every module
-# of go.work is checked, and infra, which stays outside the workspace. make lint runs it.
+# of go.work is checked, and infra and tools/jaeger, which stay outside the workspace. make lint
+# runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 mapfile -t modules < <(go work edit -json | sed -n 's/.*"DiskPath": "\.\/\(.*\)".*/\1/p')
-modules+=(infra)
+modules+=(infra tools/jaeger)
 
 failed=()
 for m in "${modules[@]}"; do

@@ -78,7 +78,7 @@ fresh_modules() {
 # to that process instead of its own.
 ports_free() {
 	local held=()
-	for port in 8081 8082 8083 8084 8085 8086 8089 8090 8094; do
+	for port in 8081 8082 8083 8084 8085 8086 8089 8090 8094 4318 16685 16686; do
 		if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			held+=("$port")
 		fi
@@ -229,7 +229,8 @@ start_fleet() {
 	"$psql_bin" "$server" -qXc "CREATE DATABASE $fleet_db" >/dev/null
 	echo "docs-check: make run's fleet on database $fleet_db (output in $work/fleet.log)"
 	: >"$work/fleet.log"
-	"${block_env[@]}" .data/bin/devrun -bin .data/bin -logs "$work/logs" -database-url "$(db_url "$fleet_db")" >"$work/fleet.log" 2>&1 &
+	"${block_env[@]}" .data/bin/devrun -bin .data/bin -logs "$work/logs" -database-url "$(db_url "$fleet_db")" \
+		-jaeger "$(scripts/jaeger.sh build)" >"$work/fleet.log" 2>&1 &
 	fleet_pid=$!
 	for _ in $(seq 1 600); do
 		if grep -q "serving until Ctrl-C" "$work/fleet.log"; then

@@ -11,7 +11,14 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
+
+// tracer makes the spans of the node's calls; OpenTelemetry's no-op one unless the process traces.
+var tracer = otel.Tracer("drover.dev/computehorde/subtensor")
 
 // Conn is a JSON-RPC connection to a subtensor node. It is used by one goroutine: calls are made
 // one after the other, each bounded by the context's deadline.
@@ -47,8 +54,16 @@ type rpcAnswer struct {
 }
 
 // Call sends method with params and returns the result; other messages (stray notifications)
-// are skipped.
-func (c *Conn) Call(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
+// are skipped. Within a traced piece of work, the call is a client span of it.
+func (c *Conn) Call(ctx context.Context, method string, params ...any) (_ json.RawMessage, err error) {
+	ctx, span := tracer.Start(ctx, "subtensor "+method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("rpc.system", "jsonrpc"), attribute.String("rpc.method", method)))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+		span.End()
+	}()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = time.Now().Add(time.Minute)

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"drover.dev/shared/config"
 	"drover.dev/shared/probe"
 	"drover.dev/shared/service"
+	"drover.dev/shared/tracing"
 )
 
 // Config is the miner-sync's configuration, read from MINER_SYNC_* environment variables.
@@ -82,7 +84,7 @@ func sourceOf(cfg Config) (metagraph.Source, error) {
 			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
 		}, nil
 	case "http", "https":
-		return &metagraph.HTTPSource{URL: cfg.MetagraphURL, Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
+		return &metagraph.HTTPSource{URL: cfg.MetagraphURL, Client: &http.Client{Transport: tracing.Transport(nil)}, Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
 	case "file":
 		return &metagraph.FileSource{Path: u.Path, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries}, nil
 	}

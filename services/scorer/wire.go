@@ -1,6 +1,8 @@
 package main
 
 import (
+	"net/http"
+
 	"github.com/riverqueue/river"
 
 	"drover.dev/queue"
@@ -10,6 +12,7 @@ import (
 	"drover.dev/services/scorer/internal/scoring"
 	"drover.dev/services/scorer/internal/work"
 	"drover.dev/shared/service"
+	"drover.dev/shared/tracing"
 )
 
 // wire registers the score_batch worker, and the set_weights worker and its periodic job when
@@ -41,6 +44,7 @@ func addWeightSetting(d *service.Deps, cfg Config, signer *direct.Client, m *wor
 		w.Pylon = &pylon.Client{
 			BaseURL: cfg.PylonAddress, Identity: cfg.PylonIdentity, Token: cfg.PylonToken, Netuid: cfg.Netuid,
 			Timeout: cfg.PylonTimeout, MaxBytes: pylon.DefaultMaxBytes,
+			HTTP: &http.Client{Transport: tracing.Transport(nil)},
 		}
 	case signer != nil:
 		w.Direct, w.Validator = signer, signer.Key.Address()

@@ -148,7 +148,7 @@ func (g *Gauge) Run(ctx context.Context) error {
 		}
 		err := g.Refresh(ctx)
 		if err != nil && !failing && ctx.Err() == nil {
-			g.logger.Warn("count waiting jobs", "error", err)
+			g.logger.WarnContext(ctx, "count waiting jobs", "error", err)
 		}
 		failing = err != nil
 	}

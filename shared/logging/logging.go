@@ -23,7 +23,8 @@ func durationsInMS(_ []string, a slog.Attr) slog.Attr {
 }
 
 // New returns a logger writing to w at the given level ("debug", "info", "warn", "error") in the
-// given format ("text", "json", or "auto": text when w is a terminal).
+// given format ("text", "json", or "auto": text when w is a terminal). A line logged with the
+// context of a traced piece of work carries its trace_id and span_id.
 func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -32,14 +33,14 @@ func New(w io.Writer, level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: durationsInMS}
 	switch strings.ToLower(format) {
 	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return slog.New(traceHandler{slog.NewTextHandler(w, opts)}), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(traceHandler{slog.NewJSONHandler(w, opts)}), nil
 	case "auto", "":
 		if config.IsTerminal(w) {
-			return slog.New(slog.NewTextHandler(w, opts)), nil
+			return slog.New(traceHandler{slog.NewTextHandler(w, opts)}), nil
 		}
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(traceHandler{slog.NewJSONHandler(w, opts)}), nil
 	default:
 		return nil, fmt.Errorf("log format %q: want text, json or auto", format)
 	}

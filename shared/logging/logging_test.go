@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 func TestNew(t *testing.T) {
@@ -55,4 +57,22 @@ func TestNew(t *testing.T) {
 		_, err = New(&bytes.Buffer{}, "info", "xml")
 		require.ErrorContains(t, err, "log format")
 	})
+}
+
+// TestTraceIDs: a line logged with the context of a traced piece of work names its trace and span;
+// a line without one names none.
+func TestTraceIDs(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	logger, err := New(&out, "info", "json")
+	require.NoError(t, err)
+	ctx, span := sdktrace.NewTracerProvider().Tracer("test").Start(t.Context(), "work")
+	defer span.End()
+	logger.With("service", "x").InfoContext(ctx, "in the work")
+	logger.Info("outside")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	require.Len(t, lines, 2)
+	sc := span.SpanContext()
+	require.Contains(t, lines[0], `"trace_id":"`+sc.TraceID().String()+`","span_id":"`+sc.SpanID().String()+`"`)
+	require.NotContains(t, lines[1], "trace_id")
 }

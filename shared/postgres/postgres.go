@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"drover.dev/shared/tracing"
 )
 
 // DBTX is what store functions take, so that the caller decides the transaction: a pool, a
@@ -48,7 +50,8 @@ type Options struct {
 	OnFailure func(attempt int, err error)
 }
 
-// Open returns a pool on databaseURL that has answered a ping.
+// Open returns a pool on databaseURL that has answered a ping. When the process traces
+// (shared/tracing), each query of a traced piece of work is a span of it.
 func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -64,6 +67,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 		cfg.ConnConfig.RuntimeParams["application_name"] = opts.AppName
 	}
 	maps.Copy(cfg.ConnConfig.RuntimeParams, opts.Params)
+	if tracer := tracing.QueryTracer(); tracer != nil {
+		cfg.ConnConfig.Tracer = tracer
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create pool: %w", err)

@@ -30,6 +30,7 @@ import (
 	"drover.dev/shared/metrics"
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/probe"
+	"drover.dev/shared/tracing"
 	"drover.dev/shared/web"
 )
 
@@ -84,6 +85,14 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	}
 	logger = logger.With("service", name)
 	logger.LogAttrs(ctx, slog.LevelInfo, "starting", slog.GroupValue(config.Masked(spec.Settings)...).Group()...)
+	stopTracing, err := tracing.Start(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, logger)
+	if tracing.Enabled() {
+		logger.InfoContext(ctx, "tracing on", "otel_exporter_otlp_endpoint", os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"))
+	}
 
 	deps := &Deps{spec: spec, Service: spec.Service, Logger: logger, Workers: river.NewWorkers()}
 	deps.Server, err = web.New(web.Config{
@@ -118,7 +127,7 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 
 	if err := deps.connect(ctx, &waiting); err != nil {
 		if ctx.Err() != nil {
-			logger.Info("stopped while waiting for the database", "error", err)
+			logger.InfoContext(ctx, "stopped while waiting for the database", "error", err)
 			return nil
 		}
 		return err
@@ -140,6 +149,15 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	}
 	serving = true
 	return serve(ctx, spec, deps, httpDone)
+}
+
+// flushTraces sends the spans still buffered at shutdown, waiting at most 5 s for the collector.
+func flushTraces(stop func(context.Context) error, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := stop(ctx); err != nil {
+		logger.Warn("traces not flushed at shutdown", "error", err)
+	}
 }
 
 // startState is what /readyz reports while the service starts: each dependency's state.
@@ -174,14 +192,14 @@ func (d *Deps) connect(ctx context.Context, waiting *startState) error {
 		OnFailure: func(attempt int, err error) {
 			waiting.set("database", err.Error())
 			if attempt == 1 || attempt%12 == 0 {
-				d.Logger.Warn("database does not answer; retrying, /readyz answers 503 meanwhile", "attempt", attempt, "error", err)
+				d.Logger.WarnContext(ctx, "database does not answer; retrying, /readyz answers 503 meanwhile", "attempt", attempt, "error", err)
 			}
 		},
 	})
 	if err != nil {
 		return err
 	}
-	d.Logger.Info("database connected", "db_max_conns", pool.Config().MaxConns)
+	d.Logger.InfoContext(ctx, "database connected", "db_max_conns", pool.Config().MaxConns)
 	inserters, err := queue.NewInserters(pool)
 	if err != nil {
 		pool.Close()
@@ -220,7 +238,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) er
 	stopLiveness := func() { stopLive(); <-liveDone }
 	defer stopLiveness()
 	deps.Server.Open()
-	deps.Logger.Info("ready")
+	deps.Logger.InfoContext(ctx, "ready")
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return <-httpDone })
 	g.Go(func() error { observeRiver(gctx, deps); return nil })
@@ -236,7 +254,7 @@ func serve(ctx context.Context, spec Spec, deps *Deps, httpDone <-chan error) er
 		return shutdown(spec.Config, deps, stopLiveness)
 	})
 	err := g.Wait()
-	deps.Logger.Info("stopped", "error", err)
+	deps.Logger.InfoContext(ctx, "stopped", "error", err)
 	return err
 }
 
@@ -269,7 +287,7 @@ func stopRiver(budget context.Context, cfg config.Common, deps *Deps) error {
 	if err := deps.client.Stop(soft); err == nil {
 		return httpErr
 	}
-	deps.Logger.Warn("jobs still running after the soft stop timeout; cancelling them")
+	deps.Logger.WarnContext(budget, "jobs still running after the soft stop timeout; cancelling them")
 	if err := deps.client.StopAndCancel(budget); err != nil {
 		return fmt.Errorf("stop river within %s: %w", cfg.ShutdownTimeout, err)
 	}

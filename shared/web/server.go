@@ -16,6 +16,8 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"drover.dev/shared/tracing"
 )
 
 // Config is the server's part of a service's configuration.
@@ -74,7 +76,7 @@ func New(cfg Config, logger *slog.Logger, checks ...Check) (*Server, error) {
 	s.gate = &gate{next: e}
 	s.gate.open.Store(true)
 	s.http = &http.Server{
-		Handler:           s.gate,
+		Handler:           tracing.Handler(s.gate),
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       cfg.ReadTimeout,
 		WriteTimeout:      cfg.WriteTimeout,

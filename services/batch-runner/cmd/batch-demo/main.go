@@ -23,12 +23,18 @@ import (
 
 	"drover.dev/shared/apiclient"
 	"drover.dev/shared/batchwatch"
+	"drover.dev/shared/tracing"
 )
 
-type client struct{ api apiclient.Client }
+// client calls the services. Its actions (POST) are spans of the demo's trace, when the demo
+// traces; its polling (GET) is not, so the trace shows the batch rather than the waiting.
+type client struct{ api, poll apiclient.Client }
 
 // call sends a request and decodes a 2xx answer into out; other statuses are errors.
 func (c *client) call(ctx context.Context, method, url string, out any) (int, error) {
+	if method == http.MethodGet {
+		return c.poll.Do(ctx, method, url, nil, out)
+	}
 	return c.api.Do(ctx, method, url, nil, out)
 }
 
@@ -54,10 +60,21 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c := &client{api: apiclient.Client{Token: *token, HTTP: &http.Client{Timeout: 30 * time.Second}}}
-	if err := demo(ctx, c, *minerSync, *runner, *scorer); err != nil {
+	stopTracing, err := tracing.Start(ctx, "batch-demo")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "batch-demo: tracing off:", err)
+	}
+	c := &client{
+		api:  apiclient.Client{Token: *token, HTTP: &http.Client{Timeout: 30 * time.Second, Transport: tracing.Transport(nil)}},
+		poll: apiclient.Client{Token: *token, HTTP: &http.Client{Timeout: 30 * time.Second}},
+	}
+	err = tracing.Do(ctx, "batch-demo", "batch demo", func(ctx context.Context) error { return demo(ctx, c, *minerSync, *runner, *scorer) })
+	flush, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFlush()
+	_ = stopTracing(flush)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "batch-demo:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the deferred cancels have nothing left to do
 	}
 }
 

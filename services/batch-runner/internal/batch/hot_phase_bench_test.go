@@ -12,9 +12,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 
 	"drover.dev/computehorde/minersim"
 	"drover.dev/computehorde/synthetic"
+	"drover.dev/shared/tracing"
 )
 
 // BenchmarkHotPhase runs whole batches against minersim and reports the hot phase's fairness
@@ -43,9 +45,17 @@ import (
 // minersim runs as a separate process (BENCH_MINERSIM=inprocess runs it in this one, unpinned).
 // Sizes come from BENCH_EXECUTORS (default "1000,5000") and BENCH_PER_MINER (executors per
 // miner, default 10); BENCH_ADVERSARIES=0 leaves out the adversaries' batch. Run with
-// -benchtime 1x.
+// -benchtime 1x. With the OTEL_* variables of a collector set (OTEL_EXPORTER_OTLP_ENDPOINT), each
+// round's batch is traced as in a service, its stages exported as spans: the ratios then show what
+// tracing costs the hot phase.
 func BenchmarkHotPhase(b *testing.B) {
 	raiseFileLimit(b)
+	stopTracing, err := tracing.Start(b.Context(), "batch-runner-bench")
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = stopTracing(context.Background()) })
+	if tracing.Enabled() {
+		fmt.Println("hot-phase: traced (OTEL_* variables set): each round's stages are spans")
+	}
 	perMiner := envInt(b, "BENCH_PER_MINER", 10)
 	rounds := envInt(b, "BENCH_ROUNDS", 5)
 	require.Positive(b, rounds, "BENCH_ROUNDS")
@@ -145,9 +155,11 @@ func hotPhaseRound(b *testing.B, spec fleetSpec, executors int, validatorCPUs []
 	defer fleet.stop()
 	cfg := benchConfig(b)
 	r := round{mode: fleet.mode, rssReset: resetPeakRSS()}
+	ctx, span := otel.Tracer("batch-runner-bench").Start(context.Background(), "hot phase round")
 	u0, start := fleet.usage(), time.Now()
-	res, err := Run(context.Background(), cfg, fleet.plan)
+	res, err := Run(ctx, cfg, fleet.plan)
 	u1 := fleet.usage()
+	span.End()
 	r.wall, r.peakRSS = time.Since(start), peakRSSMiB("self")
 	r.cpu = usage{ours: u1.ours - u0.ours, minersim: u1.minersim - u0.minersim}
 	require.NoError(b, err)

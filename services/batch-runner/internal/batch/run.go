@@ -10,6 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"drover.dev/computehorde/receipts"
 	"drover.dev/services/batch-runner/internal/sysevent"
 )
@@ -44,6 +49,9 @@ type Plan struct {
 	Quiet func(on bool)
 }
 
+// tracer makes the spans of a batch's stages; OpenTelemetry's no-op one unless the process traces.
+var tracer = otel.Tracer("drover.dev/services/batch-runner/internal/batch")
+
 // run is one batch in flight.
 type run struct {
 	cfg    Config
@@ -77,7 +85,7 @@ func Run(ctx context.Context, cfg Config, plan Plan) (*Result, error) {
 	err := r.stages(ctx)
 	r.judgeAll()
 	if err == nil {
-		err = r.stage("receipts", func() error { return r.sendFinishedReceipts(ctx) })
+		err = r.stage(ctx, "receipts", r.sendFinishedReceipts)
 	}
 	r.res.Pregenerated = r.plan.Jobs.Pregenerated
 	r.res.PregeneratedUsed, r.res.ExtraGenerated = r.plan.Jobs.Used, r.plan.Jobs.Extra
@@ -96,7 +104,7 @@ func (r *run) stages(ctx context.Context) error {
 		{"hot", r.sendJobs},
 	}
 	for _, s := range steps {
-		if err := r.stage(s.name, func() error { return s.f(ctx) }); err != nil {
+		if err := r.stage(ctx, s.name, s.f); err != nil {
 			return fmt.Errorf("stage %s: %w", s.name, err)
 		}
 		if err := ctx.Err(); err != nil {
@@ -106,14 +114,30 @@ func (r *run) stages(ctx context.Context) error {
 	return nil
 }
 
-func (r *run) stage(name string, f func() error) error {
+// stage runs one stage of the batch and records it: in the progress, in the result, and as a span
+// of the batch's trace whose attributes are the stage's counts. The hot phase is one span: its
+// frames are counted, never traced one by one.
+func (r *run) stage(ctx context.Context, name string, f func(context.Context) error) error {
+	ctx, span := tracer.Start(ctx, "batch."+name, trace.WithAttributes(attribute.Int64("batch.id", r.plan.BatchID)))
+	defer span.End()
 	st := Stage{Name: name, StartedAt: time.Now()}
 	r.prog.stageStarted(name, st.StartedAt)
-	err := f()
+	err := f(ctx)
 	st.FinishedAt = time.Now()
 	st.Counts = r.prog.stageCounts(name)
 	r.prog.stageFinished(name, st.FinishedAt, st.Counts)
 	r.res.Stages = append(r.res.Stages, st)
+	if span.IsRecording() {
+		for k, v := range st.Counts {
+			span.SetAttributes(attribute.Int64("batch."+name+"."+k, v))
+		}
+		if name == "hot" {
+			span.SetAttributes(attribute.Int64("batch.hot.send_spread_us", r.res.SendSpread.Microseconds()))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
 	return err
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"drover.dev/computehorde/minersim"
+	"drover.dev/shared/tracing"
 )
 
 // TestMain runs more tests at once than go test's default of GOMAXPROCS, unless -parallel is
@@ -25,7 +26,14 @@ func TestMain(m *testing.M) {
 	if !given {
 		_ = flag.Set("test.parallel", strconv.Itoa(max(8, runtime.GOMAXPROCS(0))))
 	}
-	goleak.VerifyTestMain(m)
+	var ignore []goleak.Option
+	if tracing.Configured() {
+		// A traced benchmark's exporter keeps its connection to the collector alive after
+		// shutdown (net/http's idle connection); it is no goroutine of the batch's.
+		ignore = append(ignore, goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+			goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+	}
+	goleak.VerifyTestMain(m, ignore...)
 }
 
 func TestRunSingleMiner(t *testing.T) {

@@ -45,7 +45,7 @@ func (w *RunBatchWorker) coordinate(ctx context.Context, job *river.Job[queue.Ru
 		return true, w.stopped(ctx, job, err)
 	}
 	w.noteRetried(ctx, job, started)
-	w.Logger.Info("batch handed to shards", "batch_id", started.ID, "miners", len(miners), "shards", len(shards))
+	w.Logger.InfoContext(ctx, "batch handed to shards", "batch_id", started.ID, "miners", len(miners), "shards", len(shards))
 	return true, nil
 }
 

@@ -98,7 +98,7 @@ func takenOverEnd[T river.JobArgs](ctx context.Context, pool *pgxpool.Pool, logg
 	if err != nil {
 		return fmt.Errorf("end job %d, taken over: %w", job.ID, err)
 	}
-	logger.Info("job delivered again after a takeover; nothing run", "job_id", job.ID, "batch_id", batchID, "taken_over_by", by, "reason", cause)
+	logger.InfoContext(ctx, "job delivered again after a takeover; nothing run", "job_id", job.ID, "batch_id", batchID, "taken_over_by", by, "reason", cause)
 	return nil
 }
 
@@ -129,7 +129,7 @@ func (s *Sweeper) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-			s.Logger.Error("sweep expired batch leases", "error", err)
+			s.Logger.ErrorContext(ctx, "sweep expired batch leases", "error", err)
 		}
 	}
 }
@@ -168,7 +168,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		}
 		taken++
 		s.Metrics.tookOver(l.Shard != nil)
-		s.Logger.Warn("lease ran out; batch taken over", "batch_id", l.BatchID, "shard", l.Shard, "attempt", l.Attempt,
+		s.Logger.WarnContext(ctx, "lease ran out; batch taken over", "batch_id", l.BatchID, "shard", l.Shard, "attempt", l.Attempt,
 			"job_id", l.JobID, "taken_over_by", newJob, "lease_until", l.Until, "lease", s.Lease)
 	}
 	return taken, nil

@@ -105,7 +105,7 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 		return w.failed(ctx, job, shard, err, res)
 	}
 	w.Metrics.ended(ended)
-	w.Logger.Info("shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
+	w.Logger.InfoContext(ctx, "shard done", "batch_id", shard.BatchID, "shard", shard.Shard, "jobs", len(res.Jobs),
 		"released_at", res.HotRelease, "send_spread", res.SendSpread)
 	return nil
 }
@@ -113,7 +113,7 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 // failed finishes a shard whose attempt failed (fail) and tells River what is left to do.
 func (w *RunBatchShardWorker) failed(ctx context.Context, job *river.Job[queue.RunBatchShardArgs], s store.ShardStarted, cause error, res *batch.Result) error {
 	cause = fmt.Errorf("shard %d of batch %d: %w", s.Shard, s.BatchID, cause)
-	w.Logger.Warn("shard failed", "batch_id", s.BatchID, "shard", s.Shard, "error", cause)
+	w.Logger.WarnContext(ctx, "shard failed", "batch_id", s.BatchID, "shard", s.Shard, "error", cause)
 	if ended, ok := w.fail(ctx, job, s, cause, res); ok {
 		w.Metrics.ended(ended)
 		return nil // the River job ended with the shard, discarded or cancelled
@@ -229,7 +229,7 @@ func (w *RunBatchShardWorker) endBatch(ctx context.Context, tx pgx.Tx, batchID i
 	if err := enqueueScore(ctx, tx, w.Inserters[queue.Scorer], batchID, end.StartedAt, w.PeakEvery); err != nil {
 		return "", err
 	}
-	w.Logger.Info("sharded batch done", "batch_id", batchID)
+	w.Logger.InfoContext(ctx, "sharded batch done", "batch_id", batchID)
 	return store.BatchDone, nil
 }
 
@@ -272,7 +272,7 @@ func (w *RunBatchShardWorker) fail(ctx context.Context, job *river.Job[queue.Run
 		return queue.JobCancelTx(ctx, tx, job, recorded)
 	})
 	if err != nil {
-		w.Logger.Error("record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
+		w.Logger.ErrorContext(ctx, "record failed shard", "batch_id", s.BatchID, "shard", s.Shard, "cause", cause, "error", err)
 	}
 	if cancelled {
 		by.log(ctx, w.Logger, job.JobRow, fmt.Sprintf("stopped shard %d of batch %d: failed, job cancelled", s.Shard, s.BatchID),

@@ -108,7 +108,7 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 		return w.failed(ctx, job, started, err, res)
 	}
 	w.Metrics.ended(store.BatchDone)
-	w.Logger.Info("batch done", "batch_id", started.ID, "attempt", job.Attempt, "jobs", len(res.Jobs),
+	w.Logger.InfoContext(ctx, "batch done", "batch_id", started.ID, "attempt", job.Attempt, "jobs", len(res.Jobs),
 		"send_spread", res.SendSpread, "duration", time.Since(begun))
 	return nil
 }
@@ -117,7 +117,7 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 // fail ended the job with the batch, else retry it.
 func (w *RunBatchWorker) failed(ctx context.Context, job *river.Job[queue.RunBatchArgs], s store.Started, cause error, res *batch.Result) error {
 	w.Metrics.ended(store.BatchFailed)
-	w.Logger.Warn("batch failed", "batch_id", s.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", cause)
+	w.Logger.WarnContext(ctx, "batch failed", "batch_id", s.ID, "attempt", job.Attempt, "max_attempts", job.MaxAttempts, "error", cause)
 	if w.fail(ctx, job, s, cause, res) {
 		return nil // the River job ended with the batch, discarded or cancelled
 	}
@@ -352,7 +352,7 @@ func (w *RunBatchWorker) fail(ctx context.Context, job *river.Job[queue.RunBatch
 		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: end.state, Output: batchOutput(s.ID), Err: end.jobErr})
 	})
 	if err != nil {
-		w.Logger.Error("record failed batch", "batch_id", s.ID, "cause", cause, "error", err)
+		w.Logger.ErrorContext(ctx, "record failed batch", "batch_id", s.ID, "cause", cause, "error", err)
 	}
 	if end.state == rivertype.JobStateCancelled {
 		did := fmt.Sprintf("stopped batch %d: failed, job cancelled", s.ID)

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"drover.dev/shared/apiclient"
+	"drover.dev/shared/tracing"
 )
 
 type job struct {
@@ -59,9 +60,20 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := run(ctx, client{base: strings.TrimRight(*url, "/"), api: apiclient.Client{Token: *token}}, *target, *docs, os.Stdout); err != nil {
+	stopTracing, err := tracing.Start(ctx, "build-demo")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build-demo: tracing off:", err)
+	}
+	c := client{base: strings.TrimRight(*url, "/"),
+		api:  apiclient.Client{Token: *token, HTTP: &http.Client{Transport: tracing.Transport(nil)}},
+		poll: apiclient.Client{Token: *token}}
+	err = tracing.Do(ctx, "build-demo", "build demo", func(ctx context.Context) error { return run(ctx, c, *target, *docs, os.Stdout) })
+	flush, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFlush()
+	_ = stopTracing(flush)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build-demo:", err)
-		os.Exit(1)
+		os.Exit(1) //nolint:gocritic // the deferred cancels have nothing left to do
 	}
 }
 
@@ -146,13 +158,18 @@ func counts(m map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// client calls the scheduler's API at base.
+// client calls the scheduler's API at base. Its actions (POST) are spans of the demo's trace,
+// when the demo traces; its polling (GET) is not, so the trace shows the builds, not the waiting.
 type client struct {
-	base string
-	api  apiclient.Client
+	base      string
+	api, poll apiclient.Client
 }
 
 func (c client) do(ctx context.Context, method, path string, body, out any) error {
-	_, err := c.api.Do(ctx, method, c.base+path, body, out)
+	api := c.api
+	if method == http.MethodGet {
+		api = c.poll
+	}
+	_, err := api.Do(ctx, method, c.base+path, body, out)
 	return err
 }

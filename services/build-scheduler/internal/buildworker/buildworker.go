@@ -21,7 +21,9 @@
 package buildworker
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,10 +33,13 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"drover.dev/queue"
 	"drover.dev/services/build-scheduler/internal/jobgraph"
 	"drover.dev/services/build-scheduler/internal/logstore"
+	"drover.dev/shared/tracing"
 )
 
 // Worker works build_run River jobs.
@@ -145,12 +150,46 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	}
 	clock.end(stageCommit)
 	w.Metrics.built(job.Args.Target, out.result, took)
+	traceBuild(ctx, job.JobRow, b, w.ID, out)
 	if pressed {
 		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, cancelDid(b, out, res), "group_id", b.GroupID, "build_job_id", b.JobID)
 	}
-	w.Logger.Info("build ran", "job_id", b.JobID, "group_id", b.GroupID, "name", b.Name, "target", b.Target,
+	w.Logger.InfoContext(ctx, "build ran", "job_id", b.JobID, "group_id", b.GroupID, "name", b.Name, "target", b.Target,
 		"attempt", b.Attempt, "outcome", out.result, "exit_code", out.exitCode, "duration", took)
 	return nil
+}
+
+// traceBuild names the build's span after the build and records on it what an operator looks for
+// in its trace: the group, the attempt, the worker that ran it and how it ended, and links to the
+// spans of its dependencies other than its parent, the one whose report released it
+// (jobgraph.LinksKey). The span is otelriver's of the River job; it is not recorded unless the
+// process traces.
+func traceBuild(ctx context.Context, job *rivertype.JobRow, b jobgraph.Build, worker string, out outcome) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	var meta map[string]json.RawMessage
+	var links []string
+	if json.Unmarshal(job.Metadata, &meta) == nil && json.Unmarshal(meta[jobgraph.LinksKey], &links) == nil {
+		for _, l := range links {
+			if sc := tracing.SpanContext(l); sc.IsValid() {
+				span.AddLink(trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String("build.link", "dependency")}})
+			}
+		}
+	}
+	span.SetName("build " + b.Name)
+	span.SetAttributes(
+		attribute.Int64("build.group_id", b.GroupID), attribute.Int64("build.job_id", b.JobID),
+		attribute.String("build.name", b.Name), attribute.String("build.target", b.Target),
+		attribute.Int("build.attempt", b.Attempt), attribute.String("build.worker", worker),
+		attribute.String("build.outcome", string(out.result)), attribute.Int("build.exit_code", out.exitCode),
+	)
+	if out.result != queue.BuildSucceeded {
+		// An event, not the span's status: the River job succeeded (it recorded the outcome),
+		// and otelriver sets the status from the job's error when the span ends.
+		span.RecordError(errors.New(cmp.Or(out.err, string(out.result))))
+	}
 }
 
 // lose gives b's job a new attempt after this worker killed the build without an outcome: it is
@@ -184,7 +223,7 @@ func (w *Worker) lose(ctx context.Context, job *river.Job[queue.BuildRunArgs], b
 		return fmt.Errorf("build %s (job %d) attempt %d killed (%s); giving it a new attempt: %w", b.Name, b.JobID, b.Attempt, why, err)
 	}
 	w.announce(rctx, b, r.Targets)
-	w.Logger.Warn("build killed and given a new attempt", "job_id", b.JobID, "attempt", b.Attempt, "why", why, "replaced", r.Note())
+	w.Logger.WarnContext(ctx, "build killed and given a new attempt", "job_id", b.JobID, "attempt", b.Attempt, "why", why, "replaced", r.Note())
 	return nil
 }
 
@@ -205,6 +244,7 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 	rep := jobgraph.Report{
 		JobID: b.JobID, Attempt: b.Attempt, Outcome: out.result, AsBuilt: out.asBuilt, ExitCode: out.exitCode,
 		Error: out.err, LogIncomplete: out.logIncomplete, WorkerID: w.ID, StartedAt: *job.AttemptedAt,
+		TraceParent: tracing.Parent(ctx),
 	}
 	send := w.Graph.Report
 	if how.lazy {
@@ -213,7 +253,7 @@ func (w *Worker) report(ctx context.Context, job *river.Job[queue.BuildRunArgs],
 	res, err := send(ctx, w.Pool, rep, func(tx pgx.Tx, res jobgraph.Result) error {
 		how.clock.lap(stageReport)
 		if !res.Applied {
-			w.Logger.Warn("attempt no longer held its job; its report changed nothing", "job_id", b.JobID, "attempt", b.Attempt)
+			w.Logger.WarnContext(ctx, "attempt no longer held its job; its report changed nothing", "job_id", b.JobID, "attempt", b.Attempt)
 		}
 		if how.pressed {
 			if err := jobgraph.RecordAction(ctx, tx, &b.GroupID, &b.JobID, "River UI cancel of build_run %d: %s", job.ID, cancelDid(b, out, res)); err != nil {
@@ -258,7 +298,7 @@ func (w *Worker) announce(ctx context.Context, b jobgraph.Build, targets []strin
 		return
 	}
 	if err := queue.NotifyInserted(ctx, w.Pool, queue.BuildScheduler, queues...); err != nil {
-		w.Logger.Warn("announce builds", "job_id", b.JobID, "error", err)
+		w.Logger.WarnContext(ctx, "announce builds", "job_id", b.JobID, "error", err)
 	}
 }
 

@@ -74,7 +74,7 @@ func (m *Marker) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if err := m.mark(ctx); err != nil && ctx.Err() == nil {
-			m.Logger.Warn("record running builds", "error", err)
+			m.Logger.WarnContext(ctx, "record running builds", "error", err)
 		}
 	}
 }

@@ -167,7 +167,7 @@ func announce(ctx context.Context, d *service.Deps, id string, cfg Config) error
 	defer tick.Stop()
 	for {
 		if err := jobgraph.SeeWorker(ctx, d.Pool, id, cfg.Targets); err != nil && ctx.Err() == nil {
-			d.Logger.Warn("announce worker", "error", err)
+			d.Logger.WarnContext(ctx, "announce worker", "error", err)
 		}
 		select {
 		case <-ctx.Done():

@@ -28,6 +28,7 @@ type Build struct {
 	Payload json.RawMessage
 	Timeout time.Duration
 	rank    int
+	links   []string // the traceparents of the dependencies that did not release it (traced only)
 }
 
 // BuildOf is the build a build_run River job's args name.
@@ -58,13 +59,14 @@ type readyRow struct {
 	Env       json.RawMessage `json:"env"`
 	Payload   json.RawMessage `json:"payload"`
 	TimeoutMs int64           `json:"timeout_ms"`
+	Links     []string        `json:"links"`
 }
 
 // build decodes r.
 func (r readyRow) build() (Build, error) {
 	b := Build{
 		JobID: r.ID, GroupID: r.GroupID, Name: r.Name, Target: r.Target, Attempt: int(r.Attempt), rank: int(r.Rank),
-		Command: r.Command, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond,
+		Command: r.Command, Timeout: time.Duration(r.TimeoutMs) * time.Millisecond, links: r.Links,
 	}
 	if len(r.Payload) > 0 && string(r.Payload) != "null" {
 		b.Payload = r.Payload
@@ -106,7 +108,7 @@ func (g *Graph) dispatch(ctx context.Context, tx pgx.Tx, jobs []Build) ([]int64,
 	params := make([]river.InsertManyParams, len(jobs))
 	var targets []string
 	for i, j := range jobs {
-		params[i] = river.InsertManyParams{Args: j.args().InOrder(j.rank)}
+		params[i] = river.InsertManyParams{Args: j.args().InOrder(j.rank), InsertOpts: linked(j.links)}
 		if !slices.Contains(targets, j.Target) {
 			targets = append(targets, j.Target)
 		}
@@ -120,6 +122,24 @@ func (g *Graph) dispatch(ctx context.Context, tx pgx.Tx, jobs []Build) ([]int64,
 		ids[i] = r.Job.ID
 	}
 	return ids, targets, nil
+}
+
+// LinksKey is the key of a build_run River job's metadata that lists the W3C traceparents of the
+// spans of its build's dependencies other than the one that released it: its worker links its span
+// to them. Only a traced report writes it.
+const LinksKey = "build_links"
+
+// linked are the insert options that carry links in a build's River job's metadata; nil (the
+// args' own options) when there are none.
+func linked(links []string) *river.InsertOpts {
+	if len(links) == 0 {
+		return nil
+	}
+	metadata, err := json.Marshal(map[string][]string{LinksKey: links})
+	if err != nil {
+		return nil
+	}
+	return &river.InsertOpts{Metadata: metadata}
 }
 
 // SeeWorker records that workerID is serving targets, for the watchdog's "no worker serves this

@@ -44,13 +44,16 @@ type Report struct {
 	// WorkerID is the process that ran it, and StartedAt when River started its River job.
 	WorkerID  string
 	StartedAt time.Time
+	// TraceParent is the W3C traceparent of the build's span when the worker traces (nil when
+	// not): the builds it releases link to it when another dependency releases them.
+	TraceParent *string
 }
 
 func reportParams(r Report) dbsqlc.JobReportParams {
 	return dbsqlc.JobReportParams{
 		ID: r.JobID, Attempt: int32(r.Attempt), Outcome: string(r.Outcome),
 		AsBuilt: r.AsBuilt, ExitCode: int32(r.ExitCode), Error: r.Error, LogIncomplete: r.LogIncomplete,
-		WorkerID: r.WorkerID, StartedAt: r.StartedAt,
+		WorkerID: r.WorkerID, StartedAt: r.StartedAt, TraceParent: r.TraceParent,
 	}
 }
 

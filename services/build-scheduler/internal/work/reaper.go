@@ -35,7 +35,7 @@ func (r *Reaper) Run(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if err := r.Reap(ctx); err != nil && ctx.Err() == nil {
-			r.Logger.Error("reap orphaned builds", "error", err)
+			r.Logger.ErrorContext(ctx, "reap orphaned builds", "error", err)
 		}
 	}
 }

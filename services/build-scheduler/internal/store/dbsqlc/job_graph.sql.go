@@ -957,9 +957,10 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
         as_built = nullif($2::text, ''), exit_code = $3::int, error = nullif($4::text, ''),
         log_incomplete = $5::boolean, worker_id = $6::text,
         started_at = coalesce(started_at, $7::timestamptz),
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+        finished_at = clock_timestamp(), updated_at = clock_timestamp(),
+        trace_parent = $8::text
     FROM durable
-    WHERE id = $8::bigint AND attempt = $9::int AND state IN ('ready', 'running', 'cancel_pending')
+    WHERE id = $9::bigint AND attempt = $10::int AND state IN ('ready', 'running', 'cancel_pending')
     RETURNING id, group_id, state, dependents
 ), waiting AS MATERIALIZED (
     SELECT j.id FROM done JOIN job_graph j ON j.id = ANY(done.dependents)
@@ -974,7 +975,11 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
     RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready, j.attempt, j.fetch_rank, j.command,
-        j.env, j.payload, j.timeout_ms
+        j.env, j.payload, j.timeout_ms,
+        -- A traced report links each build it releases to its other dependencies' spans (this
+        -- statement's snapshot has no trace_parent yet for the job it reports: its parent).
+        CASE WHEN $8::text IS NOT NULL THEN (SELECT array_agg(p.trace_parent)
+            FROM job_graph p WHERE p.id = ANY(j.dependencies) AND p.trace_parent IS NOT NULL) END AS links
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -984,7 +989,7 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
 SELECT d.group_id, d.state::text AS state,
     coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'target', r.target,
         'attempt', r.attempt, 'rank', r.fetch_rank, 'command', r.command, 'env', r.env,
-        'payload', r.payload, 'timeout_ms', r.timeout_ms) ORDER BY r.id)
+        'payload', r.payload, 'timeout_ms', r.timeout_ms, 'links', r.links) ORDER BY r.id)
         FROM released r WHERE r.ready), '[]')::jsonb AS ready,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
@@ -999,6 +1004,7 @@ type JobReportParams struct {
 	LogIncomplete bool
 	WorkerID      string
 	StartedAt     time.Time
+	TraceParent   *string
 	ID            int64
 	Attempt       int32
 }
@@ -1045,6 +1051,7 @@ func (q *Queries) JobReport(ctx context.Context, db DBTX, arg JobReportParams) (
 		arg.LogIncomplete,
 		arg.WorkerID,
 		arg.StartedAt,
+		arg.TraceParent,
 		arg.ID,
 		arg.Attempt,
 	)

@@ -154,6 +154,7 @@ type JobGraph struct {
 	FinishedAt     *time.Time
 	Dependents     []int64
 	FetchRank      int32
+	TraceParent    *string
 }
 
 type JobLog struct {

@@ -76,7 +76,8 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
         as_built = nullif(@as_built::text, ''), exit_code = @exit_code::int, error = nullif(@error::text, ''),
         log_incomplete = @log_incomplete::boolean, worker_id = @worker_id::text,
         started_at = coalesce(started_at, @started_at::timestamptz),
-        finished_at = clock_timestamp(), updated_at = clock_timestamp()
+        finished_at = clock_timestamp(), updated_at = clock_timestamp(),
+        trace_parent = sqlc.narg(trace_parent)::text
     FROM durable
     WHERE id = @id::bigint AND attempt = @attempt::int AND state IN ('ready', 'running', 'cancel_pending')
     RETURNING id, group_id, state, dependents
@@ -93,7 +94,11 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
         updated_at = clock_timestamp()
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
     RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready, j.attempt, j.fetch_rank, j.command,
-        j.env, j.payload, j.timeout_ms
+        j.env, j.payload, j.timeout_ms,
+        -- A traced report links each build it releases to its other dependencies' spans (this
+        -- statement's snapshot has no trace_parent yet for the job it reports: its parent).
+        CASE WHEN sqlc.narg(trace_parent)::text IS NOT NULL THEN (SELECT array_agg(p.trace_parent)
+            FROM job_graph p WHERE p.id = ANY(j.dependencies) AND p.trace_parent IS NOT NULL) END AS links
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
@@ -103,7 +108,7 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
 SELECT d.group_id, d.state::text AS state,
     coalesce((SELECT jsonb_agg(jsonb_build_object('id', r.id, 'name', r.name, 'target', r.target,
         'attempt', r.attempt, 'rank', r.fetch_rank, 'command', r.command, 'env', r.env,
-        'payload', r.payload, 'timeout_ms', r.timeout_ms) ORDER BY r.id)
+        'payload', r.payload, 'timeout_ms', r.timeout_ms, 'links', r.links) ORDER BY r.id)
         FROM released r WHERE r.ready), '[]')::jsonb AS ready,
     coalesce((SELECT emptied FROM counted), false)::boolean AS emptied,
     coalesce((SELECT group_state FROM counted), '')::text AS group_state
