@@ -50,6 +50,8 @@ var (
 	opGetJobLog     = operation{buildScheduler, "getJobLog", http.MethodGet, "/v1/jobs/{id}/log"}
 
 	opListTables        = operation{populateWorker, "listTables", http.MethodGet, "/v1/tables"}
+	opPutTable          = operation{populateWorker, "putTable", http.MethodPut, "/v1/tables/{name}"}
+	opRetireTable       = operation{populateWorker, "retireTable", http.MethodDelete, "/v1/tables/{name}"}
 	opPopulateTable     = operation{populateWorker, "populateTable", http.MethodPost, "/v1/tables/{name}/populate"}
 	opListPopulateRuns  = operation{populateWorker, "listPopulateRuns", http.MethodGet, "/v1/populate-runs"}
 	opGetPopulateRun    = operation{populateWorker, "getPopulateRun", http.MethodGet, "/v1/populate-runs/{id}"}
@@ -67,7 +69,7 @@ var operations = []operation{
 	opGetBatchScores, opGetWeights, opListWeightSubmissions,
 	opCreateGroup, opListGroups, opGetGroup, opListGroupJobs, opGetGroupGraph, opCancelGroup, opRetryGroup,
 	opGetBuildJob, opGetJobLog,
-	opListTables, opPopulateTable, opListPopulateRuns, opGetPopulateRun, opCancelPopulateRun,
+	opListTables, opPutTable, opRetireTable, opPopulateTable, opListPopulateRuns, opGetPopulateRun, opCancelPopulateRun,
 	opScheduleJobs, opListJobs, opIgnoreJob, opRescheduleJob,
 }
 
@@ -81,13 +83,15 @@ type client struct {
 }
 
 // request is one call: the operation, on service (op.service when empty), its path parameters
-// in the template's order, its query, and a body sent as JSON when not nil.
+// in the template's order, its query, and a body sent as JSON when not nil. admin sends the
+// admin scope's token instead of the API token.
 type request struct {
 	op      operation
 	service string
 	params  []string
 	query   url.Values
 	body    any
+	admin   bool
 }
 
 // url is the request's full URL.
@@ -167,7 +171,11 @@ func (c *client) open(ctx context.Context, r request) (*http.Response, error) {
 	if r.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+c.cfg.token)
+	token := c.cfg.token
+	if r.admin {
+		token = c.cfg.adminToken
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -108,7 +108,10 @@ output.`,
 }
 
 // readGroup reads a group file, JSON or YAML, into the JSON body to post.
-func readGroup(path string) (json.RawMessage, error) {
+func readGroup(path string) (json.RawMessage, error) { return readJSONOrYAML(path) }
+
+// readJSONOrYAML reads the file at path (stdin for "-"), JSON or YAML, as JSON.
+func readJSONOrYAML(path string) (json.RawMessage, error) {
 	var raw []byte
 	var err error
 	if path == "-" {

@@ -34,35 +34,42 @@ const (
 // fileConfig is the config file:
 //
 //	token: drover-dev-token
+//	admin_token: my-admin-token
 //	output: table
 //	urls:
 //	  scorer: http://scorer.internal:8083
 type fileConfig struct {
-	Token  string            `yaml:"token"`
-	Output string            `yaml:"output"`
-	URLs   map[string]string `yaml:"urls"`
+	Token      string            `yaml:"token"`
+	AdminToken string            `yaml:"admin_token"`
+	Output     string            `yaml:"output"`
+	URLs       map[string]string `yaml:"urls"`
 }
 
 // config is what every command uses, resolved from flags, then DROVER_* environment, then the
 // config file, then the defaults (make run's).
 type config struct {
-	token  string
-	output string
-	urls   map[string]string
+	token string
+	// adminToken is the admin scope's token, which defining and retiring computed tables takes;
+	// token when none is given.
+	adminToken string
+	output     string
+	urls       map[string]string
 }
 
 // flagValues are the global flags as given; empty when not given.
 type flagValues struct {
-	config string
-	token  string
-	output string
-	urls   map[string]*string
+	config     string
+	token      string
+	adminToken string
+	output     string
+	urls       map[string]*string
 }
 
 func addGlobalFlags(flags *pflag.FlagSet) *flagValues {
 	v := &flagValues{urls: map[string]*string{}}
 	flags.StringVar(&v.config, "config", "", "config file (env DROVER_CONFIG; default ~/.config/drover/config.yaml)")
 	flags.StringVar(&v.token, "token", "", "API bearer token (env DROVER_TOKEN; default drover-dev-token, make run's)")
+	flags.StringVar(&v.adminToken, "admin-token", "", "bearer token of the admin scope, for tables apply and delete (env DROVER_ADMIN_TOKEN; default the token)")
 	flags.StringVarP(&v.output, "output", "o", "", "output format: table or json (env DROVER_OUTPUT)")
 	for _, s := range services {
 		v.urls[s.name] = flags.String(s.name+"-url", "", fmt.Sprintf("%s base URL (env DROVER_%s_URL; default %s)", s.name, envName(s.name), s.url))
@@ -100,6 +107,7 @@ func (v *flagValues) resolve(getenv func(string) string) (config, error) {
 		output: cmp.Or(v.output, getenv("DROVER_OUTPUT"), file.Output, "table"),
 		urls:   map[string]string{},
 	}
+	c.adminToken = cmp.Or(v.adminToken, getenv("DROVER_ADMIN_TOKEN"), file.AdminToken, c.token)
 	if c.output != "table" && c.output != "json" {
 		return c, fmt.Errorf("output %q: must be table or json", c.output)
 	}

@@ -23,18 +23,7 @@ var populateJobColumns = cols("table", "table_name", "key hash", "key_hash", "st
 
 // populateCmds are the computed-table commands, each at the top level as DataJoint names them.
 func (a *app) populateCmds() []*cobra.Command {
-	tables := &cobra.Command{
-		Use: "tables", Short: "Registered computed tables (populate-worker)", Args: exactArgs(0),
-		Example: "  drover tables",
-		RunE: func(*cobra.Command, []string) error {
-			raw, err := a.api.call(a.ctx, request{op: opListTables})
-			if err != nil {
-				return err
-			}
-			return a.out.list(raw, cols("name", "name", "target", "target", "key", "primary_key", "make", "make", "upstream", "upstream"))
-		},
-	}
-	return []*cobra.Command{tables, a.populateCmd(), a.runsCmd(), a.errorsCmd(), a.scheduleCmd(),
+	return []*cobra.Command{a.tablesCmd(), a.populateCmd(), a.runsCmd(), a.errorsCmd(), a.scheduleCmd(),
 		a.jobActionCmd("reschedule", opRescheduleJob, "Schedule an error or ignore job again"),
 		a.jobActionCmd("ignore", opIgnoreJob, "Mark a key's job ignore: the table's populate skips it")}
 }

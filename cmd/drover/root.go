@@ -38,12 +38,13 @@ const rootLong = `drover operates Drover's services over their /v1 APIs: what an
 one command line. It prints tables for people and JSON for scripts (-o json).
 
 Where the services are and the token come from, in this order: the flags, the DROVER_*
-environment variables (DROVER_TOKEN, DROVER_OUTPUT, DROVER_MINER_SYNC_URL, DROVER_BATCH_RUNNER_URL,
-DROVER_SCORER_URL, DROVER_BUILD_SCHEDULER_URL, DROVER_POPULATE_WORKER_URL, DROVER_CONFIG), a
-config file (~/.config/drover/config.yaml unless --config or DROVER_CONFIG names another), and
-make run's addresses and token:
+environment variables (DROVER_TOKEN, DROVER_ADMIN_TOKEN, DROVER_OUTPUT, DROVER_MINER_SYNC_URL,
+DROVER_BATCH_RUNNER_URL, DROVER_SCORER_URL, DROVER_BUILD_SCHEDULER_URL,
+DROVER_POPULATE_WORKER_URL, DROVER_CONFIG), a config file (~/.config/drover/config.yaml unless
+--config or DROVER_CONFIG names another), and make run's addresses and token:
 
   token: drover-dev-token
+  admin_token: my-admin-token   # tables apply and delete; the token when absent
   output: table
   urls:
     scorer: http://127.0.0.1:8083

@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"drover.dev/queue"
@@ -39,7 +40,8 @@ type Config struct {
 	FeedTimeout           time.Duration `envconfig:"FEED_TIMEOUT" default:"1m" desc:"longest one pass of the feeder (a populate_feed job) may run; River rescues one of a dead replica within FEED_TIMEOUT + 30 s"`
 	ScheduleEvery         time.Duration `envconfig:"SCHEDULE_EVERY" default:"1m" desc:"periodic schedule_jobs of every table, besides the event-driven one"`
 	CleanupEvery          time.Duration `envconfig:"CLEANUP_EVERY" default:"24h" desc:"periodic cleanup_jobs of every table, besides the event-driven one"`
-	TablesFile            string        `envconfig:"TABLES_FILE" desc:"JSON file of computed tables with HTTP function makes to register at start"`
+	TablesFile            string        `envconfig:"TABLES_FILE" desc:"JSON file of computed tables with HTTP function makes, written into the stored definitions at start (a table changed or retired over the API since keeps the API's)"`
+	AdminTokens           []string      `envconfig:"ADMIN_TOKENS" secret:"true" desc:"bearer tokens of the admin scope, comma separated: they alone may define and retire computed tables (PUT and DELETE /v1/tables/{name}), which API_TOKENS may not; a token listed in both has both scopes"`
 	Examples              bool          `envconfig:"EXAMPLES" default:"true" desc:"register the example pipelines and serve their HTTP function"`
 	ExamplesFunctionURL   string        `envconfig:"EXAMPLES_FUNCTION_URL" desc:"URL of the example energy function; this service's own when empty"`
 	ExamplesSeed          bool          `envconfig:"EXAMPLES_SEED" default:"false" desc:"serve POST /v1/examples/seed, which inserts example upstream rows (demo only)"`
@@ -99,6 +101,9 @@ func (c Config) Check() []error {
 			"at least MAKE_WORKERS + %d = %d (a connection held by every make, two listeners and a make's second connection)",
 			pool, c.MakeWorkers, poolHeadroom, need))
 	}
+	if slices.Contains(c.AdminTokens, "") {
+		errs = append(errs, errors.New("POPULATE_WORKER_ADMIN_TOKENS (or ADMIN_TOKENS): an empty token (two commas, or a trailing one)"))
+	}
 	if _, err := api.OpenAPI(c.Examples, c.ExamplesSeed); err != nil {
 		errs = append(errs, err)
 	}
@@ -134,12 +139,34 @@ func registry(cfg Config, ownFunction string) (*populate.Registry, error) {
 // functionKeys says which secrets sign the calls to each function make: those in the variable a
 // table's function_secret_env names, else FUNCTION_SECRET (service). It lists the function tables
 // whose calls go unsigned (neither is set), and fails when a table's variable is unset or two
-// tables call one URL with different secrets.
+// tables call one URL with different secrets. The keys follow reg: a table defined or changed
+// over the API while the service runs is signed as its definition says.
 func functionKeys(reg *populate.Registry, service []string, getenv func(string) string) (signing.Keys, []string, error) {
+	byURL, unsigned, err := secretsByURL(reg.All(), service, getenv)
+	var mu sync.Mutex
+	version := reg.Version()
+	keys := func(req *http.Request) []string {
+		mu.Lock()
+		defer mu.Unlock()
+		if v := reg.Version(); v != version {
+			version = v // read before the tables, so that a change made meanwhile is seen next time
+			byURL, _, _ = secretsByURL(reg.All(), service, getenv)
+		}
+		if s, ok := byURL[req.URL.String()]; ok {
+			return s
+		}
+		return service
+	}
+	return keys, unsigned, err
+}
+
+// secretsByURL is functionKeys over tables: the secrets of each function URL, the unsigned
+// tables and the problems.
+func secretsByURL(tables []*populate.Table, service []string, getenv func(string) string) (map[string][]string, []string, error) {
 	byURL := map[string][]string{}
 	var unsigned []string
 	var errs []error
-	for _, t := range reg.All() {
+	for _, t := range tables {
 		if t.FunctionURL == "" {
 			continue
 		}
@@ -164,13 +191,7 @@ func functionKeys(reg *populate.Registry, service []string, getenv func(string) 
 		}
 		byURL[u.String()] = secrets
 	}
-	keys := func(req *http.Request) []string {
-		if s, ok := byURL[req.URL.String()]; ok {
-			return s
-		}
-		return service
-	}
-	return keys, unsigned, errors.Join(errs...)
+	return byURL, unsigned, errors.Join(errs...)
 }
 
 // splitSecrets reads a comma-separated list of secrets, as FUNCTION_SECRET is read.

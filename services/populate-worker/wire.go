@@ -14,6 +14,7 @@ import (
 	"drover.dev/services/populate-worker/internal/signing"
 	"drover.dev/services/populate-worker/internal/work"
 	"drover.dev/shared/service"
+	"drover.dev/shared/tracing"
 )
 
 // wire registers the computed tables, checks them against the database, installs their change
@@ -36,15 +37,18 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 		return err
 	}
 	if len(unsigned) > 0 {
-		deps.Logger.Warn("function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", unsigned)
+		deps.Logger.WarnContext(ctx, "function makes are called unsigned: set POPULATE_WORKER_FUNCTION_SECRET, which the functions check", "tables", unsigned)
 	}
-	deps.Gauges(populate.JobGauges(tables)...)
+	deps.Gauges(populate.JobGauges(reg.Names)...)
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
 		Metrics:    populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
-		HTTPClient: &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, http.DefaultTransport)},
+		HTTPClient: &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, tracing.Transport(nil))},
 	})
+	if err := engine.StartTables(ctx); err != nil {
+		return err
+	}
 	if err := engine.InstallTriggers(ctx); err != nil {
 		return err
 	}
@@ -55,7 +59,8 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	if _, err := deps.NewClient(); err != nil {
 		return err
 	}
-	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout, deps.Backlog)
+	api.Routes(deps.Server, engine, api.Examples{Function: cfg.Examples, Seed: cfg.Examples && cfg.ExamplesSeed, FunctionSecret: cfg.FunctionSecret}, cfg.WriteTimeout, deps.Backlog,
+		api.Admin{Tokens: cfg.AdminTokens, APITokens: cfg.APITokens, Disabled: cfg.AuthDisabled})
 	deps.Go(func(ctx context.Context) error {
 		<-ctx.Done()
 		engine.SetStopping() // before River cancels the makes that outlive the soft stop
@@ -74,9 +79,9 @@ func reclaimLoop(ctx context.Context, e *populate.Engine, every time.Duration, d
 	defer tick.Stop()
 	for {
 		if n, err := e.Reclaim(ctx); err != nil && ctx.Err() == nil {
-			deps.Logger.Warn("reclaim orphaned reservations", "error", err)
+			deps.Logger.WarnContext(ctx, "reclaim orphaned reservations", "error", err)
 		} else if n > 0 {
-			deps.Logger.Info("reclaimed orphaned reservations", "jobs", n)
+			deps.Logger.InfoContext(ctx, "reclaimed orphaned reservations", "jobs", n)
 		}
 		select {
 		case <-ctx.Done():
@@ -94,7 +99,7 @@ func listenLoop(ctx context.Context, e *populate.Engine, flushEvery time.Duratio
 		if ctx.Err() != nil {
 			return nil
 		}
-		deps.Logger.Warn("change listener stopped; restarting", "error", err)
+		deps.Logger.WarnContext(ctx, "change listener stopped; restarting", "error", err)
 		select {
 		case <-ctx.Done():
 			return nil

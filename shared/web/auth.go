@@ -18,7 +18,7 @@ func bearerAuth(tokens []string, disabled bool) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c *echo.Context) error {
-			got, ok := bearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
+			got, ok := BearerToken(c.Request().Header.Get(echo.HeaderAuthorization))
 			if !ok {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="drover"`)
 				return problem.New(problem.Unauthorized, "", "an Authorization: Bearer <token> header is required")
@@ -34,9 +34,9 @@ func bearerAuth(tokens []string, disabled bool) echo.MiddlewareFunc {
 	}
 }
 
-// bearerToken returns the token of an Authorization header value of the Bearer scheme. The scheme
+// BearerToken returns the token of an Authorization header value of the Bearer scheme. The scheme
 // is matched case-insensitively (RFC 9110 section 11.1) and may be followed by more than one space.
-func bearerToken(header string) (string, bool) {
+func BearerToken(header string) (string, bool) {
 	scheme, token, ok := strings.Cut(header, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false
@@ -57,7 +57,7 @@ func BasicAuth(realm, user string, passwords []string, disabled bool) echo.Middl
 		}
 		return func(c *echo.Context) error {
 			gotUser, gotPassword, ok := c.Request().BasicAuth()
-			if ok && subtle.ConstantTimeCompare([]byte(gotUser), []byte(user)) == 1 && oneOf(gotPassword, passwords) {
+			if ok && subtle.ConstantTimeCompare([]byte(gotUser), []byte(user)) == 1 && OneOf(gotPassword, passwords) {
 				return next(c)
 			}
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, challenge)
@@ -66,8 +66,9 @@ func BasicAuth(realm, user string, passwords []string, disabled bool) echo.Middl
 	}
 }
 
-// oneOf compares got with every candidate in constant time.
-func oneOf(got string, candidates []string) bool {
+// OneOf reports whether got is one of candidates, comparing with every candidate in constant time
+// so that a token cannot be guessed byte by byte; an empty got is none.
+func OneOf(got string, candidates []string) bool {
 	found := 0
 	for _, want := range candidates {
 		found |= subtle.ConstantTimeCompare([]byte(got), []byte(want))

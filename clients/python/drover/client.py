@@ -229,6 +229,26 @@ class Client:
         """The computed tables the worker populates, with their make kind (go, three-part, http)."""
         return self._call("GET", "/v1/tables")[1]["items"]
 
+    def table(self, name: str) -> dict[str, Any]:
+        """One computed table: its definition, its make kind and where the definition comes from
+        (``source``: code, file or api)."""
+        return self._call("GET", f"/v1/tables/{self._t(name)}")[1]
+
+    def define_table(self, definition: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """PUT /v1/tables/{name}: defines the computed table ``definition`` describes (a
+        TABLES_FILE entry: :meth:`ComputedTable.definition`), or replaces its definition. Every
+        replica of the worker populates it within moments, without a restart. It takes a token of
+        the worker's admin scope (POPULATE_WORKER_ADMIN_TOKENS). Returns the table as the worker
+        shows it and whether it is new; a definition the worker refuses raises ProblemError
+        naming the field (422)."""
+        status, table = self._call("PUT", f"/v1/tables/{self._t(definition['name'])}", definition)
+        return table, status == 201
+
+    def retire_table(self, name: str) -> None:
+        """DELETE /v1/tables/{name}: no replica schedules or makes the table's keys any more; its
+        jobs and rows stay. Admin scope, as :meth:`define_table`."""
+        self._call("DELETE", f"/v1/tables/{self._t(name)}")
+
     def schedule(
         self,
         table: str,

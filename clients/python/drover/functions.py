@@ -22,10 +22,13 @@ import traceback
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from collections.abc import Sequence
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 from urllib.parse import quote, unquote
 
 from .signature import HEADER, SECRET_ENV, SignatureError, secrets_from_env, verify
+
+if TYPE_CHECKING:
+    from .client import Client
 
 Key = dict[str, Any]
 Row = dict[str, Any]
@@ -43,7 +46,8 @@ class ComputedTable:
     how the API and the jobs table name it, ``target`` the table the rows go to, ``primary_key``
     its key columns, ``key_source`` the SQL producing every key that should exist, ``upstream``
     the tables key_source reads (inserts there schedule keys, deletes clean jobs up),
-    ``secret_env`` the worker's variable holding this table's own signing secret, if it has one.
+    ``secret_env`` the worker's variable holding this table's own signing secret, if it has one,
+    ``auto_schedule`` False to schedule keys only when asked (DataJoint's explicit model).
     """
 
     name: str
@@ -53,6 +57,7 @@ class ComputedTable:
     make: MakeFunc
     upstream: list[str] = field(default_factory=list)
     secret_env: str | None = None
+    auto_schedule: bool | None = None
 
     def definition(self, base_url: str) -> dict[str, Any]:
         """The table's entry in populate-worker's TABLES_FILE, its make served under base_url."""
@@ -66,6 +71,8 @@ class ComputedTable:
         }
         if self.secret_env:
             d["function_secret_env"] = self.secret_env
+        if self.auto_schedule is not None:
+            d["auto_schedule"] = self.auto_schedule
         return d
 
     def call(self, key: Key) -> list[Row]:
@@ -108,13 +115,15 @@ class Pipeline:
         upstream: Iterable[str] = (),
         name: str | None = None,
         secret_env: str | None = None,
+        auto_schedule: bool | None = None,
     ) -> Callable[[MakeFunc], MakeFunc]:
         """Registers the decorated function as the make of a computed table.
 
         ``name`` defaults to ``target`` without its schema. ``secret_env`` names the worker's
         environment variable holding this table's own signing secret (its tables file entry's
-        ``function_secret_env``); the worker's FUNCTION_SECRET signs its calls without one. The function itself is returned
-        unchanged, so it can still be called (and tested) directly.
+        ``function_secret_env``); the worker's FUNCTION_SECRET signs its calls without one.
+        ``auto_schedule=False`` leaves the scheduling of keys to schedule and populate calls. The
+        function itself is returned unchanged, so it can still be called (and tested) directly.
         """
         pk = list(primary_key)
         if not pk:
@@ -129,6 +138,7 @@ class Pipeline:
                 make=fn,
                 upstream=list(upstream),
                 secret_env=secret_env,
+                auto_schedule=auto_schedule,
             )
             if table.name in self._tables:
                 raise ValueError(f"computed table {table.name!r} registered twice")
@@ -153,6 +163,16 @@ class Pipeline:
         with open(path, "w", encoding="utf-8") as f:
             json.dump(self.definitions(base_url), f, indent=2)
             f.write("\n")
+
+    def register(self, client: Client, base_url: str) -> list[tuple[str, bool]]:
+        """Defines every table with the worker ``client`` calls (PUT /v1/tables/{name}, which
+        takes the admin scope's token), makes served under base_url: what ``serve --register``
+        does. Returns each table's name and whether it is new."""
+        out = []
+        for t in self.tables:
+            _, created = client.define_table(t.definition(base_url))
+            out.append((t.name, created))
+        return out
 
     def handle(self, table_name: str, body: bytes) -> tuple[int, dict[str, Any]]:
         """Answers one call of the worker: the status and the JSON body to send."""

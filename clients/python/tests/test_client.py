@@ -18,6 +18,7 @@ class Stub(ThreadingHTTPServer):
     def __init__(self, answers):
         self.answers = list(answers)
         self.requests = []
+        self.bodies = []
         super().__init__(("127.0.0.1", 0), _StubHandler)
         threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
@@ -33,8 +34,9 @@ class Stub(ThreadingHTTPServer):
 class _StubHandler(BaseHTTPRequestHandler):
     def answer(self):
         length = int(self.headers.get("Content-Length") or 0)
-        self.rfile.read(length)
+        raw_body = self.rfile.read(length)
         self.server.requests.append((self.command, self.path))
+        self.server.bodies.append(raw_body)
         status, body, headers = self.server.answers.pop(0)
         raw = json.dumps(body).encode() if not isinstance(body, bytes) else body
         self.send_response(status)
@@ -44,7 +46,7 @@ class _StubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(raw)
 
-    do_GET = do_POST = answer
+    do_GET = do_POST = do_PUT = do_DELETE = answer
 
     def log_message(self, *args):
         pass
@@ -140,6 +142,33 @@ class ClientTest(unittest.TestCase):
             self.assertIsInstance(e.reason, ConnectionRefusedError)
             self.assertEqual((e.attempts, len(sleeps)), (3, 2), "refused: nothing was sent, so even a run start is retried")
             self.assertIn(f"127.0.0.1:{port}", str(e))
+
+    def test_a_pipeline_registers_its_tables(self):
+        pipeline = drover.Pipeline()
+
+        @pipeline.computed(target="lab.stats", primary_key=["k"], key_source="SELECT k FROM lab.src", auto_schedule=False)
+        def stats(key):
+            return {"v": 1}
+
+        srv, client = self.stub((201, {"name": "stats", "source": "api"}, {}), (200, {"name": "stats", "source": "api"}, {}))
+        self.assertEqual(pipeline.register(client, "http://makes:8090"), [("stats", True)])
+        self.assertEqual(pipeline.register(client, "http://makes:8090"), [("stats", False)], "200: replaced")
+        self.assertEqual(srv.requests, [("PUT", "/v1/tables/stats")] * 2)
+        sent = json.loads(srv.bodies[0])
+        self.assertEqual(sent["function_url"], "http://makes:8090/make/stats")
+        self.assertIs(sent["auto_schedule"], False)
+
+    def test_a_refused_definition_names_its_field(self):
+        problem = {"title": "Unprocessable Entity", "status": 422, "detail": "target: relation \"lab.nope\" does not exist", "field": "target"}
+        _, client = self.stub((422, problem, {"Content-Type": "application/problem+json"}))
+        with self.assertRaises(drover.ProblemError) as cm:
+            client.define_table({"name": "t", "target": "lab.nope"})
+        self.assertEqual((cm.exception.status, cm.exception.field), (422, "target"))
+
+    def test_retire_table(self):
+        srv, client = self.stub((204, b"", {}))
+        self.assertIsNone(client.retire_table("lab stats"))
+        self.assertEqual(srv.requests, [("DELETE", "/v1/tables/lab%20stats")])
 
     def test_an_old_worker_is_an_incompatible_worker(self):
         _, client = self.stub((200, {"made": 3}, {}))

@@ -18,21 +18,26 @@ import (
 // tableView is a computed table as GET /v1/tables shows it.
 type tableView struct {
 	*populate.Table
-	Make string `json:"make"` // go, three-part or http
+	Make   string          `json:"make"`   // go, three-part or http
+	Source populate.Source `json:"source"` // code, file or api
+}
+
+func viewOf(t *populate.Table) tableView {
+	kind := "go"
+	switch {
+	case t.FunctionURL != "":
+		kind = "http"
+	case t.Fetch != nil:
+		kind = "three-part"
+	}
+	return tableView{Table: t, Make: kind, Source: t.Source()}
 }
 
 func handleTableList(e *populate.Engine) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		out := []tableView{}
 		for _, t := range e.Tables().All() {
-			kind := "go"
-			switch {
-			case t.FunctionURL != "":
-				kind = "http"
-			case t.Fetch != nil:
-				kind = "three-part"
-			}
-			out = append(out, tableView{Table: t, Make: kind})
+			out = append(out, viewOf(t))
 		}
 		return c.JSON(http.StatusOK, web.OnePage(out))
 	}

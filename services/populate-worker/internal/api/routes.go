@@ -27,10 +27,14 @@ type Examples struct {
 // enables. writeTimeout is the server's, which a waiting populate call must answer within. A
 // populate run or a schedule is refused (429) while the makes' queue holds MAX_QUEUED waiting
 // jobs; it is fed a few makes at a time (FEED_AHEAD, a run's processes), so this is a backstop
-// rather than the everyday bound.
-func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration, queued *backlog.Gauge) {
+// rather than the everyday bound. Defining and retiring tables takes admin's scope, not /v1's
+// tokens: those routes are outside its group, behind their own check.
+func Routes(s *web.Server, e *populate.Engine, ex Examples, writeTimeout time.Duration, queued *backlog.Gauge, admin Admin) {
 	makes := queued.Guard(backlog.Key{Service: queue.PopulateWorker, Queue: queue.QueuePopulate})
 	s.API.GET("/tables", handleTableList(e))
+	s.API.GET("/tables/:name", handleTableGet(e))
+	s.Echo.PUT("/v1/tables/:name", handleTablePut(e), adminOnly(admin))
+	s.Echo.DELETE("/v1/tables/:name", handleTableDelete(e), adminOnly(admin))
 	s.API.POST("/tables/:name/populate", handlePopulate(e, writeTimeout), makes)
 	s.API.GET("/populate-runs", handleRunList(e))
 	s.API.GET("/populate-runs/:id", handleRunGet(e))

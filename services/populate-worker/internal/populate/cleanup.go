@@ -23,7 +23,7 @@ type CleanupResult struct {
 // outnumbered keys, so a few orphans in a big table stayed forever). minInterval rate-limits
 // event-driven calls like scheduling; zero always runs.
 func (e *Engine) CleanupJobs(ctx context.Context, name string, minInterval time.Duration) (CleanupResult, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return CleanupResult{}, err
 	}

@@ -16,7 +16,9 @@
 //     (a populate run's options).
 //   - enqueue.go (who asks for a make, a run or the background, and the one place make and feed
 //     jobs are inserted and keys handed on or back), function.go (HTTP function makes),
-//     notify.go (triggers that ask for a schedule).
+//     definitions.go (the tables stored in table_definitions: seeded from the tables file,
+//     defined and retired over the API, looked up, and their change triggers), notify.go (the
+//     listener: changes that ask for a schedule, definitions that changed).
 //   - feed.go (the feeder), schedule.go (schedule_jobs), run.go (a run's counts, its end,
 //     cancel), reserve.go (reserving a key, and the statements sent with a transaction's first
 //     round trip).

@@ -45,6 +45,9 @@ type Config struct {
 
 	// HTTPClient calls HTTP function makes; a client with a 5-minute timeout when nil.
 	HTTPClient *http.Client
+	// Getenv reads the process's environment, where a table's function_secret_env must be set;
+	// os.Getenv when nil.
+	Getenv func(string) string
 	// Metrics counts makes, runs and reclaims; nil counts nothing.
 	Metrics *Metrics
 }
@@ -52,9 +55,12 @@ type Config struct {
 // Engine populates the computed tables of a registry. It is safe for concurrent use by any
 // number of goroutines, processes and replicas: the jobs table is the only shared state.
 type Engine struct {
-	pool     *pgxpool.Pool
-	river    *queue.Client
-	tables   *Registry
+	pool   *pgxpool.Pool
+	river  *queue.Client
+	tables *Registry
+	// tablesMu serialises reading stored definitions and registering them, so that a stale read
+	// (a lookup of a table that a notification then retires) never lands after a newer one.
+	tablesMu sync.Mutex
 	cfg      Config
 	host     string
 	version  string

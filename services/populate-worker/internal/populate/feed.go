@@ -33,7 +33,7 @@ type FeedResult struct {
 // pass, after Config.FeedEvery. (Counting once per pass, not per chunk: the count reads up to
 // FeedAhead index entries, and per chunk it cost the feeder a fifth of its rate.)
 func (e *Engine) Feed(ctx context.Context, name string) (FeedResult, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return FeedResult{}, err
 	}
@@ -106,7 +106,7 @@ func (e *Engine) feedChunk(ctx context.Context, tx pgx.Tx, table string, n int) 
 	if err != nil {
 		return 0, fmt.Errorf("mark keys enqueued: %w", err)
 	}
-	if err := e.enqueueMakes(ctx, tx, table, Background, hashes); err != nil {
+	if err := e.enqueueMakes(unsampled(ctx), tx, table, Background, hashes); err != nil {
 		return 0, err
 	}
 	return len(hashes), nil

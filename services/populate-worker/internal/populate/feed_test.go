@@ -230,7 +230,7 @@ func TestFeed(t *testing.T) {
 		t.Parallel()
 		b := scheduledGrid(t, Config{FeedAhead: 2}, 5)
 		read := func() float64 {
-			samples, err := JobGauges([]string{"pair"})[1].Read(b.ctx, b.pool)
+			samples, err := JobGauges(func() []string { return []string{"pair"} })[1].Read(b.ctx, b.pool)
 			require.NoError(t, err)
 			require.Len(t, samples, 1)
 			return samples[0].Value

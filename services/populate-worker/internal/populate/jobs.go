@@ -112,14 +112,15 @@ func JobList(ctx context.Context, db postgres.DBTX, p JobListParams) ([]Job, err
 // JobGauges are the populate-worker's gauges read at scrape time: the jobs of each registered
 // table by status (JobCountByTableStatus), and its scheduled keys whose make the feeder has not
 // yet enqueued (JobCountNotEnqueued), each capped at 100,000 per table (and status), so a scrape
-// never scans a huge table.
-func JobGauges(tables []string) []metrics.Gauge {
+// never scans a huge table. tables names the registered tables at each scrape: they change while
+// the service runs (PUT and DELETE /v1/tables/{name}).
+func JobGauges(tables func() []string) []metrics.Gauge {
 	return []metrics.Gauge{{
 		Name: "drover_populate_worker_jobs", Labels: []string{"table", "status"},
 		Help: "Jobs of each computed table by status (saturates at 100,000 per table and status).",
 		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
 			rows, err := queries.JobCountByTableStatus(ctx, db, dbsqlc.JobCountByTableStatusParams{
-				Tables: tables, Statuses: metrics.Strings(Statuses()),
+				Tables: tables(), Statuses: metrics.Strings(Statuses()),
 			})
 			return metrics.Samples(rows, err, func(r dbsqlc.JobCountByTableStatusRow) metrics.Sample {
 				return metrics.Sample{Labels: []string{r.TableName, r.Status}, Value: r.Jobs}
@@ -129,7 +130,7 @@ func JobGauges(tables []string) []metrics.Gauge {
 		Name: "drover_populate_worker_keys_not_enqueued", Labels: []string{"table"},
 		Help: "Scheduled keys of each computed table whose populate_make job the feeder has not yet enqueued (saturates at 100,000).",
 		Read: func(ctx context.Context, db postgres.DBTX) ([]metrics.Sample, error) {
-			rows, err := queries.JobCountNotEnqueued(ctx, db, tables)
+			rows, err := queries.JobCountNotEnqueued(ctx, db, tables())
 			return metrics.Samples(rows, err, func(r dbsqlc.JobCountNotEnqueuedRow) metrics.Sample {
 				return metrics.Sample{Labels: []string{r.TableName}, Value: r.Jobs}
 			})

@@ -369,7 +369,7 @@ func (e *Engine) GiveUp(ctx context.Context, by Asker, table, hash string, job i
 }
 
 func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
-	t, err := e.tables.Get(table)
+	t, err := e.Table(ctx, table)
 	if err != nil {
 		return End{}, err
 	}

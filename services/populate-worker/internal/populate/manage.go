@@ -19,7 +19,7 @@ func (e *Engine) Reschedule(ctx context.Context, table, keyHash string) (Job, er
 }
 
 func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status, from []Status) (Job, error) {
-	if _, err := e.tables.Get(table); err != nil {
+	if _, err := e.Table(ctx, table); err != nil {
 		return Job{}, err
 	}
 	var job Job
@@ -56,7 +56,7 @@ func (e *Engine) Ignore(ctx context.Context, table, keyHash string) (Job, error)
 	if !errors.Is(err, problem.ErrNotFound) {
 		return job, err
 	}
-	t, err := e.tables.Get(table)
+	t, err := e.Table(ctx, table)
 	if err != nil {
 		return Job{}, err
 	}
@@ -67,7 +67,7 @@ func (e *Engine) Ignore(ctx context.Context, table, keyHash string) (Job, error)
 // primary-key column with one value of its type, and must be a key of key_source (a job outside
 // it would be removed by the next cleanup_jobs). Its job, existing or new, becomes ignore.
 func (e *Engine) IgnoreKey(ctx context.Context, name string, key Restriction) (Job, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return Job{}, err
 	}
@@ -136,7 +136,7 @@ type Progress struct {
 // Progress counts key_source keys and those still missing from the target, and the table's jobs
 // by status, all restricted by r.
 func (e *Engine) Progress(ctx context.Context, name string, r Restriction) (Progress, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return Progress{}, err
 	}

@@ -100,6 +100,13 @@ func (m *Metrics) info(msg string, attrs ...any) {
 	}
 }
 
+// warn logs one line at warn level.
+func (m *Metrics) warn(msg string, attrs ...any) {
+	if m != nil {
+		m.logger.Warn(msg, attrs...)
+	}
+}
+
 // fed counts n makes of table's scheduled keys enqueued by the feeder.
 func (m *Metrics) fed(table string, n int) {
 	if m != nil {

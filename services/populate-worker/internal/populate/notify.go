@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"drover.dev/queue"
-	"drover.dev/shared/postgres"
 )
 
 // watch is what a change of one database table means for the computed tables.
@@ -17,38 +18,17 @@ type watch struct {
 	targetOf   []string // computed tables it is the target of
 }
 
-// InstallTriggers puts statement triggers on every upstream table (inserts, updates, deletes,
-// truncates) and every target table (deletes, truncates) that notify populate_change. Statement
-// triggers, not row triggers: a bulk insert of a million rows sends one notification.
-func (e *Engine) InstallTriggers(ctx context.Context) error {
-	for _, t := range e.tables.All() {
-		for _, u := range t.Upstream {
-			if err := createTrigger(ctx, e.pool, u, "populate_worker_upstream", "INSERT OR UPDATE OR DELETE OR TRUNCATE"); err != nil {
-				return err
-			}
-		}
-		if err := createTrigger(ctx, e.pool, t.Target, "populate_worker_target", "DELETE OR TRUNCATE"); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func createTrigger(ctx context.Context, db postgres.DBTX, table, name, events string) error {
-	_, err := db.Exec(ctx, `CREATE OR REPLACE TRIGGER `+name+` AFTER `+events+` ON `+ident(table)+
-		` FOR EACH STATEMENT EXECUTE FUNCTION populate_worker.notify_change()`)
-	if err != nil {
-		return fmt.Errorf("install trigger %s on %s: %w", name, table, err)
-	}
-	return nil
-}
-
 // watches maps each watched table's "<schema>.<relname>" (as triggers report it) to what its
-// changes mean.
+// changes mean. A table that no longer resolves (dropped since its computed table was defined)
+// is left out with a warning, so that one broken definition does not stop every table's events.
 func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 	out := map[string]*watch{}
-	add := func(table string) (*watch, error) {
+	add := func(computed, table string) (*watch, error) {
 		qualified, err := queries.TableQualifiedName(ctx, e.pool, table)
+		if errors.Is(err, pgx.ErrNoRows) {
+			e.cfg.Metrics.warn("a watched table does not exist; its changes schedule nothing", "table", computed, "watched", table)
+			return &watch{}, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("resolve table %s: %w", table, err)
 		}
@@ -59,13 +39,13 @@ func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 	}
 	for _, t := range e.tables.All() {
 		for _, u := range t.Upstream {
-			w, err := add(u)
+			w, err := add(t.Name, u)
 			if err != nil {
 				return nil, err
 			}
 			w.upstreamOf = append(w.upstreamOf, t.Name)
 		}
-		w, err := add(t.Target)
+		w, err := add(t.Name, t.Target)
 		if err != nil {
 			return nil, err
 		}
@@ -79,27 +59,52 @@ func (e *Engine) watches(ctx context.Context) (map[string]*watch, error) {
 // target also clean up. Changes are gathered and flushed every flushEvery; a job skipped as a
 // duplicate of one already running stays pending for the next flush, so no change is lost to a
 // schedule that started before it. The worker applies min_scheduling_interval on top.
+//
+// The same connection listens on populate_tables, where every change of a stored table's
+// definition is announced: each is registered (or unregistered) at once, and the map of watched
+// tables follows. Every stored table is read again once listening, since a change announced
+// while no connection listened would otherwise be missed until the next restart.
 func (e *Engine) Listen(ctx context.Context, ins *queue.Client, flushEvery time.Duration) error {
-	ws, err := e.watches(ctx)
-	if err != nil {
-		return err
-	}
 	conn, err := e.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("acquire listen connection: %w", err)
 	}
 	defer conn.Release()
+	// Definitions first: the connection's last statement says it listens for changes, which is
+	// what pg_stat_activity shows of it (the tests wait for it).
+	if err := queries.TablesListen(ctx, conn); err != nil {
+		return fmt.Errorf("listen on populate_tables: %w", err)
+	}
 	if err := queries.ChangeListen(ctx, conn); err != nil {
 		return fmt.Errorf("listen on populate_change: %w", err)
 	}
+	if err := e.LoadTables(ctx); err != nil {
+		return err
+	}
+	version := e.tables.Version()
+	ws, err := e.watches(ctx)
+	if err != nil {
+		return err
+	}
 	pending := map[queue.PopulateScheduleArgs]bool{}
 	for {
+		if v := e.tables.Version(); v != version {
+			version = v
+			if ws, err = e.watches(ctx); err != nil {
+				return err
+			}
+		}
 		waitCtx, cancel := context.WithTimeout(ctx, flushEvery)
 		n, err := conn.Conn().WaitForNotification(waitCtx)
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case err == nil && n.Channel == tablesChannel:
+			if err := e.ReloadTable(ctx, n.Payload); err != nil {
+				return err
+			}
+			continue
 		case err == nil:
 			for _, args := range followUps(ws, n.Payload) {
 				pending[args] = true
@@ -113,6 +118,9 @@ func (e *Engine) Listen(ctx context.Context, ins *queue.Client, flushEvery time.
 		}
 	}
 }
+
+// tablesChannel is where a stored table's change is announced (TablesNotify).
+const tablesChannel = "populate_tables"
 
 // flush inserts the pending schedule jobs, keeping those River skipped as duplicates.
 func flush(ctx context.Context, ins *queue.Client, pending map[queue.PopulateScheduleArgs]bool) error {

@@ -7,8 +7,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
+	"drover.dev/shared/tracing"
 )
 
 // Populate is DataJoint's populate for the table registered as name, as a run: it schedules
@@ -16,7 +19,7 @@ import (
 // the first opts.Processes of them to River as populate_make jobs of the run (enqueueRunMakes), in
 // one transaction. The run goes on in River's workers on any replica; follow it with GetRun.
 func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return Run{}, err
 	}
@@ -39,10 +42,13 @@ func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, err
 	if err != nil {
 		return Run{}, fmt.Errorf("populate %s: %w", name, err)
 	}
+	ctx, span := tracer.Start(ctx, "populate "+t.Name)
+	defer span.End()
 	var id int64
 	err = pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		if id, err = queries.RunInsert(ctx, tx, dbsqlc.RunInsertParams{
 			TableName: t.Name, Options: options, Processes: int32(opts.Processes), SuppressErrors: opts.SuppressErrors,
+			TraceParent: tracing.Parent(ctx), // the run is continued from its row
 		}); err != nil {
 			return fmt.Errorf("record run: %w", err)
 		}
@@ -56,8 +62,10 @@ func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, err
 		return e.advanceRun(ctx, tx, id, dbsqlc.RunTallyParams{})
 	})
 	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		return Run{}, fmt.Errorf("populate %s: %w", name, err)
 	}
+	span.SetAttributes(attribute.Int64("populate.run_id", id))
 	return e.GetRun(ctx, id)
 }
 

@@ -10,14 +10,22 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"drover.dev/shared/postgres"
 	"drover.dev/shared/problem"
 )
 
-// Registry holds the computed tables a service populates, by name.
+// Registry holds the computed tables a service populates, by name: those of the service's code
+// and its tables file, registered at start, and those stored in table_definitions (the API's and
+// the tables files'), which come and go while it runs. A registered *Table is never changed: a
+// new definition replaces it.
 type Registry struct {
 	mu     sync.RWMutex
 	tables map[string]*Table
+	// version counts the changes since start, so that what is built from the tables (the change
+	// listener's map of watched tables, the signing keys) knows when to build again.
+	version uint64
 }
 
 // NewRegistry returns an empty registry.
@@ -34,7 +42,69 @@ func (r *Registry) Register(t Table) error {
 		return fmt.Errorf("%w: table %q registered twice", ErrInvalidTable, t.Name)
 	}
 	r.tables[t.Name] = &t
+	r.version++
 	return nil
+}
+
+// Version changes whenever the registered tables do.
+func (r *Registry) Version() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.version
+}
+
+// Names returns every table's name, sorted.
+func (r *Registry) Names() []string {
+	var out []string
+	for _, t := range r.All() {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// set registers or replaces a stored table (from the tables file or the API). A name the code
+// registered stays the code's: set refuses it and says so.
+func (r *Registry) set(t *Table) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.tables[t.Name]; ok && cur.Source() == SourceCode {
+		return false
+	}
+	r.tables[t.Name] = t
+	r.version++
+	return true
+}
+
+// drop unregisters a stored table; the code's tables stay.
+func (r *Registry) drop(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if cur, ok := r.tables[name]; ok && cur.Source() != SourceCode {
+		delete(r.tables, name)
+		r.version++
+	}
+}
+
+// replaceStored makes tables the stored tables: every table not of the code is dropped, then
+// tables are registered, but for those whose name the code has, which it returns.
+func (r *Registry) replaceStored(tables []*Table) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, t := range r.tables {
+		if t.Source() != SourceCode {
+			delete(r.tables, name)
+		}
+	}
+	var shadowed []string
+	for _, t := range tables {
+		if _, ok := r.tables[t.Name]; ok {
+			shadowed = append(shadowed, t.Name)
+			continue
+		}
+		r.tables[t.Name] = t
+	}
+	r.version++
+	return shadowed
 }
 
 // Get returns the table registered under name, or a not-found problem.
@@ -73,6 +143,7 @@ func (r *Registry) LoadFile(path string) error {
 		return fmt.Errorf("parse tables file %s: %w", path, err)
 	}
 	for _, t := range tables {
+		t.source = SourceFile
 		if t.FunctionURL == "" {
 			return fmt.Errorf("%w %s in %s: function_url is required in a tables file", ErrInvalidTable, t.Name, path)
 		}
@@ -95,13 +166,14 @@ func (r *Registry) Check(ctx context.Context, db postgres.DBTX) error {
 }
 
 // check also records the kinds of key_source's key columns, which restrictions are checked
-// against: the jobs table's keys are built from them.
+// against: the jobs table's keys are built from them. Its error names the field at fault: the
+// target, a key column the target lacks, or key_source.
 func (t *Table) check(ctx context.Context, db postgres.DBTX) error {
-	for _, q := range []string{
-		"SELECT " + pkList(t, "t") + " FROM " + t.target() + " t LIMIT 0",
-		"SELECT " + pkList(t, "s") + " FROM (" + t.KeySource + ") s LIMIT 0",
+	for _, q := range []struct{ field, sql string }{
+		{"target", "SELECT " + pkList(t, "t") + " FROM " + t.target() + " t LIMIT 0"},
+		{"key_source", "SELECT " + pkList(t, "s") + " FROM (" + t.KeySource + ") s LIMIT 0"},
 	} {
-		rows, err := db.Query(ctx, q)
+		rows, err := db.Query(ctx, q.sql)
 		if err == nil {
 			kinds := map[string]valueKind{}
 			for i, fd := range rows.FieldDescriptions() {
@@ -111,11 +183,37 @@ func (t *Table) check(ctx context.Context, db postgres.DBTX) error {
 			rows.Close()
 			err = rows.Err()
 		}
-		if err != nil {
-			return fmt.Errorf("%w %s: %w", ErrInvalidTable, t.Name, err)
+		if err == nil {
+			continue
 		}
+		field := q.field
+		if pgErr := (*pgconn.PgError)(nil); q.field == "target" && errors.As(err, &pgErr) && pgErr.Code == undefinedColumn {
+			field = "primary_key" // the target exists without one of the key columns
+		}
+		if !isDefinitionError(err) {
+			return fmt.Errorf("check computed table %s: %w", t.Name, err)
+		}
+		return invalid(t, field, "%s: %v", field, err)
 	}
 	return nil
+}
+
+// undefinedColumn is Postgres's SQLSTATE for a column that does not exist.
+const undefinedColumn = "42703"
+
+// isDefinitionError tells an error the statement itself caused (a missing table or column, bad
+// SQL, no permission), which only a new definition fixes, from a failure to run it at all: a
+// lost connection, a cancelled statement, a conflict with another transaction, a server error.
+func isDefinitionError(err error) bool {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || len(pgErr.Code) != 5 {
+		return false
+	}
+	switch pgErr.Code[:2] {
+	case "08", "25", "40", "53", "57", "58", "XX":
+		return false
+	}
+	return true
 }
 
 // pkList is "alias.a, alias.b" over the primary key.

@@ -215,7 +215,7 @@ func (e *Engine) queueNext(ctx context.Context, tx pgx.Tx, run int64, keys []dbs
 	if len(keys) == 0 {
 		return nil
 	}
-	table, err := queries.RunTable(ctx, tx, run)
+	r, err := queries.RunTable(ctx, tx, run)
 	if err != nil {
 		return fmt.Errorf("populate run %d: %w", run, err)
 	}
@@ -224,7 +224,7 @@ func (e *Engine) queueNext(ctx context.Context, tx pgx.Tx, run int64, keys []dbs
 	for i, k := range keys {
 		hashes[i] = k.KeyHash
 	}
-	return e.enqueueRunMakes(ctx, tx, run, table, hashes)
+	return e.enqueueRunMakes(inRunTrace(ctx, r.TraceParent, keys[0].Seq), tx, run, r.TableName, hashes)
 }
 
 // settleKey records, in the transaction that ends a key's make (or finds it needs none), the

@@ -50,7 +50,7 @@ type ScheduleResult struct {
 // opts.Restriction, and writes the table's feed job (unless one is waiting), which enqueues the
 // keys' populate_make jobs as the makes drain (Feed). A bad restriction writes nothing.
 func (e *Engine) ScheduleJobs(ctx context.Context, name string, opts ScheduleOpts) (ScheduleResult, error) {
-	t, err := e.tables.Get(name)
+	t, err := e.Table(ctx, name)
 	if err != nil {
 		return ScheduleResult{}, err
 	}

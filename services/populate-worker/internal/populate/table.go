@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/shared/postgres"
+	"drover.dev/shared/problem"
 )
 
 // Row is one row a make produces, column name to value. Values travel as JSON and are converted
@@ -67,8 +69,12 @@ type Table struct {
 	Compute ComputeFunc `json:"-"`
 
 	// keyKinds holds the JSON type of each primary-key column's values, from key_source's
-	// column types; Registry.Check fills it at start, before any request reads it.
+	// column types; Registry.Check fills it at start, before any request reads it, and a stored
+	// definition's check before the table is registered.
 	keyKinds map[string]valueKind
+
+	// source is where the definition comes from; empty for the service's code.
+	source Source
 }
 
 var (
@@ -79,32 +85,61 @@ var (
 // ErrInvalidTable is wrapped by every registration error.
 var ErrInvalidTable = errors.New("invalid computed table")
 
+// TableError is a definition at fault: the field of the definition that is (name, target,
+// primary_key, key_source, upstream[i], function_url, function_secret_env) and what is wrong
+// with it. It is an ErrInvalidTable, and over the API a 422 naming the field.
+type TableError struct {
+	Table  string
+	Field  string
+	Detail string
+}
+
+func (e *TableError) Error() string {
+	if e.Table == "" {
+		return fmt.Sprintf("%s: %s", ErrInvalidTable, e.Detail)
+	}
+	return fmt.Sprintf("%s %s: %s", ErrInvalidTable, e.Table, e.Detail)
+}
+
+// Is makes every TableError an ErrInvalidTable.
+func (e *TableError) Is(target error) bool { return target == ErrInvalidTable }
+
+// Unwrap is the problem a client sees: 422 naming the field.
+func (e *TableError) Unwrap() error {
+	return problem.Unprocessablef(e.Field, "%s", e.Detail)
+}
+
+// invalid is a TableError of t about field.
+func invalid(t *Table, field, format string, args ...any) *TableError {
+	return &TableError{Table: t.Name, Field: field, Detail: fmt.Sprintf(format, args...)}
+}
+
 // validate checks the table's definition without the database.
 func (t *Table) validate() error {
 	switch {
 	case !namePattern.MatchString(t.Name):
-		return fmt.Errorf("%w: name %q must match %s", ErrInvalidTable, t.Name, namePattern)
+		return &TableError{Field: "name", Detail: fmt.Sprintf("name %q must match %s", t.Name, namePattern)}
 	case !identPattern.MatchString(t.Target):
-		return fmt.Errorf("%w %s: target %q is not a [schema.]table name", ErrInvalidTable, t.Name, t.Target)
+		return invalid(t, "target", "target %q is not a [schema.]table name", t.Target)
 	case len(t.PrimaryKey) == 0:
-		return fmt.Errorf("%w %s: primary_key is empty", ErrInvalidTable, t.Name)
+		return invalid(t, "primary_key", "primary_key is empty")
 	case strings.TrimSpace(t.KeySource) == "":
-		return fmt.Errorf("%w %s: key_source is empty", ErrInvalidTable, t.Name)
+		return invalid(t, "key_source", "key_source is empty")
 	case (t.Fetch == nil) != (t.Compute == nil) && t.Make == nil:
-		return fmt.Errorf("%w %s: a three-part make needs both Fetch and Compute", ErrInvalidTable, t.Name)
+		return invalid(t, "make", "a three-part make needs both Fetch and Compute")
 	case t.FunctionURL == "" && t.Make == nil && t.Compute == nil:
-		return fmt.Errorf("%w %s: no make (Go function or function_url)", ErrInvalidTable, t.Name)
+		return invalid(t, "function_url", "no make (Go function or function_url)")
 	case t.FunctionURL != "" && (t.Make != nil || t.Compute != nil):
-		return fmt.Errorf("%w %s: both a Go make and function_url", ErrInvalidTable, t.Name)
+		return invalid(t, "function_url", "both a Go make and function_url")
 	}
-	for _, c := range t.PrimaryKey {
-		if !identPattern.MatchString(c) || strings.Contains(c, ".") {
-			return fmt.Errorf("%w %s: primary key column %q", ErrInvalidTable, t.Name, c)
+	for i, c := range t.PrimaryKey {
+		if !identPattern.MatchString(c) || strings.Contains(c, ".") || slices.Contains(t.PrimaryKey[:i], c) {
+			return invalid(t, fmt.Sprintf("primary_key[%d]", i), "primary key column %q", c)
 		}
 	}
-	for _, u := range t.Upstream {
+	for i, u := range t.Upstream {
 		if !identPattern.MatchString(u) {
-			return fmt.Errorf("%w %s: upstream %q is not a [schema.]table name", ErrInvalidTable, t.Name, u)
+			return invalid(t, fmt.Sprintf("upstream[%d]", i), "upstream %q is not a [schema.]table name", u)
 		}
 	}
 	return nil
@@ -150,6 +185,24 @@ func (t *Table) hasPK(column string) bool {
 		}
 	}
 	return false
+}
+
+// Source says where a computed table's definition comes from.
+type Source string
+
+// The sources of a definition.
+const (
+	SourceCode Source = "code" // the service's code; changed only by a new release
+	SourceFile Source = "file" // TABLES_FILE, seeded into table_definitions at start
+	SourceAPI  Source = "api"  // PUT /v1/tables/{name}
+)
+
+// Source is where the table's definition comes from.
+func (t *Table) Source() Source {
+	if t.source == "" {
+		return SourceCode
+	}
+	return t.source
 }
 
 // autoSchedule reports whether background passes schedule the table's keys.

@@ -111,8 +111,8 @@ WHERE rj.state = 'running' AND rj.kind = 'populate_make'
 FOR UPDATE OF j SKIP LOCKED;
 
 -- name: RunInsert :one
-INSERT INTO populate_runs (table_name, options, processes, suppress_errors)
-VALUES (@table_name, @options, @processes, @suppress_errors) RETURNING id;
+INSERT INTO populate_runs (table_name, options, processes, suppress_errors, trace_parent)
+VALUES (@table_name, @options, @processes, @suppress_errors, sqlc.narg(trace_parent)) RETURNING id;
 
 -- name: RunSetTotal :exec
 UPDATE populate_runs SET total = @total WHERE id = @id;
@@ -192,7 +192,7 @@ SELECT id FROM populate_runs WHERE id = ANY(@ids::bigint[]) AND stopping = 'canc
 LISTEN populate_change;
 
 -- name: RunTable :one
-SELECT table_name FROM populate_runs WHERE id = @id;
+SELECT table_name, trace_parent FROM populate_runs WHERE id = @id;
 
 -- name: RunDropWaiting :exec
 -- RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
@@ -325,3 +325,60 @@ ORDER BY id DESC LIMIT @max_rows;
 -- name: RunKeyGet :one
 -- RunKeyGet is the key of a run's entry by its hash.
 SELECT key FROM populate_run_keys WHERE run_id = @run_id AND table_name = @table_name AND key_hash = @key_hash LIMIT 1;
+
+-- name: TableDefinitionList :many
+-- TableDefinitionList is every computed table defined over the API or seeded from a tables file,
+-- retired ones left out.
+SELECT name, target, primary_key, key_source, upstream, function_url, function_secret_env,
+    auto_schedule, source, created_at, updated_at, retired_at
+FROM table_definitions WHERE retired_at IS NULL ORDER BY name;
+
+-- name: TableDefinitionGet :one
+SELECT name, target, primary_key, key_source, upstream, function_url, function_secret_env,
+    auto_schedule, source, created_at, updated_at, retired_at
+FROM table_definitions WHERE name = @name AND retired_at IS NULL;
+
+-- name: TableDefinitionLock :one
+-- TableDefinitionLock locks a definition's row, if it has one, and says whether it is in use (not
+-- retired): a PUT that finds none creates the table, one that finds it replaces it.
+SELECT (retired_at IS NULL)::boolean AS active FROM table_definitions WHERE name = @name FOR UPDATE;
+
+-- name: TableDefinitionPut :exec
+-- TableDefinitionPut writes a definition from the API, bringing a retired one back.
+INSERT INTO table_definitions (name, target, primary_key, key_source, upstream, function_url,
+    function_secret_env, auto_schedule, source)
+VALUES (@name, @target, @primary_key, @key_source, @upstream, @function_url, @function_secret_env,
+    @auto_schedule, 'api')
+ON CONFLICT (name) DO UPDATE SET target = excluded.target, primary_key = excluded.primary_key,
+    key_source = excluded.key_source, upstream = excluded.upstream, function_url = excluded.function_url,
+    function_secret_env = excluded.function_secret_env, auto_schedule = excluded.auto_schedule,
+    source = 'api', updated_at = now(), retired_at = NULL,
+    created_at = CASE WHEN table_definitions.retired_at IS NULL THEN table_definitions.created_at ELSE now() END;
+
+-- name: TableDefinitionSeed :many
+-- TableDefinitionSeed writes a definition of a tables file, unless the API has written or
+-- retired the table since: then it returns no row and the stored definition stays.
+INSERT INTO table_definitions (name, target, primary_key, key_source, upstream, function_url,
+    function_secret_env, auto_schedule, source)
+VALUES (@name, @target, @primary_key, @key_source, @upstream, @function_url, @function_secret_env,
+    @auto_schedule, 'file')
+ON CONFLICT (name) DO UPDATE SET target = excluded.target, primary_key = excluded.primary_key,
+    key_source = excluded.key_source, upstream = excluded.upstream, function_url = excluded.function_url,
+    function_secret_env = excluded.function_secret_env, auto_schedule = excluded.auto_schedule, updated_at = now()
+WHERE table_definitions.source = 'file'
+RETURNING name;
+
+-- name: TableDefinitionRetire :execrows
+-- TableDefinitionRetire retires a table: no replica schedules or makes its keys any more, its
+-- jobs and rows stay. It is the API's from then on, so that a tables file does not revive it.
+UPDATE table_definitions SET retired_at = now(), updated_at = now(), source = 'api'
+WHERE name = @name AND retired_at IS NULL;
+
+-- name: TablesNotify :exec
+-- TablesNotify tells every replica that the definition of the table named changed; sent in the
+-- transaction that changes it, it is delivered when that commits, and only then.
+SELECT pg_notify('populate_tables', @name::text);
+
+-- name: TablesListen :exec
+-- TablesListen subscribes the connection to populate_tables (TablesNotify).
+LISTEN populate_tables;

@@ -41,9 +41,9 @@ type tableOutput struct {
 
 // Work schedules one table, or every table when the args name none.
 func (w *ScheduleWorker) Work(ctx context.Context, job *river.Job[queue.PopulateScheduleArgs]) error {
-	names, err := tableNames(w.Engine, job.Args.Table)
+	names, err := tableNames(ctx, w.Engine, job.Args.Table)
 	if err != nil {
-		return river.JobCancel(err)
+		return cancelUnknownTable(err)
 	}
 	interval := w.Engine.Config().MinSchedulingInterval
 	if retried(job.JobRow) {
@@ -102,9 +102,9 @@ func (w *CleanupWorker) Timeout(*river.Job[queue.PopulateCleanupArgs]) time.Dura
 
 // Work cleans up one table, or every table when the args name none.
 func (w *CleanupWorker) Work(ctx context.Context, job *river.Job[queue.PopulateCleanupArgs]) error {
-	names, err := tableNames(w.Engine, job.Args.Table)
+	names, err := tableNames(ctx, w.Engine, job.Args.Table)
 	if err != nil {
-		return river.JobCancel(err)
+		return cancelUnknownTable(err)
 	}
 	var out []tableOutput
 	for _, name := range names {
@@ -121,13 +121,12 @@ func (w *CleanupWorker) Work(ctx context.Context, job *river.Job[queue.PopulateC
 	return err
 }
 
-func tableNames(e *populate.Engine, name string) ([]string, error) {
+// tableNames is name when it names a table (this replica may not have heard of a table just
+// defined through another: it looks it up), or every table when it is empty.
+func tableNames(ctx context.Context, e *populate.Engine, name string) ([]string, error) {
 	if name != "" {
-		if _, err := e.Tables().Get(name); err != nil {
-			if errors.Is(err, problem.ErrNotFound) {
-				return nil, fmt.Errorf("schedule %s: %w", name, err)
-			}
-			return nil, err
+		if _, err := e.Table(ctx, name); err != nil {
+			return nil, fmt.Errorf("schedule %s: %w", name, err)
 		}
 		return []string{name}, nil
 	}
@@ -136,6 +135,15 @@ func tableNames(e *populate.Engine, name string) ([]string, error) {
 		names = append(names, t.Name)
 	}
 	return names, nil
+}
+
+// cancelUnknownTable ends a job for a table that is not (or no longer) defined as cancelled: no
+// retry can do it. Any other error is retried.
+func cancelUnknownTable(err error) error {
+	if errors.Is(err, problem.ErrNotFound) {
+		return river.JobCancel(err)
+	}
+	return err
 }
 
 // Config is what Register needs beyond the engine.

@@ -64,6 +64,7 @@ type PopulateRun struct {
 	CreatedAt      time.Time
 	FinishedAt     *time.Time
 	MadeElsewhere  int64
+	TraceParent    *string
 }
 
 type PopulateRunKey struct {
@@ -93,4 +94,19 @@ type SchedulingEvent struct {
 	Kind      string
 	LastAt    time.Time
 	Keys      int64
+}
+
+type TableDefinition struct {
+	Name              string
+	Target            string
+	PrimaryKey        []string
+	KeySource         string
+	Upstream          []string
+	FunctionUrl       string
+	FunctionSecretEnv string
+	AutoSchedule      bool
+	Source            string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	RetiredAt         *time.Time
 }

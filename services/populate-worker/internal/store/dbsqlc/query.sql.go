@@ -862,8 +862,8 @@ func (q *Queries) RunIDsOfOpenKey(ctx context.Context, db DBTX, arg RunIDsOfOpen
 }
 
 const runInsert = `-- name: RunInsert :one
-INSERT INTO populate_runs (table_name, options, processes, suppress_errors)
-VALUES ($1, $2, $3, $4) RETURNING id
+INSERT INTO populate_runs (table_name, options, processes, suppress_errors, trace_parent)
+VALUES ($1, $2, $3, $4, $5) RETURNING id
 `
 
 type RunInsertParams struct {
@@ -871,6 +871,7 @@ type RunInsertParams struct {
 	Options        []byte
 	Processes      int32
 	SuppressErrors bool
+	TraceParent    *string
 }
 
 func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (int64, error) {
@@ -879,6 +880,7 @@ func (q *Queries) RunInsert(ctx context.Context, db DBTX, arg RunInsertParams) (
 		arg.Options,
 		arg.Processes,
 		arg.SuppressErrors,
+		arg.TraceParent,
 	)
 	var id int64
 	err := row.Scan(&id)
@@ -1186,14 +1188,19 @@ func (q *Queries) RunSetTotal(ctx context.Context, db DBTX, arg RunSetTotalParam
 }
 
 const runTable = `-- name: RunTable :one
-SELECT table_name FROM populate_runs WHERE id = $1
+SELECT table_name, trace_parent FROM populate_runs WHERE id = $1
 `
 
-func (q *Queries) RunTable(ctx context.Context, db DBTX, id int64) (string, error) {
+type RunTableRow struct {
+	TableName   string
+	TraceParent *string
+}
+
+func (q *Queries) RunTable(ctx context.Context, db DBTX, id int64) (RunTableRow, error) {
 	row := db.QueryRow(ctx, runTable, id)
-	var table_name string
-	err := row.Scan(&table_name)
-	return table_name, err
+	var i RunTableRow
+	err := row.Scan(&i.TableName, &i.TraceParent)
+	return i, err
 }
 
 const runTally = `-- name: RunTally :one
@@ -1299,6 +1306,193 @@ func (q *Queries) SchedulingEventSetKeys(ctx context.Context, db DBTX, arg Sched
 	return err
 }
 
+const tableDefinitionGet = `-- name: TableDefinitionGet :one
+SELECT name, target, primary_key, key_source, upstream, function_url, function_secret_env,
+    auto_schedule, source, created_at, updated_at, retired_at
+FROM table_definitions WHERE name = $1 AND retired_at IS NULL
+`
+
+func (q *Queries) TableDefinitionGet(ctx context.Context, db DBTX, name string) (TableDefinition, error) {
+	row := db.QueryRow(ctx, tableDefinitionGet, name)
+	var i TableDefinition
+	err := row.Scan(
+		&i.Name,
+		&i.Target,
+		&i.PrimaryKey,
+		&i.KeySource,
+		&i.Upstream,
+		&i.FunctionUrl,
+		&i.FunctionSecretEnv,
+		&i.AutoSchedule,
+		&i.Source,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.RetiredAt,
+	)
+	return i, err
+}
+
+const tableDefinitionList = `-- name: TableDefinitionList :many
+SELECT name, target, primary_key, key_source, upstream, function_url, function_secret_env,
+    auto_schedule, source, created_at, updated_at, retired_at
+FROM table_definitions WHERE retired_at IS NULL ORDER BY name
+`
+
+// TableDefinitionList is every computed table defined over the API or seeded from a tables file,
+// retired ones left out.
+func (q *Queries) TableDefinitionList(ctx context.Context, db DBTX) ([]TableDefinition, error) {
+	rows, err := db.Query(ctx, tableDefinitionList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []TableDefinition
+	for rows.Next() {
+		var i TableDefinition
+		if err := rows.Scan(
+			&i.Name,
+			&i.Target,
+			&i.PrimaryKey,
+			&i.KeySource,
+			&i.Upstream,
+			&i.FunctionUrl,
+			&i.FunctionSecretEnv,
+			&i.AutoSchedule,
+			&i.Source,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.RetiredAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const tableDefinitionLock = `-- name: TableDefinitionLock :one
+SELECT (retired_at IS NULL)::boolean AS active FROM table_definitions WHERE name = $1 FOR UPDATE
+`
+
+// TableDefinitionLock locks a definition's row, if it has one, and says whether it is in use (not
+// retired): a PUT that finds none creates the table, one that finds it replaces it.
+func (q *Queries) TableDefinitionLock(ctx context.Context, db DBTX, name string) (bool, error) {
+	row := db.QueryRow(ctx, tableDefinitionLock, name)
+	var active bool
+	err := row.Scan(&active)
+	return active, err
+}
+
+const tableDefinitionPut = `-- name: TableDefinitionPut :exec
+INSERT INTO table_definitions (name, target, primary_key, key_source, upstream, function_url,
+    function_secret_env, auto_schedule, source)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+    $8, 'api')
+ON CONFLICT (name) DO UPDATE SET target = excluded.target, primary_key = excluded.primary_key,
+    key_source = excluded.key_source, upstream = excluded.upstream, function_url = excluded.function_url,
+    function_secret_env = excluded.function_secret_env, auto_schedule = excluded.auto_schedule,
+    source = 'api', updated_at = now(), retired_at = NULL,
+    created_at = CASE WHEN table_definitions.retired_at IS NULL THEN table_definitions.created_at ELSE now() END
+`
+
+type TableDefinitionPutParams struct {
+	Name              string
+	Target            string
+	PrimaryKey        []string
+	KeySource         string
+	Upstream          []string
+	FunctionUrl       string
+	FunctionSecretEnv string
+	AutoSchedule      bool
+}
+
+// TableDefinitionPut writes a definition from the API, bringing a retired one back.
+func (q *Queries) TableDefinitionPut(ctx context.Context, db DBTX, arg TableDefinitionPutParams) error {
+	_, err := db.Exec(ctx, tableDefinitionPut,
+		arg.Name,
+		arg.Target,
+		arg.PrimaryKey,
+		arg.KeySource,
+		arg.Upstream,
+		arg.FunctionUrl,
+		arg.FunctionSecretEnv,
+		arg.AutoSchedule,
+	)
+	return err
+}
+
+const tableDefinitionRetire = `-- name: TableDefinitionRetire :execrows
+UPDATE table_definitions SET retired_at = now(), updated_at = now(), source = 'api'
+WHERE name = $1 AND retired_at IS NULL
+`
+
+// TableDefinitionRetire retires a table: no replica schedules or makes its keys any more, its
+// jobs and rows stay. It is the API's from then on, so that a tables file does not revive it.
+func (q *Queries) TableDefinitionRetire(ctx context.Context, db DBTX, name string) (int64, error) {
+	result, err := db.Exec(ctx, tableDefinitionRetire, name)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const tableDefinitionSeed = `-- name: TableDefinitionSeed :many
+INSERT INTO table_definitions (name, target, primary_key, key_source, upstream, function_url,
+    function_secret_env, auto_schedule, source)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+    $8, 'file')
+ON CONFLICT (name) DO UPDATE SET target = excluded.target, primary_key = excluded.primary_key,
+    key_source = excluded.key_source, upstream = excluded.upstream, function_url = excluded.function_url,
+    function_secret_env = excluded.function_secret_env, auto_schedule = excluded.auto_schedule, updated_at = now()
+WHERE table_definitions.source = 'file'
+RETURNING name
+`
+
+type TableDefinitionSeedParams struct {
+	Name              string
+	Target            string
+	PrimaryKey        []string
+	KeySource         string
+	Upstream          []string
+	FunctionUrl       string
+	FunctionSecretEnv string
+	AutoSchedule      bool
+}
+
+// TableDefinitionSeed writes a definition of a tables file, unless the API has written or
+// retired the table since: then it returns no row and the stored definition stays.
+func (q *Queries) TableDefinitionSeed(ctx context.Context, db DBTX, arg TableDefinitionSeedParams) ([]string, error) {
+	rows, err := db.Query(ctx, tableDefinitionSeed,
+		arg.Name,
+		arg.Target,
+		arg.PrimaryKey,
+		arg.KeySource,
+		arg.Upstream,
+		arg.FunctionUrl,
+		arg.FunctionSecretEnv,
+		arg.AutoSchedule,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const tableQualifiedName = `-- name: TableQualifiedName :one
 SELECT (n.nspname || '.' || c.relname)::text AS qualified FROM pg_catalog.pg_class c
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)
@@ -1310,6 +1504,27 @@ func (q *Queries) TableQualifiedName(ctx context.Context, db DBTX, name string) 
 	var qualified string
 	err := row.Scan(&qualified)
 	return qualified, err
+}
+
+const tablesListen = `-- name: TablesListen :exec
+LISTEN populate_tables
+`
+
+// TablesListen subscribes the connection to populate_tables (TablesNotify).
+func (q *Queries) TablesListen(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, tablesListen)
+	return err
+}
+
+const tablesNotify = `-- name: TablesNotify :exec
+SELECT pg_notify('populate_tables', $1::text)
+`
+
+// TablesNotify tells every replica that the definition of the table named changed; sent in the
+// transaction that changes it, it is delivered when that commits, and only then.
+func (q *Queries) TablesNotify(ctx context.Context, db DBTX, name string) error {
+	_, err := db.Exec(ctx, tablesNotify, name)
+	return err
 }
 
 const tablesToFeed = `-- name: TablesToFeed :many
