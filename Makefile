@@ -26,7 +26,7 @@ build: ## build every command into .data/bin
 
 .PHONY: run
 run: build ## migrate, start all services and Jaeger, run the demos, serve until Ctrl-C (ONCE=1: exit after the demos)
-	@scripts/jaeger.sh background
+	@[ -n "$${OTEL_EXPORTER_OTLP_ENDPOINT:-}$${OTEL_EXPORTER_OTLP_TRACES_ENDPOINT:-}" ] || scripts/jaeger.sh background
 	@url=$$(scripts/devdb.sh app-url) && $(BIN)/devrun -bin $(BIN) -database-url "$$url" -jaeger "$$(scripts/jaeger.sh path)" $(if $(ONCE),-once)
 
 .PHONY: test

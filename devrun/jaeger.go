@@ -27,6 +27,9 @@ var jaegerConfig []byte
 const (
 	jaegerOTLP = "http://127.0.0.1:4318"
 	jaegerUI   = "http://127.0.0.1:16686"
+	// jaegerQuery is where a person starts reading traces: Jaeger's query API (its web UI is not in
+	// its Go module; README.md, Tracing).
+	jaegerQuery = jaegerUI + "/api/traces?service=batch-demo&limit=1"
 )
 
 // jaegerAddrs are the fixed addresses Jaeger listens on, checked free before it starts.
@@ -37,11 +40,14 @@ type tracing struct {
 	// env is what every process devrun starts gets: the OTLP endpoint, or nothing (untraced).
 	env map[string]string
 
-	bin    string // Jaeger's binary (scripts/jaeger.sh path); empty when devrun runs none
-	failed string // the marker a failed build leaves
-	proc   *service
+	bin    string        // Jaeger's binary (scripts/jaeger.sh path); empty when devrun runs none
+	failed string        // the marker a failed build leaves
 	ready  chan struct{} // closed once Jaeger answers
 	once   sync.Once
+
+	mu      sync.Mutex // guards proc and stopped: Jaeger may start after the build, while devrun stops
+	proc    *service
+	stopped bool
 }
 
 // startTracing decides where the services' traces go, before the fleet starts:
@@ -52,6 +58,9 @@ type tracing struct {
 func startTracing(ctx context.Context, opts options, p *printer) *tracing {
 	t := &tracing{ready: make(chan struct{})}
 	switch {
+	case strings.TrimSpace(os.Getenv("OTEL_TRACES_EXPORTER")) == "none":
+		p.info("OTEL_TRACES_EXPORTER=none: running untraced")
+		return t
 	case userCollector() != "":
 		p.info("traces go to %s (from the environment)", userCollector())
 		return t
@@ -72,7 +81,7 @@ func startTracing(ctx context.Context, opts options, p *printer) *tracing {
 			t.env = nil
 			return t
 		}
-		p.ok("%-16s %s   traces of every service (log %s)", "jaeger", jaegerUI, filepath.Join(opts.logs, "jaeger.log"))
+		p.ok("%-16s %s   traces of every service, query API only (log %s)", "jaeger", jaegerQuery, filepath.Join(opts.logs, "jaeger.log"))
 		return t
 	}
 	p.info("Jaeger is being built in the background (log %s); the fleet does not wait for it, its link follows when it answers",
@@ -105,8 +114,8 @@ func (t *tracing) start(ctx context.Context, opts options) error {
 	if err := os.WriteFile(config, jaegerConfig, 0o644); err != nil {
 		return err
 	}
-	t.proc = &service{name: "jaeger", addrs: jaegerAddrs, url: jaegerUI}
-	if err := t.proc.checkPorts(ctx); err != nil {
+	proc := &service{name: "jaeger", addrs: jaegerAddrs, url: jaegerUI}
+	if err := proc.checkPorts(ctx); err != nil {
 		return err
 	}
 	logFile, err := os.Create(filepath.Join(opts.logs, "jaeger.log"))
@@ -121,9 +130,17 @@ func (t *tracing) start(ctx context.Context, opts options) error {
 		logFile.Close()
 		return err
 	}
-	t.proc.cmd, t.proc.exited = cmd, make(chan error, 1)
-	go func() { t.proc.exited <- cmd.Wait(); logFile.Close() }()
-	if err := t.proc.waitReady(ctx, 30*time.Second, "/api/services"); err != nil {
+	proc.cmd, proc.exited = cmd, make(chan error, 1)
+	go func() { proc.exited <- cmd.Wait(); logFile.Close() }()
+	t.mu.Lock()
+	stopped := t.stopped
+	t.proc = proc
+	t.mu.Unlock()
+	if stopped {
+		stopProc(proc)
+		return errors.New("devrun is stopping")
+	}
+	if err := proc.waitReady(ctx, 30*time.Second, "/api/services"); err != nil {
 		t.stop()
 		return err
 	}
@@ -150,7 +167,7 @@ func (t *tracing) startWhenBuilt(ctx context.Context, opts options, p *printer) 
 		p.info("Jaeger did not start (%v; log %s): the services' traces are dropped", err, filepath.Join(opts.logs, "jaeger.log"))
 		return
 	}
-	p.ok("%-16s %s   Jaeger is built and answers (log %s)", "jaeger", jaegerUI, filepath.Join(opts.logs, "jaeger.log"))
+	p.ok("%-16s %s   Jaeger is built and answers, query API only (log %s)", "jaeger", jaegerQuery, filepath.Join(opts.logs, "jaeger.log"))
 }
 
 // answering reports whether Jaeger answers now.
@@ -163,18 +180,27 @@ func (t *tracing) answering() bool {
 	}
 }
 
-// stop stops Jaeger if devrun started it.
+// stop stops Jaeger if devrun started it, and keeps one that is still to start from starting.
 func (t *tracing) stop() {
-	if t.proc == nil || t.proc.cmd == nil {
-		return
+	t.mu.Lock()
+	t.stopped = true
+	proc := t.proc
+	t.proc = nil
+	t.mu.Unlock()
+	if proc != nil {
+		stopProc(proc)
 	}
-	_ = t.proc.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// stopProc stops Jaeger's process: SIGTERM, then SIGKILL after 5 s.
+func stopProc(proc *service) {
+	_ = proc.cmd.Process.Signal(syscall.SIGTERM)
 	var exit error // how Jaeger ended is nothing to act on: it was told to stop
 	select {
-	case exit = <-t.proc.exited:
+	case exit = <-proc.exited:
 	case <-time.After(5 * time.Second):
-		_ = t.proc.cmd.Process.Kill()
-		exit = <-t.proc.exited
+		_ = proc.cmd.Process.Kill()
+		exit = <-proc.exited
 	}
 	_ = exit
 }
@@ -186,15 +212,14 @@ var demoTraces = []struct{ demo, service string }{
 	{"build", "build-demo"},
 }
 
-// showTraces prints a link to each demo's trace, with the services it spans.
-func (t *tracing) showTraces(ctx context.Context, p *printer) error {
+// showTraces prints a link to each demo's trace, with the services it spans and its waterfall. A
+// trace Jaeger does not hold (yet) is said, not a failure of the demos: the demos did their work.
+func (t *tracing) showTraces(ctx context.Context, p *printer) {
 	p.step("traces in Jaeger: %s", jaegerUI)
-	var errs []error
 	for _, d := range demoTraces {
 		tr, err := latestTrace(ctx, d.service)
 		if err != nil {
-			p.fail("%-6s demo's trace: %v", d.demo, err)
-			errs = append(errs, fmt.Errorf("%s demo's trace: %w", d.demo, err))
+			p.info("%-6s demo's trace: not found (%v)", d.demo, err)
 			continue
 		}
 		p.ok("%-6s demo   %s/api/traces/%s   %d spans: %s", d.demo, jaegerUI, tr.ID, tr.Spans, strings.Join(tr.Services, ", "))
@@ -203,7 +228,6 @@ func (t *tracing) showTraces(ctx context.Context, p *printer) error {
 		}
 	}
 	p.info("(the links answer JSON: make run's Jaeger, built from its Go module, has no web UI; README.md, Tracing)")
-	return errors.Join(errs...)
 }
 
 // jaegerTrace is what Jaeger's query API answers of a trace, as far as devrun reads it.
@@ -369,5 +393,5 @@ func (t *tracing) traceLate(ctx context.Context, opts options, f *fleet, p *prin
 			_ = runDemo(ctx, opts, f, p, d)
 		}
 	}
-	_ = t.showTraces(ctx, p)
+	t.showTraces(ctx, p)
 }

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		demoErr = errors.Join(demoErr, showRiverUI(ctx, opts, fleet, p))
 	}
 	if ctx.Err() == nil && traces.answering() {
-		demoErr = errors.Join(demoErr, traces.showTraces(ctx, p))
+		traces.showTraces(ctx, p)
 	} else if ctx.Err() == nil && traces.env != nil && !opts.once {
 		go traces.traceLate(ctx, opts, fleet, p)
 	}

@@ -38,16 +38,21 @@ func traceMiddleware() []rivertype.Middleware {
 }
 
 // continueTrace puts the trace context its job's inserter wrote into the job's metadata into the
-// context the job is worked with. otelriver only links a worked job's span to its inserter's,
-// which leaves every hop a trace of its own; as the parent, the inserter's span joins them.
+// context the job is worked with, except for a periodic job's. otelriver only links a worked job's
+// span to its inserter's, which leaves every hop a trace of its own; as the parent, the
+// inserter's span joins them.
 type continueTrace struct{ river.MiddlewareDefaults }
 
 func (*continueTrace) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 	var carrier struct {
 		TraceParent string `json:"traceparent"`
 		TraceState  string `json:"tracestate"`
+		Periodic    bool   `json:"periodic"`
 	}
-	if json.Unmarshal(job.Metadata, &carrier) == nil && carrier.TraceParent != "" {
+	// A periodic job starts a trace of its own: River's leader inserts every job due at once in
+	// one insert, which would make the sync, the cleanup and the watchdog one trace. otelriver's
+	// link to that insert stays.
+	if json.Unmarshal(job.Metadata, &carrier) == nil && carrier.TraceParent != "" && !carrier.Periodic {
 		ctx = propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{
 			"traceparent": carrier.TraceParent, "tracestate": carrier.TraceState,
 		})

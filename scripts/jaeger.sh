@@ -3,8 +3,9 @@
 #
 #   scripts/jaeger.sh path         print where the binary is (or will be)
 #   scripts/jaeger.sh build        build it now unless it is built; prints its path
-#   scripts/jaeger.sh background   start that build in the background at the lowest CPU priority
-#                                  and return at once (make run: Jaeger must not slow the fleet)
+#   scripts/jaeger.sh background   start that build in the background at the lowest CPU and I/O
+#                                  priority and return at once (make run: Jaeger must not slow the
+#                                  fleet)
 #
 # Jaeger is a Go program, a tool dependency of the module tools/jaeger (outside go.work, so its
 # many dependencies stay out of the services'): the Go module proxy is all it needs. The binary is
@@ -44,8 +45,11 @@ background)
 	[ -x "$bin" ] && exit 0
 	mkdir -p "$(dirname "$log")"
 	rm -f "$bin.failed" # a retry: make run, starting next, must not take the last failure for this one
-	# setsid: the build outlives make run if it is interrupted, and is ready for the next one.
-	setsid nice -n 19 "$0" build >/dev/null 2>&1 </dev/null &
+	# setsid: the build outlives make run if it is interrupted, and is ready for the next one;
+	# nice and ionice: the fleet and its demos come first.
+	io=()
+	command -v ionice >/dev/null 2>&1 && io=(ionice -c3)
+	setsid "${io[@]}" nice -n 19 "$0" build >/dev/null 2>&1 </dev/null &
 	;;
 *)
 	echo "usage: scripts/jaeger.sh path|build|background" >&2

@@ -77,6 +77,7 @@ func sourceOf(cfg Config) (metagraph.Source, error) {
 		return &metagraph.PylonSource{
 			BaseURL: strings.TrimPrefix(cfg.MetagraphURL, "pylon+"), Token: cfg.PylonToken, Netuid: cfg.Netuid,
 			Timeout: cfg.SourceTimeout, MaxBytes: cfg.SourceMaxBytes, MaxEntries: cfg.SourceMaxEntries,
+			Client: &http.Client{Transport: tracing.Transport(nil)},
 		}, nil
 	case "subtensor+ws", "subtensor+wss":
 		return &metagraph.SubtensorSource{

@@ -85,7 +85,7 @@ func Run(ctx context.Context, spec Spec, stdout io.Writer, wire func(*Deps) erro
 	}
 	logger = logger.With("service", name)
 	logger.LogAttrs(ctx, slog.LevelInfo, "starting", slog.GroupValue(config.Masked(spec.Settings)...).Group()...)
-	stopTracing, err := tracing.Start(ctx, name)
+	stopTracing, err := tracing.Start(ctx, name, logger)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5"
@@ -61,8 +64,9 @@ func Enabled() bool {
 // The exporter comes from autoexport (OTEL_TRACES_EXPORTER, default otlp;
 // OTEL_EXPORTER_OTLP_PROTOCOL, default http/protobuf), the sampler from OTEL_TRACES_SAMPLER and
 // OTEL_TRACES_SAMPLER_ARG (default parentbased_always_on), the propagators from OTEL_PROPAGATORS
-// (default W3C trace context and baggage).
-func Start(ctx context.Context, service string) (stop func(context.Context) error, err error) {
+// (default W3C trace context and baggage). OpenTelemetry's own errors (a collector that does not
+// answer) go to logger, at most one line a minute.
+func Start(ctx context.Context, service string, logger *slog.Logger) (stop func(context.Context) error, err error) {
 	noop := func(context.Context) error { return nil }
 	if !Configured() {
 		return noop, nil
@@ -83,6 +87,7 @@ func Start(ctx context.Context, service string) (stop func(context.Context) erro
 		return noop, fmt.Errorf("trace resource (OTEL_RESOURCE_ATTRIBUTES): %w", err)
 	}
 	provider := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	otel.SetErrorHandler(&errorLog{logger: logger})
 	otel.SetTracerProvider(provider)
 	otel.SetTextMapPropagator(autoprop.NewTextMapPropagator())
 	return provider.Shutdown, nil
@@ -110,15 +115,31 @@ func queryName(ctx context.Context, stmt string) string {
 }
 
 // Transport is base (http.DefaultTransport when nil) with each outgoing request as a client span
-// that carries the trace to the server in its headers, or base itself when tracing is off.
+// that carries the trace to the server in its headers when the process traces. It decides at its
+// first request, so a client built before Start (a service's configuration) is traced too; until
+// then, and when tracing is off, requests go through base as they are.
 func Transport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if !Enabled() {
-		return base
-	}
-	return otelhttp.NewTransport(base)
+	return &lazyTransport{base: base}
+}
+
+// lazyTransport is Transport's: otelhttp's transport over base once tracing is on, else base.
+type lazyTransport struct {
+	base http.RoundTripper
+	once sync.Once
+	rt   http.RoundTripper
+}
+
+func (t *lazyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	t.once.Do(func() {
+		t.rt = t.base
+		if Enabled() {
+			t.rt = otelhttp.NewTransport(t.base)
+		}
+	})
+	return t.rt.RoundTrip(r)
 }
 
 // Handler is h with every request under /v1/ as a server span, continuing the caller's trace
@@ -171,4 +192,27 @@ func Parent(ctx context.Context) *string {
 func SpanContext(traceparent string) trace.SpanContext {
 	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": traceparent})
 	return trace.SpanContextFromContext(ctx)
+}
+
+// errorLog logs OpenTelemetry's errors, at most one line every errorLogEvery with the number of
+// those it left out: a collector that is down fails every export, every few seconds.
+type errorLog struct {
+	logger  *slog.Logger
+	mu      sync.Mutex
+	last    time.Time
+	skipped int
+}
+
+// errorLogEvery is the least time between two lines of errorLog.
+const errorLogEvery = time.Minute
+
+func (l *errorLog) Handle(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := time.Now(); now.Sub(l.last) >= errorLogEvery {
+		l.logger.Warn("tracing: spans not exported", "error", err, "errors_not_logged", l.skipped, "next_line_in", errorLogEvery)
+		l.last, l.skipped = now, 0
+		return
+	}
+	l.skipped++
 }

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -60,7 +61,7 @@ func main() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	stopTracing, err := tracing.Start(ctx, "batch-demo")
+	stopTracing, err := tracing.Start(ctx, "batch-demo", slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "batch-demo: tracing off:", err)
 	}

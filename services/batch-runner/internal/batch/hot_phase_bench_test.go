@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -50,7 +51,7 @@ import (
 // tracing costs the hot phase.
 func BenchmarkHotPhase(b *testing.B) {
 	raiseFileLimit(b)
-	stopTracing, err := tracing.Start(b.Context(), "batch-runner-bench")
+	stopTracing, err := tracing.Start(b.Context(), "batch-runner-bench", slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = stopTracing(context.Background()) })
 	if tracing.Enabled() {

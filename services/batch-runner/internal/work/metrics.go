@@ -75,10 +75,10 @@ func NewMetrics(reg prometheus.Registerer, cycle time.Duration) *Metrics {
 
 // ran records a batch attempt's (or a shard's) stages, executors and spreads, and logs a line
 // per stage.
-func (m *Metrics) ran(logger *slog.Logger, batchID int64, res *batch.Result) {
+func (m *Metrics) ran(ctx context.Context, logger *slog.Logger, batchID int64, res *batch.Result) {
 	for _, s := range res.Stages {
 		d := s.FinishedAt.Sub(s.StartedAt)
-		logger.Info("batch stage", "batch_id", batchID, "stage", s.Name, "duration", d, "counts", s.Counts)
+		logger.InfoContext(ctx, "batch stage", "batch_id", batchID, "stage", s.Name, "duration", d, "counts", s.Counts)
 		if m != nil {
 			m.stages.WithLabelValues(s.Name).Observe(d.Seconds())
 		}

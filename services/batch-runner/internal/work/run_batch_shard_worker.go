@@ -93,7 +93,7 @@ func (w *RunBatchShardWorker) Work(ctx context.Context, job *river.Job[queue.Run
 	res, err := runPhase2(attempt, w.Batch, plan.Plan)
 	plan.StopLease()
 	res.Events = append(res.Events, plan.Events.Drain()...)
-	w.Metrics.ran(w.Logger, shard.BatchID, res)
+	w.Metrics.ran(ctx, w.Logger, shard.BatchID, res)
 	var ended store.BatchState
 	if err == nil && !leaseLost(attempt, nil) {
 		ended, err = w.finish(ctx, job, shard, res)

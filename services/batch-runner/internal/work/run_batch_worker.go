@@ -97,7 +97,7 @@ func (w *RunBatchWorker) Work(ctx context.Context, job *river.Job[queue.RunBatch
 	plan.StopLease()
 	plan.Progress.SetPhase(batch.PhaseWrite)
 	res.Events = append(res.Events, plan.Events.Drain()...)
-	w.Metrics.ran(w.Logger, started.ID, res)
+	w.Metrics.ran(ctx, w.Logger, started.ID, res)
 	if err == nil && !leaseLost(attempt, nil) {
 		err = w.finish(ctx, job, started, res)
 	}

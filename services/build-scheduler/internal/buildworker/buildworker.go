@@ -109,6 +109,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[queue.BuildRunArgs]) e
 		return w.retried(ctx, job)
 	}
 	b := jobgraph.BuildOf(job.Args)
+	traceBuild(ctx, job.JobRow, b, w.ID)
 	w.Marker.start(job.ID, b, w.ID, *job.AttemptedAt)
 	defer w.Marker.done(job.ID)
 	return w.build(ctx, job, b, newStageClock(w.Metrics))
@@ -150,7 +151,7 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 	}
 	clock.end(stageCommit)
 	w.Metrics.built(job.Args.Target, out.result, took)
-	traceBuild(ctx, job.JobRow, b, w.ID, out)
+	traceOutcome(ctx, out)
 	if pressed {
 		queue.LogUIAction(ctx, w.Logger, job.JobRow, queue.UIActionCancel, cancelDid(b, out, res), "group_id", b.GroupID, "build_job_id", b.JobID)
 	}
@@ -160,11 +161,11 @@ func (w *Worker) build(ctx context.Context, job *river.Job[queue.BuildRunArgs], 
 }
 
 // traceBuild names the build's span after the build and records on it what an operator looks for
-// in its trace: the group, the attempt, the worker that ran it and how it ended, and links to the
+// in its trace: the group, the job, the attempt and the worker that runs it, and links to the
 // spans of its dependencies other than its parent, the one whose report released it
 // (jobgraph.LinksKey). The span is otelriver's of the River job; it is not recorded unless the
 // process traces.
-func traceBuild(ctx context.Context, job *rivertype.JobRow, b jobgraph.Build, worker string, out outcome) {
+func traceBuild(ctx context.Context, job *rivertype.JobRow, b jobgraph.Build, worker string) {
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return
@@ -183,8 +184,16 @@ func traceBuild(ctx context.Context, job *rivertype.JobRow, b jobgraph.Build, wo
 		attribute.Int64("build.group_id", b.GroupID), attribute.Int64("build.job_id", b.JobID),
 		attribute.String("build.name", b.Name), attribute.String("build.target", b.Target),
 		attribute.Int("build.attempt", b.Attempt), attribute.String("build.worker", worker),
-		attribute.String("build.outcome", string(out.result)), attribute.Int("build.exit_code", out.exitCode),
 	)
+}
+
+// traceOutcome records how the build ended on its span.
+func traceOutcome(ctx context.Context, out outcome) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String("build.outcome", string(out.result)), attribute.Int("build.exit_code", out.exitCode))
 	if out.result != queue.BuildSucceeded {
 		// An event, not the span's status: the River job succeeded (it recorded the outcome),
 		// and otelriver sets the status from the job's error when the span ends.

@@ -39,7 +39,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 	start := time.Now()
 	end, makeErr := e.makeAndCommit(ctx, r, complete)
 	if makeErr == nil && end.Outcome == OutcomeMade {
-		e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), nil)
+		e.cfg.Metrics.made(ctx, r.table.Name, r.hash, time.Since(start), nil)
 	}
 	if makeErr == nil || errors.Is(makeErr, ErrNotReserved) {
 		return end, makeErr
@@ -68,7 +68,7 @@ func (e *Engine) run(ctx context.Context, r *reservation, complete CompleteFunc)
 		return callComplete(recordCtx, tx, complete, end)
 	})
 	if err == nil {
-		e.cfg.Metrics.made(r.table.Name, r.hash, time.Since(start), makeErr)
+		e.cfg.Metrics.made(ctx, r.table.Name, r.hash, time.Since(start), makeErr)
 	}
 	return end, err
 }

@@ -1,6 +1,7 @@
 package populate
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -63,7 +64,7 @@ func NewMetrics(reg prometheus.Registerer, logger *slog.Logger, tables []string)
 }
 
 // made counts a make of table's key that took d and ended in makeErr (nil: success).
-func (m *Metrics) made(table, hash string, d time.Duration, makeErr error) {
+func (m *Metrics) made(ctx context.Context, table, hash string, d time.Duration, makeErr error) {
 	if m == nil {
 		return
 	}
@@ -74,7 +75,7 @@ func (m *Metrics) made(table, hash string, d time.Duration, makeErr error) {
 	}
 	m.makes.WithLabelValues(table, "error").Inc()
 	msg, _ := describe(makeErr)
-	m.logger.Info("make error", "table", table, "key_hash", hash, "error", msg, "duration", d)
+	m.logger.InfoContext(ctx, "make error", "table", table, "key_hash", hash, "error", msg, "duration", d)
 }
 
 // ran counts a schedule or cleanup run of table that touched n keys.

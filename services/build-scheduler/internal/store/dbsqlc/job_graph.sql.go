@@ -976,10 +976,11 @@ WITH durable AS (SELECT set_config('synchronous_commit', 'on', true)), done AS (
     FROM waiting w WHERE j.id = w.id AND j.state = 'waiting_on_dependency'
     RETURNING j.id, j.name, j.target, j.state = 'ready' AS ready, j.attempt, j.fetch_rank, j.command,
         j.env, j.payload, j.timeout_ms,
-        -- A traced report links each build it releases to its other dependencies' spans (this
-        -- statement's snapshot has no trace_parent yet for the job it reports: its parent).
+        -- A traced report links each build it releases to its other dependencies' spans: not to
+        -- the job it reports, the parent of the builds it releases.
         CASE WHEN $8::text IS NOT NULL THEN (SELECT array_agg(p.trace_parent)
-            FROM job_graph p WHERE p.id = ANY(j.dependencies) AND p.trace_parent IS NOT NULL) END AS links
+            FROM job_graph p WHERE p.id = ANY(j.dependencies) AND p.id <> $9::bigint
+                AND p.trace_parent IS NOT NULL) END AS links
 ), counted AS (
     UPDATE group_stripes s SET remaining = s.remaining - 1
     FROM done, (SELECT count(*) FROM released) AS after_release
