@@ -68,13 +68,17 @@ func TestCheckZeroDurations(t *testing.T) {
 	cfg := ok
 	cfg.MinSchedulingInterval = -time.Second
 	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_MIN_SCHEDULING_INTERVAL: -1s, want 0 (schedule whatever the last event) or more")
-	// Every duration of Config but MIN_SCHEDULING_INTERVAL, read from the struct, so that a new
-	// one Check forgets fails here.
+	cfg.MinSchedulingInterval, cfg.RescheduleGrace = 0, -time.Second
+	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_RESCHEDULE_GRACE: -1s, want 0 (make a rescheduled key at once) or more")
+	ok.RescheduleGrace = 0
+	require.Empty(t, ok.Check(), "RESCHEDULE_GRACE=0")
+	// Every duration of Config but those two, read from the struct, so that a new one Check
+	// forgets fails here.
 	v := reflect.ValueOf(&cfg).Elem()
 	checked := 0
 	for i := range v.NumField() {
 		field, name := v.Field(i), v.Type().Field(i).Tag.Get("envconfig")
-		if _, isDuration := field.Interface().(time.Duration); !isDuration || name == "MIN_SCHEDULING_INTERVAL" {
+		if _, isDuration := field.Interface().(time.Duration); !isDuration || name == "MIN_SCHEDULING_INTERVAL" || name == "RESCHEDULE_GRACE" {
 			continue
 		}
 		cfg = ok

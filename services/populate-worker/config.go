@@ -33,6 +33,7 @@ type Config struct {
 	FeedEvery             time.Duration `envconfig:"FEED_EVERY" default:"500ms" desc:"how soon a feeder that reached FEED_AHEAD looks again"`
 	KeepSuccess           bool          `envconfig:"KEEP_SUCCESS" default:"false" desc:"keep completed jobs as status success with run_duration instead of deleting them"`
 	MakeWorkers           int           `envconfig:"MAKE_WORKERS" default:"11" desc:"concurrent makes on this replica (queue populate): a populate run's makes go before the background makes of scheduled keys (River priority); MAKE_WORKERS + 3 must fit DB_MAX_CONNS (check-config says so): a make holds a connection and takes a second to finish"`
+	RescheduleGrace       time.Duration `envconfig:"RESCHEDULE_GRACE" default:"10s" desc:"how long the background make of a rescheduled key waits (a scheduled River job) before it runs, so that a populate run started meanwhile makes the key and shows its outcome; 0 makes it at once"`
 	FeedOff               bool          `envconfig:"FEED_OFF" default:"false" desc:"this replica does not work the feeder's queue (populate_feed), so the background makes of scheduled keys are not enqueued here; with it on every replica only populate runs, reschedules and reclaims enqueue makes"`
 	RunWatchEvery         time.Duration `envconfig:"RUN_WATCH_EVERY" default:"250ms" desc:"how often running makes of populate runs look whether their run was cancelled"`
 	MakeTimeout           time.Duration `envconfig:"MAKE_TIMEOUT" default:"1h" desc:"longest a single make may run; River rescues a make job of a dead replica within MAKE_TIMEOUT + 45 s"`
@@ -79,6 +80,9 @@ func (c Config) Check() []error {
 	}
 	if c.FeedAhead < 1 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more", c.FeedAhead))
+	}
+	if c.RescheduleGrace < 0 {
+		errs = append(errs, fmt.Errorf("POPULATE_WORKER_RESCHEDULE_GRACE: %s, want 0 (make a rescheduled key at once) or more", c.RescheduleGrace))
 	}
 	if c.MinSchedulingInterval < 0 {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_MIN_SCHEDULING_INTERVAL: %s, want 0 (schedule whatever the last event) or more", c.MinSchedulingInterval))

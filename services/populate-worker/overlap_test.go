@@ -31,7 +31,7 @@ type runCounts struct {
 
 // Two populate runs over the same keys, started together, count as DataJoint's two populate
 // calls would: each its own makes. Their success counts sum to the keys made, each run's
-// made_elsewhere holds the keys the other made while it waited, and the key the function fails
+// made_elsewhere holds the keys the other was making when it reached them, both make keys, and the key the function fails
 // is an error of the one run whose make failed it, never of the other.
 func TestOverlappingRunsCountOnlyTheirOwnMakes(t *testing.T) {
 	t.Parallel()
@@ -90,6 +90,7 @@ func TestOverlappingRunsCountOnlyTheirOwnMakes(t *testing.T) {
 				for _, r := range runs {
 					require.Equal(t, "done", r.State)
 					require.Equal(t, r.Total, r.SuccessCount+r.MadeElsewhere, "made_elsewhere accounts for the rest: %+v", r)
+					require.Positive(t, r.SuccessCount, "the runs split the keys; neither waits on the other's: %+v", runs)
 				}
 				return
 			}

@@ -208,6 +208,45 @@ func TestCancelledRunRecordsKeyboardInterrupt(t *testing.T) {
 // make job (enqueued, not started: one make worker, busy) and on its own jobs, none started: it
 // ends interrupted at once, having made nothing, while the other run goes on holding its keys;
 // cancelling that one too ends it, its running make cut off.
+// TestARunOnALiveFleetMakesItsKeys: the feeder has queued a background make for every key when
+// a populate run of them starts, as on a fleet with the feeder on. The run makes every key
+// itself: the background makes, fetched beside the run's, yield to it, and the feeder leaves
+// the run's keys alone. Its progress counts them made, never made elsewhere.
+func TestARunOnALiveFleetMakesItsKeys(t *testing.T) {
+	t.Parallel()
+	const keys = 30
+	b := setupHeld(t, keys, func(int) time.Duration { return 5 * time.Millisecond })
+	queued := b.config()
+	queued.FeedOff, queued.MakeWorkers = false, 0
+	var run populateResult
+	b.startAndStop(t, queued, func(base string) {
+		require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/schedule",
+			map[string]any{"min_scheduling_interval": 0}, nil))
+		require.Eventually(t, func() bool {
+			return b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make' AND state = 'available'`) == keys
+		}, 15*time.Second, 20*time.Millisecond, "the feeder queues a make per key, which nothing works yet")
+		require.Equal(t, http.StatusAccepted, servicetest.Call(t, http.MethodPost, base+"/v1/tables/held/populate",
+			map[string]any{"schedule_jobs": false, "processes": 1}, &run))
+	})
+
+	live := b.config()
+	live.FeedOff, live.MakeWorkers = false, 3
+	var got runCounts
+	b.startAndStop(t, live, func(base string) {
+		require.Eventually(t, func() bool {
+			require.Equal(t, http.StatusOK, servicetest.Call(t, http.MethodGet, base+"/v1/populate-runs/"+strconv.FormatInt(run.ID, 10), nil, &got))
+			return got.State != "running"
+		}, time.Minute, 20*time.Millisecond)
+	})
+	require.Equal(t, []any{"done", keys, keys, 0, 0}, []any{got.State, got.Total, got.SuccessCount, got.MadeElsewhere, got.Errors},
+		"the run made every key itself")
+	require.EqualValues(t, keys, b.calls.Load(), "each key made once")
+	require.Equal(t, keys, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make'
+		AND args ->> 'run_id' IS NULL AND state IN ('completed', 'cancelled')`), "every background make ended: yielded, or found its key made")
+	require.Positive(t, b.count(t, `SELECT count(*) FROM populate_worker.river_job WHERE kind = 'populate_make'
+		AND args ->> 'run_id' IS NULL AND metadata -> 'output' ->> 'outcome' = 'yielded_to_run'`), "some yielded to the run")
+}
+
 func TestCancelledRunWaitingOnAnotherRunsMakesEnds(t *testing.T) {
 	t.Parallel()
 	b := setupHeld(t, 4, func(int) time.Duration { return -1 })
@@ -236,7 +275,7 @@ func TestCancelledRunWaitingOnAnotherRunsMakesEnds(t *testing.T) {
 		map[string]any{"processes": 3, "schedule_jobs": false}, &second))
 	second = get(second.ID)
 	require.Equal(t, []any{"running", 3}, []any{second.State, second.Total},
-		"keys 2 (waiting on the first run's job), 3 and 4 (the second run's own jobs); key 1 is reserved")
+		"keys 2, 3 and 4, each with a job of the second run's (key 2's beside the first run's); key 1 is reserved")
 
 	second = cancelAndWait(second.ID)
 	require.Equal(t, []any{"interrupted", 0, 0, 3}, []any{second.State, second.SuccessCount, second.Errors, second.Dropped})

@@ -43,8 +43,9 @@ func wire(ctx context.Context, cfg Config, ln net.Listener, deps *service.Deps) 
 	engine := populate.NewEngine(deps.Pool, deps.Inserters[queue.PopulateWorker], reg, populate.Config{
 		MinSchedulingInterval: cfg.MinSchedulingInterval, OrphanTimeout: cfg.OrphanTimeout,
 		KeepSuccess: cfg.KeepSuccess, WorkerID: cfg.WorkerID, FeedAhead: cfg.FeedAhead, FeedEvery: cfg.FeedEvery,
-		Metrics:    populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
-		HTTPClient: &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, tracing.Transport(nil))},
+		RescheduleGrace: cfg.RescheduleGrace,
+		Metrics:         populate.NewMetrics(deps.Server.Metrics, deps.Logger, tables),
+		HTTPClient:      &http.Client{Timeout: 5 * time.Minute, Transport: signing.Transport(keys, tracing.Transport(nil))},
 	})
 	if err := engine.StartTables(ctx); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 )
 
 // CleanupResult says what cleanup_jobs removed.
@@ -66,7 +67,7 @@ func cleanupSQL(t *Table) string {
 // plus a reclaim period. The stalled River job itself is rescued by River after MAKE_TIMEOUT
 // (and up to 30 s) and then finds its key taken. It also ends, as errors, the keys of running
 // populate runs whose make job ended without settling them (endOrphanedRunKeys), so
-// that such a run ends; at most once per orphan timeout, gives back to the feeder the scheduled
+// that such a run ends, and moves on the runs left waiting for nothing (advanceStalledRuns); at most once per orphan timeout, gives back to the feeder the scheduled
 // keys whose make job is gone (giveBackLost); and inserts a feed job for every table whose
 // scheduled keys wait for one with none waiting (ensureFeeders). It returns how many keys it put
 // back or ended.
@@ -102,12 +103,36 @@ func (e *Engine) Reclaim(ctx context.Context) (int, error) {
 		_, err = e.ensureFeeders(ctx, tx)
 		return err
 	})
-	if err == nil {
-		for table, hashes := range byTable {
-			e.cfg.Metrics.reclaimedFrom(table, len(hashes))
+	if err != nil {
+		return n, err
+	}
+	for table, hashes := range byTable {
+		e.cfg.Metrics.reclaimedFrom(table, len(hashes))
+	}
+	// In a transaction of its own: it locks runs from the lowest id again.
+	return n, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error { return e.advanceStalledRuns(ctx, tx) })
+}
+
+// advanceStalledRuns moves on the runs that wait for nothing while a pending key of theirs is free
+// (RunsStalled): the run passed over the key while another make held it, and that make's
+// reservation was given back without ending it.
+func (e *Engine) advanceStalledRuns(ctx context.Context, tx pgx.Tx) error {
+	ids, err := queries.RunsStalled(ctx, tx)
+	if err != nil {
+		return fmt.Errorf("find stalled populate runs: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if ids, err = queries.RunLockRunning(ctx, tx, ids); err != nil {
+		return fmt.Errorf("lock stalled populate runs: %w", err)
+	}
+	for _, id := range ids {
+		if err := e.advanceRun(ctx, tx, id, dbsqlc.RunTallyParams{}); err != nil {
+			return err
 		}
 	}
-	return n, err
+	return nil
 }
 
 // lostChunk is the most keys one reclaim pass gives back to the feeder.
@@ -154,14 +179,15 @@ func (e *Engine) reenqueueStuck(ctx context.Context, tx pgx.Tx) (int, error) {
 	return len(rows), nil
 }
 
-// endOrphanedRunKeys ends every queued key of a running populate run that no make job is left to
+// endOrphanedRunKeys ends every queued or waiting key of a running populate run that no make job is left to
 // settle (RunKeysOrphaned), by what became of the key. Still scheduled and marked enqueued, its
 // job is gone: River discarded it once its attempts were spent on infrastructure errors, or it was
 // cancelled or deleted in River UI while it waited, each outside the transaction that settles a
 // key; the key counts as an error naming the job and its last error, which stops the run as a
 // make's error does (unless suppress_errors), and a run with nothing left queued ends. Given back
 // to the feeder, or made, failed or gone while the run decided to wait for its make (a make whose
-// end did not see the run's entry), it is handed to River again for the run, which counts it. It
+// end did not see the run's entry), it is handed to River again for the run, which counts it; so
+// is a key the run waited for another make to end, whose make ended without settling it. It
 // returns how many keys it ended or handed again.
 func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error) {
 	rows, err := queries.RunKeysOrphaned(ctx, tx)
@@ -171,6 +197,15 @@ func (e *Engine) endOrphanedRunKeys(ctx context.Context, tx pgx.Tx) (int, error)
 	for _, r := range rows {
 		if Status(r.Status) == StatusReserved {
 			continue // its make runs; its end settles the key
+		}
+		if r.EntryState == keyWaiting { // the make it waited for ended without settling it
+			if err := queries.RunKeyRequeue(ctx, tx, dbsqlc.RunKeyRequeueParams{RunID: r.RunID, TableName: r.TableName, KeyHash: r.KeyHash}); err != nil {
+				return 0, fmt.Errorf("hand %s/%s back to populate run %d: %w", r.TableName, r.KeyHash, r.RunID, err)
+			}
+			if err := e.enqueueRunMakes(ctx, tx, r.RunID, r.TableName, []string{r.KeyHash}); err != nil {
+				return 0, err
+			}
+			continue
 		}
 		if Status(r.Status) != StatusScheduled || !r.Enqueued {
 			if err := e.enqueueRunMakes(ctx, tx, r.RunID, r.TableName, []string{r.KeyHash}); err != nil {

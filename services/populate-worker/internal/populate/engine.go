@@ -36,6 +36,11 @@ type Config struct {
 	// FeedEvery is how soon a feeder that stopped at FeedAhead looks again. Must be positive.
 	FeedEvery time.Duration
 
+	// RescheduleGrace is how long the background make of a rescheduled key waits in River
+	// (scheduled) before it runs, so that a populate run started after the reschedule makes the
+	// key and shows its outcome; zero runs it at once.
+	RescheduleGrace time.Duration
+
 	// KeepSuccess keeps a completed job as status success with its run_duration instead of
 	// deleting it.
 	KeepSuccess bool

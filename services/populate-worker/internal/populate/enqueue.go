@@ -3,6 +3,7 @@ package populate
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -35,12 +36,22 @@ func (a Asker) is(run int64) bool { id, ok := a.Run(); return ok && id == run }
 // enqueued (MakesMark, MakesClaim, JobSetStatus, JobReclaim) in the same transaction, so that a
 // key holds one make job at a time; a run's makes go before the background's (their priority).
 func (e *Engine) enqueueMakes(ctx context.Context, tx pgx.Tx, table string, by Asker, hashes []string) error {
+	return e.enqueueMakesAt(ctx, tx, table, by, hashes, time.Time{})
+}
+
+// enqueueMakesAt is enqueueMakes of jobs that River runs from at on (a scheduled job until then);
+// zero is now.
+func (e *Engine) enqueueMakesAt(ctx context.Context, tx pgx.Tx, table string, by Asker, hashes []string, at time.Time) error {
+	var opts *river.InsertOpts
+	if time.Until(at) > 0 {
+		opts = &river.InsertOpts{ScheduledAt: at}
+	}
 	const batch = 5000
 	for start := 0; start < len(hashes); start += batch {
 		end := min(start+batch, len(hashes))
 		params := make([]riverInsert, 0, end-start)
 		for _, h := range hashes[start:end] {
-			params = append(params, riverInsert{Args: queue.PopulateMakeArgs{Table: table, KeyHash: h, RunID: by.run}})
+			params = append(params, riverInsert{Args: queue.PopulateMakeArgs{Table: table, KeyHash: h, RunID: by.run}, InsertOpts: opts})
 		}
 		if _, err := e.river.InsertManyFastTx(ctx, tx, params); err != nil {
 			return fmt.Errorf("enqueue makes of %s: %w", table, err)
@@ -49,68 +60,26 @@ func (e *Engine) enqueueMakes(ctx context.Context, tx pgx.Tx, table string, by A
 	return nil
 }
 
-// handOver passes on, on tx, the key of a make job that ends without making it and without
-// settling the runs that wait for it (its run stopped, or its last attempt failed): a populate run
-// still holding the key pending or queued gets a make job of its own (the key stays marked
-// enqueued); with none, the key goes back to the feeder (unfeed).
-func (e *Engine) handOver(ctx context.Context, tx pgx.Tx, table, hash string) error {
-	ids, err := queries.RunIDsOfOpenKey(ctx, tx, dbsqlc.RunIDsOfOpenKeyParams{TableName: table, KeyHash: hash})
-	if err != nil {
-		return fmt.Errorf("find runs of %s/%s: %w", table, hash, err)
-	}
-	if len(ids) == 0 {
-		return e.unfeed(ctx, tx, table, hash)
-	}
-	return e.enqueueMakes(ctx, tx, table, ForRun(ids[0]), []string{hash})
-}
-
-// enqueueRunMakes hands keys of populate run to River, in the run's order: a key whose make is
-// waiting (enqueued by the feeder or another run) gets no second job, and the run waits for that
-// make, whose end counts the key in the run (made elsewhere, or skipped when it failed); a
-// scheduled key without one gets the run's make job, marked enqueued so that no one else enqueues
-// one; any other key gets the run's job too, which counts it (made elsewhere or skipped) without
-// making it, after waiting for the make running it, if any (ErrKeyBusy): that make's end may not
-// see this run's entry of the key, written by a transaction it does not wait for.
+// enqueueRunMakes hands keys of populate run to River, in the run's order: each gets a make job of
+// the run, whoever else has one waiting. The make that starts first reserves the key; a
+// background one yields to the run's; the others count it (made elsewhere, or skipped when it
+// failed) when that make ends (a run's make finding the key reserved leaves its entry waiting
+// for that end, RunKeyWait). Scheduled keys whose make is not yet enqueued are marked so (rows
+// locked at this instant, by a reservation or a feeder, are left as they are), so that the feeder
+// gives them none.
 func (e *Engine) enqueueRunMakes(ctx context.Context, tx pgx.Tx, run int64, table string, hashes []string) error {
 	if len(hashes) == 0 {
 		return nil
 	}
-	claimed, err := queries.MakesClaim(ctx, tx, dbsqlc.MakesClaimParams{TableName: table, KeyHashes: hashes})
-	if err != nil {
+	if err := queries.MakesClaim(ctx, tx, dbsqlc.MakesClaimParams{TableName: table, KeyHashes: hashes}); err != nil {
 		return fmt.Errorf("mark keys of populate run %d enqueued: %w", run, err)
 	}
-	mine := make(map[string]bool, len(claimed))
-	for _, h := range claimed {
-		mine[h] = true
-	}
-	var rest []string
-	for _, h := range hashes {
-		if !mine[h] {
-			rest = append(rest, h)
-		}
-	}
-	busy := map[string]bool{}
-	if len(rest) > 0 {
-		rows, err := queries.MakesOnTheirWay(ctx, tx, dbsqlc.MakesOnTheirWayParams{TableName: table, KeyHashes: rest})
-		if err != nil {
-			return fmt.Errorf("find makes on their way of populate run %d: %w", run, err)
-		}
-		for _, h := range rows {
-			busy[h] = true
-		}
-	}
-	enqueue := make([]string, 0, len(hashes))
-	for _, h := range hashes {
-		if !busy[h] {
-			enqueue = append(enqueue, h)
-		}
-	}
-	return e.enqueueMakes(ctx, tx, table, ForRun(run), enqueue)
+	return e.enqueueMakes(ctx, tx, table, ForRun(run), hashes)
 }
 
 // unfeed gives the key of hash, when it is still scheduled and marked enqueued, back to the
 // feeder on tx, with a feed job waiting for it: its make job ends without making it (GiveUp, a
-// stopped run's make), and without this the key would have no job to make it and no feeder to
+// stopped run's make, a yield to a run that stopped since), and without this the key would have no job to make it and no feeder to
 // give it one until the reclaim sweep.
 func (e *Engine) unfeed(ctx context.Context, tx pgx.Tx, table, hash string) error {
 	n, err := queries.JobUnenqueue(ctx, tx, dbsqlc.JobUnenqueueParams{TableName: table, KeyHash: hash})

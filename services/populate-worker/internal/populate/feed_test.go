@@ -1,6 +1,7 @@
 package populate
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -157,13 +158,16 @@ func TestFeed(t *testing.T) {
 		require.Equal(t, 1, b.schedule(t, ScheduleOpts{}).Scheduled)
 		require.Equal(t, 1, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_feed' AND state = 'available'`))
 	})
-	t.Run("ARunAndTheFeederEnqueueEachKeyOnce", func(t *testing.T) {
+	t.Run("TheFeederLeavesARunsKeysToIt", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 5)
 		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 2})
 		require.NoError(t, err)
-		require.Equal(t, FeedResult{Enqueued: 3}, b.feed(t), "the feeder leaves alone the keys the run enqueued")
+		require.Equal(t, FeedResult{}, b.feed(t), "the feeder leaves alone the keys the run holds")
+		_, err = b.engine.Reclaim(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, FeedResult{}, b.feed(t), "and the reclaim pass gives none of them back: the run has them")
 		require.Equal(t, 2, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make' AND priority = 1
 			AND (args ->> 'run_id')::bigint = `+strconv.FormatInt(run.ID, 10)), "a run's makes go first")
 		b.drainRun(t)
@@ -172,25 +176,59 @@ func TestFeed(t *testing.T) {
 		got, err := b.engine.GetRun(b.ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, RunDone, got.State)
-		require.EqualValues(t, 2, got.Made, "the run counts the makes done for it")
-		require.EqualValues(t, 3, got.MadeElsewhere, "and apart the keys the fed makes made while it waited")
+		require.EqualValues(t, 5, got.Made, "the run made its keys itself")
+		require.Zero(t, got.MadeElsewhere)
 		require.Zero(t, got.Remaining)
 	})
-	t.Run("ARunWaitsForTheFedMakesOfItsKeys", func(t *testing.T) {
+	t.Run("FedMakesNotYetStartedYieldToARun", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, Config{})
 		b.grid(t, 5)
 		b.schedule(t, ScheduleOpts{})
 		require.Equal(t, FeedResult{Enqueued: 5}, b.feed(t))
-		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 1})
 		require.NoError(t, err)
-		b.requireOneMakeJobPerKey(t, 5)
-		require.Equal(t, 5, b.drainMakes(t, 10))
+		// A fed make starts before the run's, for a key the run has not handed to River yet: it
+		// yields, and the key is the run's to make.
+		hashes := b.hashes(t, StatusScheduled)
+		end, err := b.engine.MakeKey(b.ctx, Background, "pair", hashes[4], MakeOpts{}, nil)
+		require.NoError(t, err)
+		require.Equal(t, OutcomeYielded, end.Outcome, end.Note)
+		require.Contains(t, end.Note, fmt.Sprintf("populate run %d", run.ID))
+		require.Equal(t, FeedResult{}, b.feed(t), "the yielded key stays the run's")
+		b.drainRun(t)
 		got, err := b.engine.GetRun(b.ctx, run.ID)
 		require.NoError(t, err)
 		require.Equal(t, RunDone, got.State)
-		require.Zero(t, got.Made)
-		require.EqualValues(t, 5, got.MadeElsewhere)
+		require.EqualValues(t, 5, got.Made, "every key was made by the run")
+		require.Zero(t, got.MadeElsewhere)
+		require.Len(t, b.calls.list(), 5, "each key made once")
+		require.Equal(t, 5, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make'
+			AND (args ->> 'run_id') IS NULL AND state = 'cancelled'`), "the fed makes found their key made")
+	})
+	t.Run("ACancelledRunGivesItsKeysBackToTheFeeder", func(t *testing.T) {
+		t.Parallel()
+		b := scheduledGrid(t, Config{}, 5)
+		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SkipSchedule: true})
+		require.NoError(t, err)
+		require.Equal(t, FeedResult{}, b.feed(t), "the run took every key from the feeder")
+		// A fed make that starts now finds the key the run's.
+		hashes := b.hashes(t, StatusScheduled)
+		end, err := b.engine.MakeKey(b.ctx, Background, "pair", hashes[3], MakeOpts{}, nil)
+		require.NoError(t, err)
+		require.Equal(t, OutcomeYielded, end.Outcome, end.Note)
+
+		_, err = b.engine.CancelRun(b.ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, FeedResult{Enqueued: 4}, b.feed(t), "the four keys the run never handed to River go back to the feeder")
+		b.drainRun(t) // the run's own make of its first key gives that key back too
+		require.Equal(t, FeedResult{Enqueued: 1}, b.feed(t))
+		b.drainRun(t)
+		require.Len(t, b.calls.list(), 5, "every key made once, by the background")
+		got, err := b.engine.GetRun(b.ctx, run.ID)
+		require.NoError(t, err)
+		require.Equal(t, RunInterrupted, got.State)
+		require.EqualValues(t, 5, got.Dropped)
 	})
 	t.Run("ARunsMakesGoBeforeTheWaitingFedOnes", func(t *testing.T) {
 		t.Parallel()
@@ -198,15 +236,16 @@ func TestFeed(t *testing.T) {
 		require.Equal(t, FeedResult{Enqueued: 3, More: true}, b.feed(t))
 		run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, Processes: 5})
 		require.NoError(t, err)
-		b.requireOneMakeJobPerKey(t, 5)
+		require.Equal(t, 5, b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'populate_make' AND priority = 1`),
+			"every key of the run gets the run's make, fed or not")
 		var first []int64
-		for range 2 {
+		for range 5 {
 			var args queue.PopulateMakeArgs
 			_, ok := b.startNext(t, queue.QueuePopulate, &args)
 			require.True(t, ok)
 			first = append(first, args.RunID)
 		}
-		require.Equal(t, []int64{run.ID, run.ID}, first, "River fetches the run's makes, enqueued last, first")
+		require.Equal(t, []int64{run.ID, run.ID, run.ID, run.ID, run.ID}, first, "River fetches the run's makes, enqueued last, first")
 	})
 	t.Run("IgnoreRescheduleAndCleanup", func(t *testing.T) {
 		t.Parallel()

@@ -325,11 +325,12 @@ func (e *Engine) MakeKey(ctx context.Context, by Asker, table, hash string, opts
 	if err != nil || st.State != string(RunRunning) || st.Stopping != nil {
 		var end End
 		return end, pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
-			n, err := e.settleRun(ctx, tx, run, table, hash, keyDropped, nil, "")
-			if err != nil {
+			// The key's row before the run's: the lock order of every transaction that ends a key.
+			if err := e.unfeed(ctx, tx, table, hash); err != nil {
 				return err
 			}
-			if err := e.handOver(ctx, tx, table, hash); err != nil {
+			n, err := e.settleRun(ctx, tx, run, table, hash, keyDropped, nil, "")
+			if err != nil {
 				return err
 			}
 			end = End{Outcome: OutcomeDropped, Settled: n,
@@ -348,21 +349,22 @@ func (e *Engine) MakeKey(ctx context.Context, by Asker, table, hash string, opts
 }
 
 // GiveUp ends a make job that spent its last attempt on an infrastructure error, in one
-// transaction: the key, still scheduled, is handed over (handOver) to a run waiting for it or
-// back to the feeder; the run that asked (by) counts the key an error (stopping it as a make's error does,
-// unless suppress_errors), so that it does not wait for a key no job will make; and end ends the
-// River job (discarded with the same error). Without it River would discard the job outside any
-// transaction of the key's: the key, marked enqueued, would wait for the reclaim sweep.
+// transaction: the key, still scheduled, goes back to the feeder (unfeed), which leaves it to a
+// running populate run that holds it; the run that asked (by) counts the key an error (stopping
+// it as a make's error does, unless suppress_errors), so that it does not wait for a key no job
+// will make; and end ends the River job (discarded with the same error). Without it River would
+// discard the job outside any transaction of the key's: the key, marked enqueued, would wait for
+// the reclaim sweep.
 func (e *Engine) GiveUp(ctx context.Context, by Asker, table, hash string, job int64, cause error, end func(context.Context, pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if err := e.unfeed(ctx, tx, table, hash); err != nil { // the key's row before the run's
+			return err
+		}
 		if run, ok := by.Run(); ok {
 			msg := orphanMessage(job, "discarded", cause.Error())
 			if _, err := e.settleRun(ctx, tx, run, table, hash, keyError, &msg, stopError); err != nil {
 				return err
 			}
-		}
-		if err := e.handOver(ctx, tx, table, hash); err != nil {
-			return err
 		}
 		return end(ctx, tx)
 	})
@@ -386,7 +388,8 @@ func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts
 	if opts.JobID != 0 {
 		meta["river_job_id"] = opts.JobID
 	}
-	r, err := e.reserveKey(ctx, conn, t, hash, meta, opts.Retried)
+	_, forRun := by.Run()
+	r, err := e.reserveKey(ctx, conn, t, hash, meta, opts.Retried, !forRun && !opts.Retried)
 	if err != nil {
 		return End{}, err
 	}
@@ -406,32 +409,49 @@ func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts
 	return end, err
 }
 
-// ErrKeyBusy is returned for a run's make whose key another make job holds (reserved, or
-// scheduled again by a reclaim): the run waits for that make's end, which settles the key in the
-// run (made elsewhere, or skipped when it fails) or leaves it to this job; the River worker
-// snoozes the job meanwhile.
-var ErrKeyBusy = errors.New("key held by another make job")
+// ErrKeyBusy is returned for a run's make whose key was given back to scheduled (reclaimed)
+// between its failed reservation and its look at the key: the River worker snoozes the job, and
+// it reserves the key when it runs again, or finds another make holding it.
+var ErrKeyBusy = errors.New("key scheduled again while its make job looked at it")
 
-// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote); a
-// run's make counts the key in its run: made elsewhere when another make made it, skipped when
-// it needs no make for another reason.
+// skip ends the delivery of a make job whose key it could not reserve, saying why (skipNote). A
+// run's make counts the key in its run: made elsewhere when another make made it, skipped when it
+// needs no make for another reason, and, while another make holds it, waiting for that make's end
+// (waitElsewhere). A background make of a key a populate run holds yields to the run (yieldToRun).
 func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, by Asker, t *Table, hash string, opts MakeOpts, complete CompleteFunc) (End, error) {
 	var end End
 	return end, pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// Read under the row's lock, so that a make finishing the key now either ends first or
+		// sees what this transaction writes (JobStatusLock).
+		held, err := queries.JobStatusLock(ctx, tx, dbsqlc.JobStatusLockParams{TableName: t.Name, KeyHash: hash})
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("look at job %s/%s: %w", t.Name, hash, err)
+		}
+		run, forRun := by.Run()
+		switch status := Status(held); {
+		case forRun && status == StatusReserved:
+			if end, err = e.waitElsewhere(ctx, tx, run, t, hash); err != nil {
+				return err
+			}
+			return callComplete(ctx, tx, complete, end)
+		case forRun && status == StatusScheduled:
+			return ErrKeyBusy
+		case !forRun && !opts.Retried && status == StatusScheduled:
+			if end, err = e.yieldToRun(ctx, tx, t, hash); err != nil {
+				return err
+			}
+			return callComplete(ctx, tx, complete, end)
+		}
 		note, status, err := skipNote(ctx, tx, t, hash, opts.Retried)
 		if err != nil {
 			return err
 		}
 		end = End{Outcome: OutcomeSkipped, Note: note}
-		run, ok := by.Run()
-		if !ok {
+		if !forRun {
 			return callComplete(ctx, tx, complete, end)
 		}
 		outcome := keySkipped
-		switch status {
-		case StatusReserved, StatusScheduled:
-			return ErrKeyBusy
-		case StatusSuccess, "":
+		if status == StatusSuccess || status == "" {
 			made, err := runKeyInTarget(ctx, tx, run, t, hash)
 			if err != nil {
 				return err
@@ -445,6 +465,53 @@ func (e *Engine) skip(ctx context.Context, conn *pgxpool.Conn, by Asker, t *Tabl
 		}
 		return callComplete(ctx, tx, complete, end)
 	})
+}
+
+// waitElsewhere leaves run's entry of the key of hash waiting for the make that holds it (another
+// run's or the background's) and moves the run on to its next key: that make's end counts the
+// key in the run, made elsewhere or skipped. The caller holds the key's job row.
+func (e *Engine) waitElsewhere(ctx context.Context, tx pgx.Tx, run int64, t *Table, hash string) (End, error) {
+	job, err := JobGet(ctx, tx, t.Name, hash)
+	if err != nil {
+		return End{}, err
+	}
+	by := fmt.Sprintf("key %s of %s is being made by another make job (connection %d)", hash, t.Name, job.ConnectionID)
+	ids, err := queries.RunLockRunning(ctx, tx, []int64{run})
+	if err != nil {
+		return End{}, fmt.Errorf("lock populate run %d: %w", run, err)
+	}
+	n := int64(0)
+	if len(ids) > 0 {
+		if n, err = queries.RunKeyWait(ctx, tx, dbsqlc.RunKeyWaitParams{RunID: run, TableName: t.Name, KeyHash: hash}); err != nil {
+			return End{}, fmt.Errorf("populate run %d: wait for %s/%s: %w", run, t.Name, hash, err)
+		}
+	}
+	if n == 0 {
+		return End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("%s; populate run %d no longer waits for it", by, run)}, nil
+	}
+	end := End{Outcome: OutcomeWaiting, Note: fmt.Sprintf("%s; populate run %d counts it when that make ends, "+
+		"and moved on to its next key", by, run)}
+	return end, e.advanceRun(ctx, tx, run, dbsqlc.RunTallyParams{})
+}
+
+// yieldToRun ends a background make of the scheduled key of hash that a running populate run, not
+// stopping, holds (JobReserve left it to the run): the run makes the key itself, which stays
+// marked enqueued, and moves on, in case it waited for nothing else. A key no such run holds any
+// more (it stopped or ended meanwhile) goes back to the feeder. The caller holds the key's job row.
+func (e *Engine) yieldToRun(ctx context.Context, tx pgx.Tx, t *Table, hash string) (End, error) {
+	held, err := queries.RunHoldingKey(ctx, tx, dbsqlc.RunHoldingKeyParams{TableName: t.Name, KeyHash: hash})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return End{Outcome: OutcomeSkipped, Note: fmt.Sprintf("key %s of %s was left to a populate run that stopped since; "+
+			"it was given back to the feeder", hash, t.Name)}, e.unfeed(ctx, tx, t.Name, hash)
+	}
+	if err != nil {
+		return End{}, fmt.Errorf("find the populate run of %s/%s: %w", t.Name, hash, err)
+	}
+	end := End{Outcome: OutcomeYielded, Note: fmt.Sprintf("populate run %d holds key %s of %s and makes it itself", held.RunID, hash, t.Name)}
+	if held.State != keyPending {
+		return end, nil
+	}
+	return end, e.advanceRun(ctx, tx, held.RunID, dbsqlc.RunTallyParams{})
 }
 
 // runKeyInTarget reports whether the key of hash, as run took it, is in t's target.
@@ -486,6 +553,11 @@ const (
 	// OutcomeDropped: the key's populate run had stopped taking keys; it was dropped from the run
 	// without make.
 	OutcomeDropped Outcome = "dropped"
+	// OutcomeWaiting: a run's make found its key being made by another make job; the run counts
+	// the key when that make ends and moved on to its next key.
+	OutcomeWaiting Outcome = "waiting_for_other_make"
+	// OutcomeYielded: a background make's key is held by a running populate run, which makes it.
+	OutcomeYielded Outcome = "yielded_to_run"
 )
 
 // End is how a delivery of a make job ended. CompleteFunc receives it inside the transaction

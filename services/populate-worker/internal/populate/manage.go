@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,8 +13,9 @@ import (
 	"drover.dev/shared/problem"
 )
 
-// Reschedule makes an error or ignore job scheduled again and enqueues its make, in one
-// transaction.
+// Reschedule makes an error or ignore job scheduled again and enqueues its background make, in
+// one transaction. The make waits Config.RescheduleGrace in River first: a populate run started
+// meanwhile takes the key (the background make then yields to it) and shows its outcome.
 func (e *Engine) Reschedule(ctx context.Context, table, keyHash string) (Job, error) {
 	return e.setStatus(ctx, table, keyHash, StatusScheduled, []Status{StatusError, StatusIgnore})
 }
@@ -38,7 +40,7 @@ func (e *Engine) setStatus(ctx context.Context, table, keyHash string, to Status
 			return fmt.Errorf("set job %s/%s %s: %w", table, keyHash, to, err)
 		}
 		if to == StatusScheduled {
-			if err := e.enqueueMakes(ctx, tx, table, Background, []string{keyHash}); err != nil {
+			if err := e.enqueueMakesAt(ctx, tx, table, Background, []string{keyHash}, time.Now().Add(e.cfg.RescheduleGrace)); err != nil {
 				return err
 			}
 		}

@@ -70,7 +70,7 @@ func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, err
 }
 
 // takeKeys records the scheduled keys of t matching f as the run's keys, in opts.Order, at most
-// opts.MaxCalls. The statement is built here because the restriction's condition and the order
+// opts.MaxCalls, and takes them from the feeder: the run makes them. The statement is built here because the restriction's condition and the order
 // are chosen at run time; the restriction's values are parameters.
 func (e *Engine) takeKeys(ctx context.Context, tx pgx.Tx, run int64, t *Table, f filter, opts Opts) (int64, error) {
 	cond, args := f.where("key", []any{run, t.Name})
@@ -87,6 +87,9 @@ func (e *Engine) takeKeys(ctx context.Context, tx pgx.Tx, run int64, t *Table, f
 			WHERE table_name = $2 AND status = 'scheduled' AND `+cond+` ORDER BY `+ob[0]+limit+`) s`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("take keys of %s: %w", t.Name, err)
+	}
+	if err := queries.MakesTakeForRun(ctx, tx, dbsqlc.MakesTakeForRunParams{RunID: run, TableName: t.Name}); err != nil {
+		return 0, fmt.Errorf("take keys of %s from the feeder: %w", t.Name, err)
 	}
 	return tag.RowsAffected(), nil
 }

@@ -66,14 +66,14 @@ func (b *testBundle) startNext(t *testing.T, q string, args any) (int64, bool) {
 }
 
 // endRiverJob is the CompleteFunc of River job id in tests: it ends the job in the state the
-// River worker's would (completed when the key was made or a run's entry settled, discarded on
+// River worker's would (completed when the key was made, handed to a run, or a run's entry settled, discarded on
 // make's error, cancelled otherwise), with River's own driver call.
 func (b *testBundle) endRiverJob(t *testing.T, id int64) CompleteFunc {
 	t.Helper()
 	return func(ctx context.Context, tx pgx.Tx, end End) error {
 		state := rivertype.JobStateCancelled
 		switch {
-		case end.Outcome == OutcomeMade || end.Outcome == OutcomeInTarget:
+		case end.Outcome == OutcomeMade || end.Outcome == OutcomeInTarget || end.Outcome == OutcomeYielded || end.Outcome == OutcomeWaiting:
 			state = rivertype.JobStateCompleted
 		case end.Outcome == OutcomeError:
 			state = rivertype.JobStateDiscarded
@@ -305,4 +305,84 @@ func TestRetriedMakes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, OutcomeSkipped, end.Outcome, "a made key is not made twice")
 	require.Equal(t, []string{"1/1", "2/1", "1/1"}, b.calls.list(), "the failed make, the other key, the retried make")
+}
+
+// TestRunsShareKeys: two runs over the same keys split them as DataJoint's callers do. A run's
+// make that finds its key being made by the other run's moves on to the next key, and counts
+// the key made elsewhere when that make ends; a key another make holds when the run hands keys
+// to River is passed over. Each run's success count is its own makes; their sum is the keys made.
+func TestRunsShareKeys(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	b.grid(t, 4)
+	b.schedule(t, ScheduleOpts{})
+	hashes := b.hashes(t, StatusScheduled)
+	one, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SkipSchedule: true})
+	require.NoError(t, err)
+	two, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SkipSchedule: true})
+	require.NoError(t, err)
+
+	require.Equal(t, []string{hashes[0]}, b.queuedKeys(t, one.ID))
+	require.Equal(t, []string{hashes[1]}, b.queuedKeys(t, two.ID), "run two takes first a key run one has not queued")
+
+	// A make of run one's has reserved the second key and is making it.
+	tbl, err := b.engine.tables.Get("pair")
+	require.NoError(t, err)
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	r, err := b.engine.reserveKey(b.ctx, conn, tbl, hashes[1], b.engine.runMetadata("test"), false, false)
+	require.NoError(t, err)
+	require.NotNil(t, r)
+	r.by = ForRun(one.ID)
+
+	// Run two's make of that key moves run two on to its next free key.
+	end, err := b.engine.MakeKey(b.ctx, ForRun(two.ID), "pair", hashes[1], MakeOpts{}, nil)
+	require.NoError(t, err)
+	require.Equal(t, OutcomeWaiting, end.Outcome, end.Note)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_run_keys WHERE run_id = $1 AND state = 'waiting'`, two.ID))
+	require.Equal(t, []string{hashes[2]}, b.queuedKeys(t, two.ID), "run two took its next key, passing over run one's queued one")
+	got, err := b.engine.GetRun(b.ctx, two.ID)
+	require.NoError(t, err)
+	require.Equal(t, RunRunning, got.State, "run two waits for the key")
+	require.EqualValues(t, 4, got.Remaining)
+
+	// Run one's make ends: run two counts the key made elsewhere.
+	_, err = b.engine.run(b.ctx, r, nil)
+	require.NoError(t, err)
+	got, err = b.engine.GetRun(b.ctx, two.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, got.MadeElsewhere)
+
+	// A key held by a make when a run hands out its next keys is passed over.
+	r, err = b.engine.reserveKey(b.ctx, conn, tbl, hashes[3], b.engine.runMetadata("test"), false, false)
+	require.NoError(t, err)
+	r.by = ForRun(one.ID)
+	b.drainRun(t)
+	_, err = b.engine.run(b.ctx, r, nil)
+	require.NoError(t, err)
+	b.drainRun(t)
+
+	one, err = b.engine.GetRun(b.ctx, one.ID)
+	require.NoError(t, err)
+	two, err = b.engine.GetRun(b.ctx, two.ID)
+	require.NoError(t, err)
+	require.Equal(t, RunDone, one.State)
+	require.Equal(t, RunDone, two.State)
+	require.Positive(t, one.Made)
+	require.Positive(t, two.Made)
+	require.EqualValues(t, 4, one.Made+two.Made, "each key counted made in one run")
+	require.EqualValues(t, 4, one.Made+one.MadeElsewhere)
+	require.EqualValues(t, 4, two.Made+two.MadeElsewhere)
+	require.Len(t, b.calls.list(), 4, "each key made once")
+}
+
+// queuedKeys is run's keys queued for River, in its order.
+func (b *testBundle) queuedKeys(t *testing.T, run int64) []string {
+	t.Helper()
+	rows, err := b.pool.Query(b.ctx, `SELECT key_hash FROM populate_run_keys WHERE run_id = $1 AND state = 'queued' ORDER BY seq`, run)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
 }

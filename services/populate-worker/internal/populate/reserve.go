@@ -48,14 +48,15 @@ func (h *heldConn) release() {
 
 func (h *heldConn) released() bool { return h == nil || h.done }
 
-// reserveKey reserves the scheduled job of hash, or with revive its error job (JobReserve).
-func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any, revive bool) (*reservation, error) {
+// reserveKey reserves the scheduled job of hash, or with revive its error job (JobReserve); with
+// yield (a background make) not one a running populate run holds, which the run makes.
+func (e *Engine) reserveKey(ctx context.Context, conn *pgxpool.Conn, t *Table, hash string, meta map[string]any, revive, yield bool) (*reservation, error) {
 	metaJSON, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("reserve job %s/%s: %w", t.Name, hash, err)
 	}
 	row, err := queries.JobReserve(ctx, conn, dbsqlc.JobReserveParams{
-		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash, Revive: revive,
+		Host: e.host, Pid: pid(), RunMetadata: metaJSON, Lease: e.cfg.OrphanTimeout, TableName: t.Name, KeyHash: hash, Revive: revive, Yield: yield,
 	})
 	return e.reserved(row, err, conn, t, meta)
 }

@@ -30,10 +30,10 @@ func TestReserve(t *testing.T) {
 	require.NoError(t, err)
 	defer c1.Release()
 
-	r, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, b.engine.runMetadata("test"), false)
+	r, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, b.engine.runMetadata("test"), false, false)
 	require.NoError(t, err)
 	require.NotNil(t, r)
-	again, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
+	again, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false, false)
 	require.NoError(t, err)
 	require.Nil(t, again, "a reserved key is refused")
 
@@ -48,13 +48,13 @@ func TestReserve(t *testing.T) {
 		_, err := finishError(b.ctx, tx, r, &MakeError{Class: "ValueError", Message: "boom"})
 		return err
 	}))
-	refused, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
+	refused, err := b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false, false)
 	require.NoError(t, err)
 	require.Nil(t, refused, "an error key is refused")
 
 	_, err = b.engine.Reschedule(b.ctx, "pair", hash)
 	require.NoError(t, err)
-	r, err = b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false)
+	r, err = b.engine.reserveKey(b.ctx, c1, tbl, hash, nil, false, false)
 	require.NoError(t, err)
 	require.NotNil(t, r, "a rescheduled key can be reserved again")
 	require.NoError(t, pgx.BeginFunc(b.ctx, c1, func(tx pgx.Tx) error { return b.engine.finishSuccess(b.ctx, tx, r) }))

@@ -38,10 +38,14 @@ const (
 	stopError   = "error"
 )
 
-// The outcomes of a run's key (populate_run_keys.state). made and error are the outcomes of the
-// makes done for the run; a key made by another make while the run waited is made_elsewhere, and
-// one another make failed is skipped, as DataJoint's populate counts only the makes of its call.
+// The states of a run's key (populate_run_keys.state). An open key is pending (not yet handed to
+// River), queued (the run's make job waits or runs) or waiting (its make found another make
+// holding the key, whose end counts it). The outcomes: made and error are those of the makes done
+// for the run; a key made by another make that held it is made_elsewhere, and one another make
+// failed is skipped, as DataJoint's populate counts only the makes of its call.
 const (
+	keyPending   = "pending"
+	keyWaiting   = "waiting"
 	keyMade      = "made"
 	keyElsewhere = "made_elsewhere"
 	keyError     = "error"
@@ -77,7 +81,8 @@ type Run struct {
 	Stopping *string  `json:"stopping"`
 	Options  OptsView `json:"options"`
 	// Total is the keys the run took; Made and Errors what the makes done for the run did with
-	// them, MadeElsewhere those another make (another run, the feeder) made while the run waited,
+	// them, MadeElsewhere those another make made (another run's, or a background make already
+	// running when the run reached the key),
 	// Skipped those that needed no make or failed under another make, Dropped those a stopped run
 	// never handed to River, Queued those whose make is waiting or running, and Remaining those
 	// not yet ended (queued or waiting their turn).
@@ -167,8 +172,10 @@ func (e *Engine) CancelRun(ctx context.Context, id int64) (Run, error) {
 }
 
 // advanceRun counts tally in run id (locking its row) and moves it on: a stopping run drops its
-// pending keys and the queued ones whose make has not started; a taking one hands its next keys
-// to River until processes are queued; a run with nothing queued ends.
+// pending and waiting keys (giving them back to the feeder) and the queued ones whose make has not
+// started; a taking one hands its next free keys to River until processes are queued; a run with
+// no key left open ends. A run whose open keys are all being made elsewhere takes no process: the
+// end of those makes settles them and moves it on.
 func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsqlc.RunTallyParams) error {
 	tally.ID = id
 	row, err := queries.RunTally(ctx, tx, tally)
@@ -176,28 +183,27 @@ func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsq
 		return fmt.Errorf("count in populate run %d: %w", id, err)
 	}
 	if row.Stopping != nil {
-		if err := queries.RunDropPending(ctx, tx, id); err != nil {
-			return fmt.Errorf("drop keys of populate run %d: %w", id, err)
-		}
-		if err := queries.RunDropWaiting(ctx, tx, id); err != nil {
-			return fmt.Errorf("drop keys of populate run %d: %w", id, err)
+		if err := e.dropOpen(ctx, tx, id, row.TableName); err != nil {
+			return err
 		}
 	}
-	queued, err := queries.RunQueuedCount(ctx, tx, id)
+	n, err := queries.RunOpenCount(ctx, tx, id)
 	if err != nil {
-		return fmt.Errorf("count queued keys of populate run %d: %w", id, err)
+		return fmt.Errorf("count open keys of populate run %d: %w", id, err)
 	}
-	if row.Stopping == nil && queued < int64(row.Processes) {
-		next, err := queries.RunKeysQueueNext(ctx, tx, dbsqlc.RunKeysQueueNextParams{RunID: id, MaxKeys: row.Processes - int32(queued)})
+	if row.Stopping == nil && n.Queued < int64(row.Processes) && n.Open > 0 {
+		take := row.Processes - int32(n.Queued)
+		next, err := queries.RunKeysQueueNext(ctx, tx, dbsqlc.RunKeysQueueNextParams{RunID: id, MaxKeys: take, WindowKeys: queueWindow(take)})
 		if err != nil {
 			return fmt.Errorf("queue keys of populate run %d: %w", id, err)
 		}
 		if err := e.queueNext(ctx, tx, id, next); err != nil {
 			return err
 		}
-		queued += int64(len(next))
+		n.Queued += int64(len(next))
+		n.Open -= int64(len(next))
 	}
-	if queued > 0 {
+	if n.Queued+n.Open > 0 {
 		return nil
 	}
 	state := RunDone
@@ -208,6 +214,36 @@ func (e *Engine) advanceRun(ctx context.Context, tx pgx.Tx, id int64, tally dbsq
 		return fmt.Errorf("end populate run %d: %w", id, err)
 	}
 	return nil
+}
+
+// queueWindow is how many of a run's next free keys RunKeysQueueNext looks over to take n of
+// them, preferring those no other run has queued: enough that two or three runs over the same
+// keys find one each, few enough that each look costs a few index reads.
+func queueWindow(n int32) int32 { return 4*n + 16 }
+
+// dropOpen drops, in stopping run id of table, the keys not handed to River and those waiting
+// for another make, and the queued ones whose make has not started (that make gives its key back
+// when it runs). The keys the run took from the feeder and never handed to River go back to it
+// (MakesGiveBack), with a feed job waiting for the table.
+func (e *Engine) dropOpen(ctx context.Context, tx pgx.Tx, id int64, table string) error {
+	dropped, err := queries.RunDropPending(ctx, tx, id)
+	if err != nil {
+		return fmt.Errorf("drop keys of populate run %d: %w", id, err)
+	}
+	if err := queries.RunDropUnstarted(ctx, tx, id); err != nil {
+		return fmt.Errorf("drop keys of populate run %d: %w", id, err)
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	n, err := queries.MakesGiveBack(ctx, tx, dbsqlc.MakesGiveBackParams{TableName: table, KeyHashes: dropped})
+	if err != nil {
+		return fmt.Errorf("give the keys of populate run %d back to the feeder: %w", id, err)
+	}
+	if n > 0 {
+		_, err = e.ensureFeed(ctx, tx, table)
+	}
+	return err
 }
 
 // queueNext hands keys (RunKeysQueueNext) of run to River in the run's order (enqueueRunMakes).
@@ -228,7 +264,7 @@ func (e *Engine) queueNext(ctx context.Context, tx pgx.Tx, run int64, keys []dbs
 }
 
 // settleKey records, in the transaction that ends a key's make (or finds it needs none), the
-// outcome in every running run that holds the key still pending or queued, moves those runs on
+// outcome in every running run that holds the key still open (pending, queued or waiting), moves those runs on
 // and returns how many entries it settled: the run that asked for the make (by) counts outcome
 // and may stop for stop; the others count elsewhere(outcome) and never stop. It
 // costs one index lookup when no run holds the key.

@@ -18,12 +18,16 @@ ORDER BY table_name, key_hash LIMIT @max_rows;
 -- status = 'scheduled': of any number of concurrent callers exactly one gets the row (the others
 -- wait for its lock, re-check the status and update nothing). With revive it reserves an error
 -- job as well, clearing its error (a make job retried in River UI makes its key again), and says
--- so in run_metadata (retried_from_error).
+-- so in run_metadata (retried_from_error). With yield (a background make) it leaves a key that a
+-- running populate run, not stopping, holds pending or queued: the run makes it (RunHoldingKey).
 UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "user" = current_user,
     host = @host, pid = @pid, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
     run_metadata = @run_metadata::jsonb || jsonb_build_object('lease_until', now() + @lease::interval)
         || CASE WHEN status = 'error' THEN jsonb_build_object('retried_from_error', error_message) ELSE '{}'::jsonb END
-WHERE table_name = @table_name AND key_hash = @key_hash AND (status = 'scheduled' OR (@revive::boolean AND status = 'error'))
+WHERE jobs.table_name = @table_name AND jobs.key_hash = @key_hash AND (jobs.status = 'scheduled' OR (@revive::boolean AND jobs.status = 'error'))
+    AND NOT (@yield::boolean AND EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+        WHERE k.table_name = jobs.table_name AND k.key_hash = jobs.key_hash AND k.state IN ('pending', 'queued')
+            AND r.state = 'running' AND r.stopping IS NULL))
 RETURNING key_hash, key, connection_id, (run_metadata ? 'retried_from_error')::boolean AS revived;
 
 -- name: JobLeaseExtend :exec
@@ -129,9 +133,10 @@ SELECT key, key_hash::text AS key_hash, coalesce(error_message, '')::text AS err
 WHERE run_id = @run_id AND state = 'error' ORDER BY seq LIMIT @max_rows;
 
 -- name: RunIDsOfOpenKey :many
--- RunIDsOfOpenKey lists the runs holding a key that is still pending or queued, in id order.
+-- RunIDsOfOpenKey lists the runs holding a key that is still open (pending, queued or waiting),
+-- in id order.
 SELECT DISTINCT run_id FROM populate_run_keys
-WHERE table_name = @table_name AND key_hash = @key_hash AND state IN ('pending', 'queued')
+WHERE table_name = @table_name AND key_hash = @key_hash AND state IN ('pending', 'queued', 'waiting')
 ORDER BY run_id;
 
 -- name: RunLockRunning :many
@@ -140,12 +145,12 @@ ORDER BY run_id;
 SELECT id FROM populate_runs WHERE id = ANY(@ids::bigint[]) AND state = 'running' ORDER BY id FOR UPDATE;
 
 -- name: RunKeysResolve :many
--- RunKeysResolve ends a key's pending or queued entries in the given runs, returning each run and
--- the entry's previous state (the self-join reads the row as it was).
+-- RunKeysResolve ends a key's open (pending, queued or waiting) entries in the given runs,
+-- returning each run and the entry's previous state (the self-join reads the row as it was).
 UPDATE populate_run_keys k SET state = @state, error_message = @error_message
 FROM populate_run_keys o
 WHERE o.run_id = k.run_id AND o.seq = k.seq AND k.run_id = ANY(@run_ids::bigint[])
-    AND k.table_name = @table_name AND k.key_hash = @key_hash AND k.state IN ('pending', 'queued')
+    AND k.table_name = @table_name AND k.key_hash = @key_hash AND k.state IN ('pending', 'queued', 'waiting')
 RETURNING k.run_id, o.state AS was;
 
 -- name: RunTally :one
@@ -156,23 +161,80 @@ UPDATE populate_runs SET made = made + @made, errors = errors + @errors, skipped
     stopping = coalesce(stopping, CASE WHEN @stop::text = '' OR (@stop::text = 'error' AND suppress_errors)
         THEN NULL ELSE @stop::text END)
 WHERE id = @id
-RETURNING stopping, processes;
+RETURNING stopping, processes, table_name;
 
--- name: RunDropPending :exec
--- RunDropPending drops the keys a stopping run had not yet handed to River.
-WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = @id AND state = 'pending' RETURNING 1)
-UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = @id;
+-- name: RunDropPending :many
+-- RunDropPending drops the keys a stopping run had not yet handed to River, and those it waits
+-- for another make to end, and returns their hashes.
+WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = @id AND state IN ('pending', 'waiting')
+        RETURNING key_hash),
+    u AS (UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = @id)
+SELECT key_hash::text AS key_hash FROM d;
 
--- name: RunQueuedCount :one
-SELECT count(*) FROM populate_run_keys WHERE run_id = @run_id AND state = 'queued';
+-- name: MakesGiveBack :execrows
+-- MakesGiveBack gives back to the feeder (not enqueued) the given scheduled keys of the table
+-- that a stopped run took and never handed to River, unless another running populate run, not
+-- stopping, holds them too; rows locked at this instant are left (a make or a feeder has them).
+UPDATE jobs j SET enqueued = false
+FROM (SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = @table_name::text AND p.key_hash = ANY(@key_hashes::text[])
+        AND p.status = 'scheduled' AND p.enqueued
+        AND NOT EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+            WHERE k.table_name = p.table_name AND k.key_hash = p.key_hash AND k.state IN ('pending', 'queued')
+                AND r.state = 'running' AND r.stopping IS NULL)
+    FOR UPDATE OF p SKIP LOCKED) g
+WHERE j.table_name = @table_name::text AND j.key_hash = g.key_hash;
+
+-- name: RunOpenCount :one
+-- RunOpenCount counts the run's keys whose make is queued or running for it (at most its
+-- processes, along the index), and those still open otherwise, pending or waiting for another
+-- make's end: what its counters have not counted ended.
+SELECT q.queued::bigint AS queued,
+    (r.total - r.made - r.errors - r.made_elsewhere - r.skipped - r.dropped - q.queued)::bigint AS open
+FROM populate_runs r,
+    (SELECT count(*) AS queued FROM populate_run_keys WHERE run_id = @run_id AND state = 'queued') q
+WHERE r.id = @run_id;
 
 -- name: RunKeysQueueNext :many
--- RunKeysQueueNext hands the run's next pending keys, in its order, to River.
+-- RunKeysQueueNext hands the run's next pending keys, in its order, to River, passing over those
+-- another make has reserved: as DataJoint's callers do, the run moves on to the next free key, and
+-- that make's end counts the key in the run (made_elsewhere, or skipped when it fails), or, given
+-- back, leaves it pending for the run's turn. Within the next window_keys free keys it takes
+-- those no other run has queued first, so that runs over the same keys in the same order spread
+-- over them rather than race for each; a key another run queued is still taken when its turn
+-- comes, and the make that starts first reserves it.
 UPDATE populate_run_keys k SET state = 'queued'
-FROM (SELECT p.run_id, p.seq FROM populate_run_keys p WHERE p.run_id = @run_id AND p.state = 'pending'
-    ORDER BY p.seq LIMIT @max_keys FOR UPDATE) n
-WHERE k.run_id = n.run_id AND k.seq = n.seq
+FROM (SELECT w.run_id, w.seq FROM (
+        SELECT p.run_id, p.seq, p.table_name, p.key_hash FROM populate_run_keys p
+        WHERE p.run_id = @run_id AND p.state = 'pending'
+            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = p.table_name AND j.key_hash = p.key_hash
+                AND j.status = 'reserved')
+        ORDER BY p.seq LIMIT @window_keys FOR UPDATE OF p) w
+    ORDER BY EXISTS (SELECT 1 FROM populate_run_keys o WHERE o.table_name = w.table_name AND o.key_hash = w.key_hash
+            AND o.state = 'queued' AND o.run_id <> w.run_id), w.seq
+    LIMIT @max_keys) n
+WHERE k.run_id = n.run_id AND k.seq = n.seq AND k.state = 'pending'
 RETURNING k.seq, k.key_hash::text AS key_hash;
+
+-- name: RunKeyWait :execrows
+-- RunKeyWait turns a run's queued key into one waiting for another make's end: its make found the
+-- key reserved by that make. (A waiting one handed to River again by the orphan sweep stays so.)
+UPDATE populate_run_keys SET state = 'waiting'
+WHERE run_id = @run_id AND table_name = @table_name AND key_hash = @key_hash AND state IN ('queued', 'waiting');
+
+-- name: JobStatusLock :one
+-- JobStatusLock reads a key's job status and locks its row. A finishing transaction locks the row
+-- first, so the reader either waits for it and reads what it wrote, or holds the row until it
+-- commits, and the finisher's later look for the key's open run entries sees what it wrote.
+SELECT status FROM jobs WHERE table_name = @table_name AND key_hash = @key_hash FOR UPDATE;
+
+-- name: RunHoldingKey :one
+-- RunHoldingKey locks the first running populate run, not stopping, that holds the key pending or
+-- queued, and returns it with that entry's state: a background make of the key yields to it.
+SELECT r.id AS run_id, k.state FROM populate_runs r JOIN populate_run_keys k ON k.run_id = r.id
+WHERE k.table_name = @table_name AND k.key_hash = @key_hash AND k.state IN ('pending', 'queued')
+    AND r.state = 'running' AND r.stopping IS NULL
+ORDER BY r.id LIMIT 1 FOR UPDATE OF r;
 
 -- name: RunFinish :exec
 UPDATE populate_runs SET state = @state, finished_at = clock_timestamp() WHERE id = @id AND state = 'running';
@@ -194,9 +256,10 @@ LISTEN populate_change;
 -- name: RunTable :one
 SELECT table_name, trace_parent FROM populate_runs WHERE id = @id;
 
--- name: RunDropWaiting :exec
--- RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
--- completes without make when it runs, and the run need not wait for it.
+-- name: RunDropUnstarted :exec
+-- RunDropUnstarted drops a stopping run's queued keys whose make job has not started: the job
+-- then completes without make when it runs (giving the key back to the feeder), and the run need
+-- not wait for it.
 WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = @run_id AND k.state = 'queued'
     AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make' AND rj.state = 'running'
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
@@ -209,7 +272,7 @@ UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE 
 -- (infrastructure errors) or it was cancelled, outside the transaction that settles a key, so the
 -- run would stay running. Each comes with the newest ended make job of the key (the run's own
 -- first), its state and last error.
-SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash, k.state AS entry_state,
     coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
@@ -218,7 +281,7 @@ LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
 LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
     AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
     ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
-WHERE r.state = 'running' AND k.state = 'queued'
+WHERE r.state = 'running' AND k.state IN ('queued', 'waiting')
     AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
         AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
@@ -243,7 +306,7 @@ SELECT count(*) FROM (SELECT 1 FROM river_job rj
 -- MakesMark is one chunk of the feeder: it takes up to max_keys scheduled keys of the table whose
 -- make is not enqueued (skipping rows locked at this instant: a reservation, another feeder),
 -- marks them enqueued and returns their hashes, for the caller to insert their populate_make
--- jobs in the same transaction.
+-- jobs in the same transaction. (A populate run marks the keys it takes enqueued: it makes them.)
 WITH picked AS (
     SELECT p.key_hash FROM jobs p
     WHERE p.table_name = @table_name::text AND p.status = 'scheduled' AND NOT p.enqueued
@@ -252,24 +315,16 @@ UPDATE jobs j SET enqueued = true FROM picked
 WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
 RETURNING j.key_hash::text AS key_hash;
 
--- name: MakesClaim :many
+-- name: MakesClaim :exec
 -- MakesClaim is MakesMark for the given keys of a populate run: it marks enqueued those of them
--- that are scheduled and whose make is not enqueued (skipping rows locked at this instant) and
--- returns their hashes, for the caller to insert their make jobs in the same transaction.
+-- that are scheduled and whose make is not enqueued (skipping rows locked at this instant), for
+-- the caller to insert the run's make jobs in the same transaction.
 WITH picked AS (
     SELECT p.key_hash FROM jobs p
     WHERE p.table_name = @table_name::text AND p.key_hash = ANY(@key_hashes::text[]) AND p.status = 'scheduled' AND NOT p.enqueued
     FOR UPDATE SKIP LOCKED)
 UPDATE jobs j SET enqueued = true FROM picked
-WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash
-RETURNING j.key_hash::text AS key_hash;
-
--- name: MakesOnTheirWay :many
--- MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
--- (a make job enqueued, or a transaction marking it now). A row locked by another transaction
--- reads as it was before it.
-SELECT key_hash::text AS key_hash FROM jobs
-WHERE table_name = @table_name::text AND key_hash = ANY(@key_hashes::text[]) AND status = 'scheduled';
+WHERE j.table_name = @table_name::text AND j.key_hash = picked.key_hash;
 
 -- name: TablesToFeed :many
 -- TablesToFeed lists the tables among names that have scheduled keys whose make is not enqueued.
@@ -290,7 +345,8 @@ WHERE table_name = @table_name AND key_hash = @key_hash AND status = 'scheduled'
 
 -- name: MakesLost :many
 -- MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
--- make job is waiting for or running: their job was
+-- make job is waiting for or running, and that no populate run holds pending (the run makes
+-- those): their job was
 -- cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
 -- outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
 -- transaction, never leaves such a key. Each comes with the newest ended populate_make job of
@@ -301,6 +357,9 @@ WITH lost AS (
         AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
             AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
             AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
+        AND NOT EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+            WHERE k.table_name = j.table_name AND k.key_hash = j.key_hash AND k.state = 'pending'
+                AND r.state = 'running' AND r.stopping IS NULL)
     LIMIT @max_keys FOR UPDATE OF j SKIP LOCKED)
 UPDATE jobs j SET enqueued = false FROM lost
 WHERE j.table_name = lost.table_name AND j.key_hash = lost.key_hash
@@ -382,3 +441,31 @@ SELECT pg_notify('populate_tables', @name::text);
 -- name: TablesListen :exec
 -- TablesListen subscribes the connection to populate_tables (TablesNotify).
 LISTEN populate_tables;
+
+-- name: RunsStalled :many
+-- RunsStalled lists the running populate runs, not stopping, with no key queued while a pending
+-- key of theirs is free (no make holds it): the make that held it when the run passed over it was
+-- given back (a reclaim) without the run hearing of it. The reclaim pass moves them on.
+SELECT r.id FROM populate_runs r
+WHERE r.state = 'running' AND r.stopping IS NULL
+    AND NOT EXISTS (SELECT 1 FROM populate_run_keys q WHERE q.run_id = r.id AND q.state = 'queued')
+    AND EXISTS (SELECT 1 FROM populate_run_keys p WHERE p.run_id = r.id AND p.state = 'pending'
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = p.table_name AND j.key_hash = p.key_hash
+            AND j.status = 'reserved'))
+ORDER BY r.id;
+
+-- name: MakesTakeForRun :exec
+-- MakesTakeForRun marks enqueued the scheduled keys run took that are not, so that the feeder
+-- leaves them to the run, which enqueues their makes; rows locked at this instant are left (a
+-- background make that starts on one yields to the run).
+UPDATE jobs j SET enqueued = true
+FROM (SELECT p.key_hash FROM jobs p JOIN populate_run_keys k ON k.table_name = p.table_name AND k.key_hash = p.key_hash
+    WHERE k.run_id = @run_id AND p.table_name = @table_name::text AND p.status = 'scheduled' AND NOT p.enqueued
+    FOR UPDATE OF p SKIP LOCKED) g
+WHERE j.table_name = @table_name::text AND j.key_hash = g.key_hash;
+
+-- name: RunKeyRequeue :exec
+-- RunKeyRequeue hands a run's waiting key back to the run (queued): the make it waited for ended
+-- without settling it.
+UPDATE populate_run_keys SET state = 'queued'
+WHERE run_id = @run_id AND table_name = @table_name AND key_hash = @key_hash AND state = 'waiting';

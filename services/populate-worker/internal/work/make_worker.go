@@ -20,7 +20,7 @@ import (
 // rescuer, which takes back a running job once its timeout has passed, must not take it first.
 const recordGrace = 15 * time.Second
 
-// busySnooze is how long a run's make whose key another make holds waits before it looks again.
+// busySnooze is how long a run's make whose key was reclaimed under it waits before it tries again.
 const busySnooze = time.Second
 
 // MakeWorker works populate_make jobs, the background's and the populate runs': it reserves the
@@ -58,8 +58,7 @@ func (w *MakeWorker) Work(ctx context.Context, job *river.Job[queue.PopulateMake
 	defer cancel()
 	end, err := w.Engine.MakeKey(makeCtx, by, a.Table, a.KeyHash, opts, ender(job, a.Table, a.KeyHash))
 	if errors.Is(err, populate.ErrKeyBusy) {
-		// Another make holds the key; its end settles the key in the run or leaves it to this
-		// job. Until then the run waits for it, and this job with it.
+		// The key was given back to scheduled under this job (reclaimed): it tries again.
 		return river.JobSnooze(busySnooze)
 	}
 	err = cancelUnknown(err, a.Table, a.KeyHash)
@@ -112,7 +111,8 @@ type makeOutput struct {
 }
 
 // ender ends job in the transaction that records its delivery, as end says: completed when it
-// made the key or settled its job or run entry; discarded with make's error; cancelled when River
+// made the key, settled its job or run entry, or handed the key to the populate run that makes
+// it or counts it (yielded_to_run, waiting_for_other_make); discarded with make's error; cancelled when River
 // UI's Cancel cut its make off, or when it had nothing to do (a job that made nothing never ends
 // completed). The output it records says what became of the key.
 func ender(job *river.Job[queue.PopulateMakeArgs], table, hash string) populate.CompleteFunc {
@@ -120,7 +120,7 @@ func ender(job *river.Job[queue.PopulateMakeArgs], table, hash string) populate.
 		out := makeOutput{Outcome: string(end.Outcome), Table: table, KeyHash: hash, Note: end.Note, Revived: end.Revived, RunEntries: end.Settled}
 		state, cause := rivertype.JobStateCompleted, error(nil)
 		switch end.Outcome {
-		case populate.OutcomeMade, populate.OutcomeInTarget:
+		case populate.OutcomeMade, populate.OutcomeInTarget, populate.OutcomeYielded, populate.OutcomeWaiting:
 		case populate.OutcomeError:
 			state, cause = rivertype.JobStateDiscarded, fmt.Errorf("make %s/%s: %w", table, hash, end.Err)
 		case populate.OutcomeCancelled:

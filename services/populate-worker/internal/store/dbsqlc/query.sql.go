@@ -309,7 +309,10 @@ UPDATE jobs SET status = 'reserved', error_message = NULL, error_stack = NULL, "
     host = $1, pid = $2, connection_id = pg_backend_pid(), "timestamp" = now(), run_duration = NULL,
     run_metadata = $3::jsonb || jsonb_build_object('lease_until', now() + $4::interval)
         || CASE WHEN status = 'error' THEN jsonb_build_object('retried_from_error', error_message) ELSE '{}'::jsonb END
-WHERE table_name = $5 AND key_hash = $6 AND (status = 'scheduled' OR ($7::boolean AND status = 'error'))
+WHERE jobs.table_name = $5 AND jobs.key_hash = $6 AND (jobs.status = 'scheduled' OR ($7::boolean AND jobs.status = 'error'))
+    AND NOT ($8::boolean AND EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+        WHERE k.table_name = jobs.table_name AND k.key_hash = jobs.key_hash AND k.state IN ('pending', 'queued')
+            AND r.state = 'running' AND r.stopping IS NULL))
 RETURNING key_hash, key, connection_id, (run_metadata ? 'retried_from_error')::boolean AS revived
 `
 
@@ -321,6 +324,7 @@ type JobReserveParams struct {
 	TableName   string
 	KeyHash     string
 	Revive      bool
+	Yield       bool
 }
 
 type JobReserveRow struct {
@@ -334,7 +338,8 @@ type JobReserveRow struct {
 // status = 'scheduled': of any number of concurrent callers exactly one gets the row (the others
 // wait for its lock, re-check the status and update nothing). With revive it reserves an error
 // job as well, clearing its error (a make job retried in River UI makes its key again), and says
-// so in run_metadata (retried_from_error).
+// so in run_metadata (retried_from_error). With yield (a background make) it leaves a key that a
+// running populate run, not stopping, holds pending or queued: the run makes it (RunHoldingKey).
 func (q *Queries) JobReserve(ctx context.Context, db DBTX, arg JobReserveParams) (JobReserveRow, error) {
 	row := db.QueryRow(ctx, jobReserve,
 		arg.Host,
@@ -344,6 +349,7 @@ func (q *Queries) JobReserve(ctx context.Context, db DBTX, arg JobReserveParams)
 		arg.TableName,
 		arg.KeyHash,
 		arg.Revive,
+		arg.Yield,
 	)
 	var i JobReserveRow
 	err := row.Scan(
@@ -433,6 +439,25 @@ func (q *Queries) JobSetSuccess(ctx context.Context, db DBTX, arg JobSetSuccessP
 	return err
 }
 
+const jobStatusLock = `-- name: JobStatusLock :one
+SELECT status FROM jobs WHERE table_name = $1 AND key_hash = $2 FOR UPDATE
+`
+
+type JobStatusLockParams struct {
+	TableName string
+	KeyHash   string
+}
+
+// JobStatusLock reads a key's job status and locks its row. A finishing transaction locks the row
+// first, so the reader either waits for it and reads what it wrote, or holds the row until it
+// commits, and the finisher's later look for the key's open run entries sees what it wrote.
+func (q *Queries) JobStatusLock(ctx context.Context, db DBTX, arg JobStatusLockParams) (string, error) {
+	row := db.QueryRow(ctx, jobStatusLock, arg.TableName, arg.KeyHash)
+	var status string
+	err := row.Scan(&status)
+	return status, err
+}
+
 const jobUnenqueue = `-- name: JobUnenqueue :execrows
 UPDATE jobs SET enqueued = false
 WHERE table_name = $1 AND key_hash = $2 AND status = 'scheduled' AND enqueued
@@ -452,14 +477,13 @@ func (q *Queries) JobUnenqueue(ctx context.Context, db DBTX, arg JobUnenqueuePar
 	return result.RowsAffected(), nil
 }
 
-const makesClaim = `-- name: MakesClaim :many
+const makesClaim = `-- name: MakesClaim :exec
 WITH picked AS (
     SELECT p.key_hash FROM jobs p
     WHERE p.table_name = $1::text AND p.key_hash = ANY($2::text[]) AND p.status = 'scheduled' AND NOT p.enqueued
     FOR UPDATE SKIP LOCKED)
 UPDATE jobs j SET enqueued = true FROM picked
 WHERE j.table_name = $1::text AND j.key_hash = picked.key_hash
-RETURNING j.key_hash::text AS key_hash
 `
 
 type MakesClaimParams struct {
@@ -468,26 +492,39 @@ type MakesClaimParams struct {
 }
 
 // MakesClaim is MakesMark for the given keys of a populate run: it marks enqueued those of them
-// that are scheduled and whose make is not enqueued (skipping rows locked at this instant) and
-// returns their hashes, for the caller to insert their make jobs in the same transaction.
-func (q *Queries) MakesClaim(ctx context.Context, db DBTX, arg MakesClaimParams) ([]string, error) {
-	rows, err := db.Query(ctx, makesClaim, arg.TableName, arg.KeyHashes)
+// that are scheduled and whose make is not enqueued (skipping rows locked at this instant), for
+// the caller to insert the run's make jobs in the same transaction.
+func (q *Queries) MakesClaim(ctx context.Context, db DBTX, arg MakesClaimParams) error {
+	_, err := db.Exec(ctx, makesClaim, arg.TableName, arg.KeyHashes)
+	return err
+}
+
+const makesGiveBack = `-- name: MakesGiveBack :execrows
+UPDATE jobs j SET enqueued = false
+FROM (SELECT p.key_hash FROM jobs p
+    WHERE p.table_name = $1::text AND p.key_hash = ANY($2::text[])
+        AND p.status = 'scheduled' AND p.enqueued
+        AND NOT EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+            WHERE k.table_name = p.table_name AND k.key_hash = p.key_hash AND k.state IN ('pending', 'queued')
+                AND r.state = 'running' AND r.stopping IS NULL)
+    FOR UPDATE OF p SKIP LOCKED) g
+WHERE j.table_name = $1::text AND j.key_hash = g.key_hash
+`
+
+type MakesGiveBackParams struct {
+	TableName string
+	KeyHashes []string
+}
+
+// MakesGiveBack gives back to the feeder (not enqueued) the given scheduled keys of the table
+// that a stopped run took and never handed to River, unless another running populate run, not
+// stopping, holds them too; rows locked at this instant are left (a make or a feeder has them).
+func (q *Queries) MakesGiveBack(ctx context.Context, db DBTX, arg MakesGiveBackParams) (int64, error) {
+	result, err := db.Exec(ctx, makesGiveBack, arg.TableName, arg.KeyHashes)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var key_hash string
-		if err := rows.Scan(&key_hash); err != nil {
-			return nil, err
-		}
-		items = append(items, key_hash)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return result.RowsAffected(), nil
 }
 
 const makesLost = `-- name: MakesLost :many
@@ -497,6 +534,9 @@ WITH lost AS (
         AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
             AND rj.args @> jsonb_build_object('table', j.table_name::text, 'key_hash', j.key_hash::text)
             AND rj.state IN ('available', 'pending', 'retryable', 'scheduled', 'running'))
+        AND NOT EXISTS (SELECT 1 FROM populate_run_keys k JOIN populate_runs r ON r.id = k.run_id
+            WHERE k.table_name = j.table_name AND k.key_hash = j.key_hash AND k.state = 'pending'
+                AND r.state = 'running' AND r.stopping IS NULL)
     LIMIT $1 FOR UPDATE OF j SKIP LOCKED)
 UPDATE jobs j SET enqueued = false FROM lost
 WHERE j.table_name = lost.table_name AND j.key_hash = lost.key_hash
@@ -517,7 +557,8 @@ type MakesLostRow struct {
 }
 
 // MakesLost gives back to the feeder (enqueued false) the scheduled keys marked enqueued that no
-// make job is waiting for or running: their job was
+// make job is waiting for or running, and that no populate run holds pending (the run makes
+// those): their job was
 // cancelled or deleted while it waited (River UI's Cancel and Delete), or discarded by River
 // outside any transaction of the key's. The feeder, its job enqueued and its keys marked in one
 // transaction, never leaves such a key. Each comes with the newest ended populate_make job of
@@ -565,7 +606,7 @@ type MakesMarkParams struct {
 // MakesMark is one chunk of the feeder: it takes up to max_keys scheduled keys of the table whose
 // make is not enqueued (skipping rows locked at this instant: a reservation, another feeder),
 // marks them enqueued and returns their hashes, for the caller to insert their populate_make
-// jobs in the same transaction.
+// jobs in the same transaction. (A populate run marks the keys it takes enqueued: it makes them.)
 func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) ([]string, error) {
 	rows, err := db.Query(ctx, makesMark, arg.TableName, arg.MaxKeys)
 	if err != nil {
@@ -586,37 +627,25 @@ func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) (
 	return items, nil
 }
 
-const makesOnTheirWay = `-- name: MakesOnTheirWay :many
-SELECT key_hash::text AS key_hash FROM jobs
-WHERE table_name = $1::text AND key_hash = ANY($2::text[]) AND status = 'scheduled'
+const makesTakeForRun = `-- name: MakesTakeForRun :exec
+UPDATE jobs j SET enqueued = true
+FROM (SELECT p.key_hash FROM jobs p JOIN populate_run_keys k ON k.table_name = p.table_name AND k.key_hash = p.key_hash
+    WHERE k.run_id = $2 AND p.table_name = $1::text AND p.status = 'scheduled' AND NOT p.enqueued
+    FOR UPDATE OF p SKIP LOCKED) g
+WHERE j.table_name = $1::text AND j.key_hash = g.key_hash
 `
 
-type MakesOnTheirWayParams struct {
+type MakesTakeForRunParams struct {
 	TableName string
-	KeyHashes []string
+	RunID     int64
 }
 
-// MakesOnTheirWay returns which of the given keys of the table are scheduled with a make on its way
-// (a make job enqueued, or a transaction marking it now). A row locked by another transaction
-// reads as it was before it.
-func (q *Queries) MakesOnTheirWay(ctx context.Context, db DBTX, arg MakesOnTheirWayParams) ([]string, error) {
-	rows, err := db.Query(ctx, makesOnTheirWay, arg.TableName, arg.KeyHashes)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var key_hash string
-		if err := rows.Scan(&key_hash); err != nil {
-			return nil, err
-		}
-		items = append(items, key_hash)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+// MakesTakeForRun marks enqueued the scheduled keys run took that are not, so that the feeder
+// leaves them to the run, which enqueues their makes; rows locked at this instant are left (a
+// background make that starts on one yields to the run).
+func (q *Queries) MakesTakeForRun(ctx context.Context, db DBTX, arg MakesTakeForRunParams) error {
+	_, err := db.Exec(ctx, makesTakeForRun, arg.TableName, arg.RunID)
+	return err
 }
 
 const makesWaiting = `-- name: MakesWaiting :one
@@ -700,18 +729,36 @@ func (q *Queries) RunCancel(ctx context.Context, db DBTX, id int64) (int64, erro
 	return id_2, err
 }
 
-const runDropPending = `-- name: RunDropPending :exec
-WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = $1 AND state = 'pending' RETURNING 1)
-UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = $1
+const runDropPending = `-- name: RunDropPending :many
+WITH d AS (UPDATE populate_run_keys SET state = 'dropped' WHERE run_id = $1 AND state IN ('pending', 'waiting')
+        RETURNING key_hash),
+    u AS (UPDATE populate_runs SET dropped = dropped + (SELECT count(*) FROM d) WHERE id = $1)
+SELECT key_hash::text AS key_hash FROM d
 `
 
-// RunDropPending drops the keys a stopping run had not yet handed to River.
-func (q *Queries) RunDropPending(ctx context.Context, db DBTX, id int64) error {
-	_, err := db.Exec(ctx, runDropPending, id)
-	return err
+// RunDropPending drops the keys a stopping run had not yet handed to River, and those it waits
+// for another make to end, and returns their hashes.
+func (q *Queries) RunDropPending(ctx context.Context, db DBTX, id int64) ([]string, error) {
+	rows, err := db.Query(ctx, runDropPending, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var key_hash string
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
-const runDropWaiting = `-- name: RunDropWaiting :exec
+const runDropUnstarted = `-- name: RunDropUnstarted :exec
 WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = $1 AND k.state = 'queued'
     AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make' AND rj.state = 'running'
         AND rj.args @> jsonb_build_object('run_id', k.run_id, 'key_hash', k.key_hash::text))
@@ -719,10 +766,11 @@ WITH d AS (UPDATE populate_run_keys k SET state = 'dropped' WHERE k.run_id = $1 
 UPDATE populate_runs r SET dropped = r.dropped + (SELECT count(*) FROM d) WHERE r.id = $1
 `
 
-// RunDropWaiting drops a stopping run's queued keys whose make job has not started: the job then
-// completes without make when it runs, and the run need not wait for it.
-func (q *Queries) RunDropWaiting(ctx context.Context, db DBTX, runID int64) error {
-	_, err := db.Exec(ctx, runDropWaiting, runID)
+// RunDropUnstarted drops a stopping run's queued keys whose make job has not started: the job
+// then completes without make when it runs (giving the key back to the feeder), and the run need
+// not wait for it.
+func (q *Queries) RunDropUnstarted(ctx context.Context, db DBTX, runID int64) error {
+	_, err := db.Exec(ctx, runDropUnstarted, runID)
 	return err
 }
 
@@ -829,9 +877,35 @@ func (q *Queries) RunGet(ctx context.Context, db DBTX, id int64) (RunGetRow, err
 	return i, err
 }
 
+const runHoldingKey = `-- name: RunHoldingKey :one
+SELECT r.id AS run_id, k.state FROM populate_runs r JOIN populate_run_keys k ON k.run_id = r.id
+WHERE k.table_name = $1 AND k.key_hash = $2 AND k.state IN ('pending', 'queued')
+    AND r.state = 'running' AND r.stopping IS NULL
+ORDER BY r.id LIMIT 1 FOR UPDATE OF r
+`
+
+type RunHoldingKeyParams struct {
+	TableName string
+	KeyHash   string
+}
+
+type RunHoldingKeyRow struct {
+	RunID int64
+	State string
+}
+
+// RunHoldingKey locks the first running populate run, not stopping, that holds the key pending or
+// queued, and returns it with that entry's state: a background make of the key yields to it.
+func (q *Queries) RunHoldingKey(ctx context.Context, db DBTX, arg RunHoldingKeyParams) (RunHoldingKeyRow, error) {
+	row := db.QueryRow(ctx, runHoldingKey, arg.TableName, arg.KeyHash)
+	var i RunHoldingKeyRow
+	err := row.Scan(&i.RunID, &i.State)
+	return i, err
+}
+
 const runIDsOfOpenKey = `-- name: RunIDsOfOpenKey :many
 SELECT DISTINCT run_id FROM populate_run_keys
-WHERE table_name = $1 AND key_hash = $2 AND state IN ('pending', 'queued')
+WHERE table_name = $1 AND key_hash = $2 AND state IN ('pending', 'queued', 'waiting')
 ORDER BY run_id
 `
 
@@ -840,7 +914,8 @@ type RunIDsOfOpenKeyParams struct {
 	KeyHash   string
 }
 
-// RunIDsOfOpenKey lists the runs holding a key that is still pending or queued, in id order.
+// RunIDsOfOpenKey lists the runs holding a key that is still open (pending, queued or waiting),
+// in id order.
 func (q *Queries) RunIDsOfOpenKey(ctx context.Context, db DBTX, arg RunIDsOfOpenKeyParams) ([]int64, error) {
 	rows, err := db.Query(ctx, runIDsOfOpenKey, arg.TableName, arg.KeyHash)
 	if err != nil {
@@ -905,8 +980,47 @@ func (q *Queries) RunKeyGet(ctx context.Context, db DBTX, arg RunKeyGetParams) (
 	return key, err
 }
 
+const runKeyRequeue = `-- name: RunKeyRequeue :exec
+UPDATE populate_run_keys SET state = 'queued'
+WHERE run_id = $1 AND table_name = $2 AND key_hash = $3 AND state = 'waiting'
+`
+
+type RunKeyRequeueParams struct {
+	RunID     int64
+	TableName string
+	KeyHash   string
+}
+
+// RunKeyRequeue hands a run's waiting key back to the run (queued): the make it waited for ended
+// without settling it.
+func (q *Queries) RunKeyRequeue(ctx context.Context, db DBTX, arg RunKeyRequeueParams) error {
+	_, err := db.Exec(ctx, runKeyRequeue, arg.RunID, arg.TableName, arg.KeyHash)
+	return err
+}
+
+const runKeyWait = `-- name: RunKeyWait :execrows
+UPDATE populate_run_keys SET state = 'waiting'
+WHERE run_id = $1 AND table_name = $2 AND key_hash = $3 AND state IN ('queued', 'waiting')
+`
+
+type RunKeyWaitParams struct {
+	RunID     int64
+	TableName string
+	KeyHash   string
+}
+
+// RunKeyWait turns a run's queued key into one waiting for another make's end: its make found the
+// key reserved by that make. (A waiting one handed to River again by the orphan sweep stays so.)
+func (q *Queries) RunKeyWait(ctx context.Context, db DBTX, arg RunKeyWaitParams) (int64, error) {
+	result, err := db.Exec(ctx, runKeyWait, arg.RunID, arg.TableName, arg.KeyHash)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const runKeysOrphaned = `-- name: RunKeysOrphaned :many
-SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash,
+SELECT k.run_id, k.table_name::text AS table_name, k.key_hash::text AS key_hash, k.state AS entry_state,
     coalesce(j.status, '')::text AS status, coalesce(j.enqueued, false)::boolean AS enqueued,
     coalesce(e.id, 0)::bigint AS job_id, coalesce(e.state::text, '')::text AS job_state,
     coalesce(e.errors[array_upper(e.errors, 1)] ->> 'error', '')::text AS job_error
@@ -915,7 +1029,7 @@ LEFT JOIN jobs j ON j.table_name = k.table_name AND j.key_hash = k.key_hash
 LEFT JOIN LATERAL (SELECT rj.id, rj.state, rj.errors FROM river_job rj WHERE rj.kind = 'populate_make'
     AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
     ORDER BY (rj.args ->> 'run_id') IS NOT DISTINCT FROM k.run_id::text DESC, rj.id DESC LIMIT 1) e ON true
-WHERE r.state = 'running' AND k.state = 'queued'
+WHERE r.state = 'running' AND k.state IN ('queued', 'waiting')
     AND NOT EXISTS (SELECT 1 FROM river_job rj WHERE rj.kind = 'populate_make'
         AND rj.args @> jsonb_build_object('table', k.table_name::text, 'key_hash', k.key_hash::text)
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
@@ -923,14 +1037,15 @@ ORDER BY k.run_id, k.seq
 `
 
 type RunKeysOrphanedRow struct {
-	RunID     int64
-	TableName string
-	KeyHash   string
-	Status    string
-	Enqueued  bool
-	JobID     int64
-	JobState  string
-	JobError  string
+	RunID      int64
+	TableName  string
+	KeyHash    string
+	EntryState string
+	Status     string
+	Enqueued   bool
+	JobID      int64
+	JobState   string
+	JobError   string
 }
 
 // RunKeysOrphaned lists the queued keys of running runs that no populate_make job (the run's own,
@@ -951,6 +1066,7 @@ func (q *Queries) RunKeysOrphaned(ctx context.Context, db DBTX) ([]RunKeysOrphan
 			&i.RunID,
 			&i.TableName,
 			&i.KeyHash,
+			&i.EntryState,
 			&i.Status,
 			&i.Enqueued,
 			&i.JobID,
@@ -969,15 +1085,23 @@ func (q *Queries) RunKeysOrphaned(ctx context.Context, db DBTX) ([]RunKeysOrphan
 
 const runKeysQueueNext = `-- name: RunKeysQueueNext :many
 UPDATE populate_run_keys k SET state = 'queued'
-FROM (SELECT p.run_id, p.seq FROM populate_run_keys p WHERE p.run_id = $1 AND p.state = 'pending'
-    ORDER BY p.seq LIMIT $2 FOR UPDATE) n
-WHERE k.run_id = n.run_id AND k.seq = n.seq
+FROM (SELECT w.run_id, w.seq FROM (
+        SELECT p.run_id, p.seq, p.table_name, p.key_hash FROM populate_run_keys p
+        WHERE p.run_id = $1 AND p.state = 'pending'
+            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = p.table_name AND j.key_hash = p.key_hash
+                AND j.status = 'reserved')
+        ORDER BY p.seq LIMIT $2 FOR UPDATE OF p) w
+    ORDER BY EXISTS (SELECT 1 FROM populate_run_keys o WHERE o.table_name = w.table_name AND o.key_hash = w.key_hash
+            AND o.state = 'queued' AND o.run_id <> w.run_id), w.seq
+    LIMIT $3) n
+WHERE k.run_id = n.run_id AND k.seq = n.seq AND k.state = 'pending'
 RETURNING k.seq, k.key_hash::text AS key_hash
 `
 
 type RunKeysQueueNextParams struct {
-	RunID   int64
-	MaxKeys int32
+	RunID      int64
+	WindowKeys int32
+	MaxKeys    int32
 }
 
 type RunKeysQueueNextRow struct {
@@ -985,9 +1109,15 @@ type RunKeysQueueNextRow struct {
 	KeyHash string
 }
 
-// RunKeysQueueNext hands the run's next pending keys, in its order, to River.
+// RunKeysQueueNext hands the run's next pending keys, in its order, to River, passing over those
+// another make has reserved: as DataJoint's callers do, the run moves on to the next free key, and
+// that make's end counts the key in the run (made_elsewhere, or skipped when it fails), or, given
+// back, leaves it pending for the run's turn. Within the next window_keys free keys it takes
+// those no other run has queued first, so that runs over the same keys in the same order spread
+// over them rather than race for each; a key another run queued is still taken when its turn
+// comes, and the make that starts first reserves it.
 func (q *Queries) RunKeysQueueNext(ctx context.Context, db DBTX, arg RunKeysQueueNextParams) ([]RunKeysQueueNextRow, error) {
-	rows, err := db.Query(ctx, runKeysQueueNext, arg.RunID, arg.MaxKeys)
+	rows, err := db.Query(ctx, runKeysQueueNext, arg.RunID, arg.WindowKeys, arg.MaxKeys)
 	if err != nil {
 		return nil, err
 	}
@@ -1010,7 +1140,7 @@ const runKeysResolve = `-- name: RunKeysResolve :many
 UPDATE populate_run_keys k SET state = $1, error_message = $2
 FROM populate_run_keys o
 WHERE o.run_id = k.run_id AND o.seq = k.seq AND k.run_id = ANY($3::bigint[])
-    AND k.table_name = $4 AND k.key_hash = $5 AND k.state IN ('pending', 'queued')
+    AND k.table_name = $4 AND k.key_hash = $5 AND k.state IN ('pending', 'queued', 'waiting')
 RETURNING k.run_id, o.state AS was
 `
 
@@ -1027,8 +1157,8 @@ type RunKeysResolveRow struct {
 	Was   string
 }
 
-// RunKeysResolve ends a key's pending or queued entries in the given runs, returning each run and
-// the entry's previous state (the self-join reads the row as it was).
+// RunKeysResolve ends a key's open (pending, queued or waiting) entries in the given runs,
+// returning each run and the entry's previous state (the self-join reads the row as it was).
 func (q *Queries) RunKeysResolve(ctx context.Context, db DBTX, arg RunKeysResolveParams) ([]RunKeysResolveRow, error) {
 	rows, err := db.Query(ctx, runKeysResolve,
 		arg.State,
@@ -1162,15 +1292,27 @@ func (q *Queries) RunLockRunning(ctx context.Context, db DBTX, ids []int64) ([]i
 	return items, nil
 }
 
-const runQueuedCount = `-- name: RunQueuedCount :one
-SELECT count(*) FROM populate_run_keys WHERE run_id = $1 AND state = 'queued'
+const runOpenCount = `-- name: RunOpenCount :one
+SELECT q.queued::bigint AS queued,
+    (r.total - r.made - r.errors - r.made_elsewhere - r.skipped - r.dropped - q.queued)::bigint AS open
+FROM populate_runs r,
+    (SELECT count(*) AS queued FROM populate_run_keys WHERE run_id = $1 AND state = 'queued') q
+WHERE r.id = $1
 `
 
-func (q *Queries) RunQueuedCount(ctx context.Context, db DBTX, runID int64) (int64, error) {
-	row := db.QueryRow(ctx, runQueuedCount, runID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
+type RunOpenCountRow struct {
+	Queued int64
+	Open   int64
+}
+
+// RunOpenCount counts the run's keys whose make is queued or running for it (at most its
+// processes, along the index), and those still open otherwise, pending or waiting for another
+// make's end: what its counters have not counted ended.
+func (q *Queries) RunOpenCount(ctx context.Context, db DBTX, runID int64) (RunOpenCountRow, error) {
+	row := db.QueryRow(ctx, runOpenCount, runID)
+	var i RunOpenCountRow
+	err := row.Scan(&i.Queued, &i.Open)
+	return i, err
 }
 
 const runSetTotal = `-- name: RunSetTotal :exec
@@ -1209,7 +1351,7 @@ UPDATE populate_runs SET made = made + $1, errors = errors + $2, skipped = skipp
     stopping = coalesce(stopping, CASE WHEN $6::text = '' OR ($6::text = 'error' AND suppress_errors)
         THEN NULL ELSE $6::text END)
 WHERE id = $7
-RETURNING stopping, processes
+RETURNING stopping, processes, table_name
 `
 
 type RunTallyParams struct {
@@ -1225,6 +1367,7 @@ type RunTallyParams struct {
 type RunTallyRow struct {
 	Stopping  *string
 	Processes int32
+	TableName string
 }
 
 // RunTally counts one key's outcome in a run and, for a stop reason, stops the run taking keys
@@ -1240,7 +1383,7 @@ func (q *Queries) RunTally(ctx context.Context, db DBTX, arg RunTallyParams) (Ru
 		arg.ID,
 	)
 	var i RunTallyRow
-	err := row.Scan(&i.Stopping, &i.Processes)
+	err := row.Scan(&i.Stopping, &i.Processes, &i.TableName)
 	return i, err
 }
 
@@ -1251,6 +1394,39 @@ SELECT id FROM populate_runs WHERE id = ANY($1::bigint[]) AND stopping = 'cancel
 // RunsCancelled returns which of the runs whose makes this process runs were cancelled.
 func (q *Queries) RunsCancelled(ctx context.Context, db DBTX, ids []int64) ([]int64, error) {
 	rows, err := db.Query(ctx, runsCancelled, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const runsStalled = `-- name: RunsStalled :many
+SELECT r.id FROM populate_runs r
+WHERE r.state = 'running' AND r.stopping IS NULL
+    AND NOT EXISTS (SELECT 1 FROM populate_run_keys q WHERE q.run_id = r.id AND q.state = 'queued')
+    AND EXISTS (SELECT 1 FROM populate_run_keys p WHERE p.run_id = r.id AND p.state = 'pending'
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.table_name = p.table_name AND j.key_hash = p.key_hash
+            AND j.status = 'reserved'))
+ORDER BY r.id
+`
+
+// RunsStalled lists the running populate runs, not stopping, with no key queued while a pending
+// key of theirs is free (no make holds it): the make that held it when the run passed over it was
+// given back (a reclaim) without the run hearing of it. The reclaim pass moves them on.
+func (q *Queries) RunsStalled(ctx context.Context, db DBTX) ([]int64, error) {
+	rows, err := db.Query(ctx, runsStalled)
 	if err != nil {
 		return nil, err
 	}
