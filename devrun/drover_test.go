@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/shared/apiclient"
@@ -139,6 +141,7 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 	t.Run("Batches", func(t *testing.T) { testDroverBatches(t, b) })
 	t.Run("Builds", func(t *testing.T) { testDroverBuilds(t, b) })
 	t.Run("Populate", func(t *testing.T) { testDroverPopulate(t, b) })
+	t.Run("PopulateRunMakesItsKeys", func(t *testing.T) { testPopulateRunMakesItsKeys(t, b) })
 	t.Run("MinersAndWeights", func(t *testing.T) {
 		var miners page
 		b.json(t, &miners, "miners")
@@ -334,6 +337,99 @@ func testDroverPopulate(t *testing.T, b *droverBundle) {
 	require.Contains(t, out.String(), "interrupted")
 	b.json(t, &runs, "runs", "list", "--table", "example_signal_stats", "--limit", "1")
 	require.Equal(t, "interrupted", runs.Items[0]["state"])
+}
+
+// The upstream rows testPopulateRunMakesItsKeys inserts: signal ids far above those the seed
+// route's identity column hands out (a few thousand in this test), which no other subtest uses.
+const firstRunSignal, runSignals = 700_001, 1000
+
+var (
+	// runProgress is a progress line drover populate prints while its run runs, with the rate and
+	// the ETA ("?" until known).
+	runProgress = regexp.MustCompile(`(?m)^run (\d+) running \[[#-]+\] +\d+% of \d+ keys: made \d+, \d+ failed, \d+ made elsewhere.*, \d+ remaining; \d+\.\d keys/s, eta (\S+)$`)
+	// runSummary is the line drover populate ends with: how the run ended.
+	runSummary = regexp.MustCompile(`(?m)^populate run (\d+) of example_signal_stats: (\w+); made (\d+), (\d+) failed, (\d+) made elsewhere`)
+)
+
+// testPopulateRunMakesItsKeys inserts 1,000 new upstream rows of example_signal while the
+// background feeder is on, as make run's fleet has it, and at once populates example_signal_stats
+// with drover: the run takes the new keys and makes them itself (background makes yield to a
+// run); every key it took is accounted for once; and drover shows it working, a progress line a
+// second with the rate and the ETA, and ends saying what the run made.
+func testPopulateRunMakesItsKeys(t *testing.T, b *droverBundle) {
+	t.Helper()
+	api := apiclient.Client{Token: b.opts.token}
+	base := b.fleet.url("populate-worker")
+	// What the earlier subtests left scheduled (the interrupted run's dropped keys) is made by the
+	// background first, so that the run takes the new keys alone.
+	var progress struct {
+		Total     int            `json:"total"`
+		Remaining int            `json:"remaining"`
+		Jobs      map[string]int `json:"jobs"`
+	}
+	require.Eventually(t, func() bool {
+		_, err := api.Do(t.Context(), http.MethodGet, base+"/v1/tables/example_signal_stats/progress", nil, &progress)
+		require.NoError(t, err)
+		return progress.Jobs["scheduled"]+progress.Jobs["reserved"] == 0
+	}, 3*time.Minute, 200*time.Millisecond, "example_signal_stats never settled: %+v", &progress)
+
+	conn, err := pgx.Connect(t.Context(), b.opts.databaseURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	// One statement: one change notification, every row there at once, as a data team's load is.
+	_, err = conn.Exec(t.Context(), `INSERT INTO populate_worker.example_signal (signal_id, samples)
+		SELECT g, ARRAY[g % 7, g % 11, g % 13, 0.5]::double precision[] FROM generate_series($1::bigint, $2::bigint) AS g`,
+		firstRunSignal, firstRunSignal+runSignals-1)
+	require.NoError(t, err)
+
+	// At once, while the feeder hears of the new keys too. The run schedules them itself whenever
+	// the table was last scheduled (the interval 0), so it takes them whichever comes first.
+	res := b.drover(t, "populate", "example_signal_stats", "--min-scheduling-interval", "0")
+	out := res.stdout + res.stderr
+
+	m := runSummary.FindStringSubmatch(out)
+	require.NotNil(t, m, "drover populate ends with the run's summary:\n%s", out)
+	var run struct {
+		State         string `json:"state"`
+		Total         int64  `json:"total"`
+		SuccessCount  int64  `json:"success_count"`
+		Errors        int64  `json:"errors"`
+		MadeElsewhere int64  `json:"made_elsewhere"`
+		Skipped       int64  `json:"skipped"`
+		Dropped       int64  `json:"dropped"`
+	}
+	_, err = api.Do(t.Context(), http.MethodGet, base+"/v1/populate-runs/"+m[1], nil, &run)
+	require.NoError(t, err)
+	t.Logf("populate run %s: %+v", m[1], run)
+
+	require.Equal(t, "done", run.State)
+	require.Equal(t, []string{run.State, strconv.FormatInt(run.SuccessCount, 10), strconv.FormatInt(run.Errors, 10),
+		strconv.FormatInt(run.MadeElsewhere, 10)}, m[2:6], "the summary says what the run did")
+	if run.Errors == 0 {
+		require.Equal(t, 0, res.code, "a run without errors exits 0")
+	}
+	require.GreaterOrEqual(t, run.Total, int64(runSignals*9/10), "the run took the new keys")
+	require.Equal(t, run.Total, run.SuccessCount+run.Errors+run.MadeElsewhere+run.Skipped+run.Dropped,
+		"every key the run took is accounted for once")
+
+	// While it ran: a line a second, each with the rate and the ETA, known once keys have ended.
+	lines := map[string]bool{}
+	withETA := 0
+	for _, p := range runProgress.FindAllStringSubmatch(out, -1) {
+		if p[1] != m[1] || lines[p[0]] {
+			continue
+		}
+		lines[p[0]] = true
+		if p[2] != "?" {
+			withETA++
+		}
+	}
+	require.GreaterOrEqual(t, len(lines), 2, "distinct progress lines while the run ran:\n%s", out)
+	require.GreaterOrEqual(t, withETA, 2, "progress lines with a rate and a known ETA:\n%s", out)
+
+	// Last, as it says the most: the run made its keys itself, the background's makes yielding.
+	require.GreaterOrEqual(t, run.SuccessCount*10, run.Total*9,
+		"the run made at least 90 %% of the keys it took itself (made %d of %d; %d made elsewhere)", run.SuccessCount, run.Total, run.MadeElsewhere)
 }
 
 // seedSignals adds n example signals through the demo's seed route, and waits until most of

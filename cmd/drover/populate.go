@@ -9,14 +9,17 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"drover.dev/shared/populaterun"
 )
 
 var runColumns = cols("id", "id", "table", "table", "state", "state", "total", "total", "made", "made",
-	"errors", "errors", "remaining", "remaining", "rate/s", "rate", "created", "created_at", "finished", "finished_at")
+	"errors", "errors", "elsewhere", "made_elsewhere", "remaining", "remaining", "rate/s", "rate", "created", "created_at",
+	"finished", "finished_at")
 
 var runFields = cols("id", "id", "table", "table", "state", "state", "stopping", "stopping", "keys taken", "total",
-	"made", "made", "errors", "errors", "skipped", "skipped", "dropped", "dropped", "remaining", "remaining",
-	"rate/s", "rate", "eta s", "eta_seconds", "created", "created_at", "finished", "finished_at")
+	"made", "made", "errors", "errors", "made elsewhere", "made_elsewhere", "skipped", "skipped", "dropped", "dropped",
+	"remaining", "remaining", "rate/s", "rate", "eta s", "eta_seconds", "created", "created_at", "finished", "finished_at")
 
 var populateJobColumns = cols("table", "table_name", "key hash", "key_hash", "status", "status", "key", "key",
 	"error", "error_message", "at", "timestamp")
@@ -62,19 +65,24 @@ func (a *app) populateCmd() *cobra.Command {
 	var maxCalls, processes int
 	var suppress, noFollow bool
 	var order string
+	var minInterval time.Duration
 	c := &cobra.Command{
 		Use:   "populate TABLE",
 		Short: "Make a table's missing keys in a populate run, with a progress bar; Ctrl-C cancels the run",
 		Long: `populate starts a populate run (DataJoint's populate) on TABLE's missing keys, restricted by
---restrict on key columns, and follows it with a progress bar (made, errors, rate, ETA) until it
-ends. Ctrl-C cancels the run, as DataJoint's does: it takes no more keys, its running makes are
-recorded as KeyboardInterrupt, and drover exits 130 once the run has ended. It exits 7 when the
-run failed or any key errored.`,
+--restrict on key columns, and follows it with a progress bar until it ends: the bar fills with
+the keys the run's own makes ended (made or failed) over the keys it took, beside the counts made,
+failed, made elsewhere (by another run's make, or a background make already running when the run
+reached the key) and remaining, the rate and the ETA; then a line says how it ended. On a terminal the bar is redrawn
+in place; elsewhere (a log, a pipe) it is a line at most every second. Ctrl-C cancels the run,
+as DataJoint's does: it takes no more keys, its running makes are recorded as
+KeyboardInterrupt, and drover exits 130 once the run has ended. It exits 7 when the run failed
+or any key errored.`,
 		Example: `  drover populate example_signal_stats
   drover populate example_signal_stats --restrict signal_id=3 --restrict signal_id=4 --max-calls 10
   drover populate example_signal_energy --suppress-errors --processes 4 --no-follow -o json`,
 		Args: exactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			r, err := restriction(restrict)
 			if err != nil {
 				return &exitError{code: exitUsage, err: err}
@@ -85,6 +93,9 @@ run failed or any key errored.`,
 			}
 			if order != "" {
 				body["order"] = order
+			}
+			if cmd.Flags().Changed("min-scheduling-interval") {
+				body["min_scheduling_interval"] = minInterval.Seconds()
 			}
 			raw, err := a.api.call(a.ctx, request{op: opPopulateTable, params: args, body: body})
 			if err != nil {
@@ -108,30 +119,27 @@ run failed or any key errored.`,
 	c.Flags().BoolVar(&suppress, "suppress-errors", false, "go on past a failed make")
 	c.Flags().StringVar(&order, "order", "", "original, reverse or random")
 	c.Flags().BoolVar(&noFollow, "no-follow", false, "print the started run and return")
+	c.Flags().DurationVar(&minInterval, "min-scheduling-interval", 0,
+		"schedule_jobs before the run unless the table was scheduled less than this ago (default: the worker's MIN_SCHEDULING_INTERVAL; 0 always schedules)")
 	return c
 }
 
-// runView is what followRun reads of a run.
-type runView struct {
-	ID         int64    `json:"id"`
-	State      string   `json:"state"`
-	Total      int64    `json:"total"`
-	Made       int64    `json:"made"`
-	Errors     int64    `json:"errors"`
-	Remaining  int64    `json:"remaining"`
-	Rate       float64  `json:"rate"`
-	ETASeconds *float64 `json:"eta_seconds"`
-}
+// progressEvery is how often, at most, a followed run's progress is printed as a line of its own
+// where it cannot be redrawn (a log, a pipe); a terminal's bar is redrawn at every poll.
+const progressEvery = time.Second
 
-// followRun draws the run's progress bar until it ends; Ctrl-C cancels the run and waits for it
-// to end.
+// followRun draws the run's progress bar until it ends, then says how it ended; Ctrl-C cancels
+// the run and waits for it to end. On a terminal the bar is one line redrawn at each poll;
+// elsewhere it is a line at most every progressEvery, and the last one.
 func (a *app) followRun(id string) error {
 	w := a.progress()
 	interrupted := false
 	ctx := a.ctx
-	last := ""
+	var last string
+	var lastAt time.Time
+	drawn := 0 // columns of the line on the terminal, which the next one wipes out
 	for {
-		var run runView
+		var run populaterun.Run
 		raw, err := a.api.call(context.WithoutCancel(ctx), request{op: opGetPopulateRun, params: []string{id}})
 		if err == nil {
 			err = json.Unmarshal(raw, &run)
@@ -139,18 +147,24 @@ func (a *app) followRun(id string) error {
 		if err != nil {
 			return err
 		}
-		line := bar(run)
-		switch {
+		line := populaterun.Line(run)
+		ended := run.State != "running"
+		switch now := a.now(); {
 		case a.terminal:
-			fmt.Fprintf(w, "\r%s", line)
-		case line != last:
+			if a.width != nil {
+				line = populaterun.Fit(run, a.width())
+			}
+			fmt.Fprintf(w, "\r%s%s", line, strings.Repeat(" ", max(0, drawn-len(line))))
+			drawn = len(line)
+		case line != last && (last == "" || ended || now.Sub(lastAt) >= progressEvery):
 			fmt.Fprintln(w, line)
+			last, lastAt = line, now
 		}
-		last = line
-		if run.State != "running" {
+		if ended {
 			if a.terminal {
 				fmt.Fprintln(w)
 			}
+			fmt.Fprintln(w, populaterun.Summary(run))
 			if a.out.json {
 				_ = a.out.raw(raw)
 			} else {
@@ -169,6 +183,7 @@ func (a *app) followRun(id string) error {
 			if !interrupted {
 				interrupted = true
 				fmt.Fprintf(w, "\ncancelling populate run %s\n", id)
+				drawn = 0
 				cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 				_, err := a.api.call(cancelCtx, request{op: opCancelPopulateRun, params: []string{id}})
 				cancel()
@@ -180,22 +195,6 @@ func (a *app) followRun(id string) error {
 		case <-time.After(a.poll):
 		}
 	}
-}
-
-// bar is one line of progress: a bar of the keys ended, counts, rate and ETA.
-func bar(r runView) string {
-	const width = 30
-	done := r.Total - r.Remaining
-	filled := 0
-	if r.Total > 0 {
-		filled = int(done * width / r.Total)
-	}
-	eta := "-"
-	if r.ETASeconds != nil {
-		eta = (time.Duration(*r.ETASeconds * float64(time.Second))).Round(time.Second).String()
-	}
-	return fmt.Sprintf("run %d [%s%s] %d/%d made %d errors %d %.1f/s ETA %s %s ",
-		r.ID, strings.Repeat("#", filled), strings.Repeat("-", width-filled), done, r.Total, r.Made, r.Errors, r.Rate, eta, r.State)
 }
 
 // printRunErrors lists an ended run's failed keys.

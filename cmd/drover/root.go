@@ -25,6 +25,9 @@ type app struct {
 	// terminal says whether progress goes to a terminal: a progress bar redraws its line there,
 	// and elsewhere (a log, a pipe) prints a line per change.
 	terminal bool
+	// width is how many columns the terminal has (0: unknown), read at each redraw: a redrawn
+	// line must be shorter, lest it wrap. nil reads none.
+	width func() int
 }
 
 const rootExamples = `  drover status                      # every service: health, queues, last sync, batch and weights
@@ -74,6 +77,7 @@ func newRoot(ctx context.Context, stdout, stderr io.Writer, getenv func(string) 
 		a.api = &client{cfg: cfg, http: &http.Client{}}
 		a.out = printer{w: cmd.OutOrStdout(), json: cfg.output == "json"}
 		a.terminal = isTerminal(a.progress())
+		a.width = func() int { return terminalWidth(a.progress()) }
 		return nil
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &exitError{code: exitUsage, err: err} })

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 from .client import RUN_STATES, STATUSES, Client, Job, KeyFailure, Progress, Run
 from .errors import DroverConnectionError, DroverError, IncompatibleWorker, PopulateError, ProblemError, WaitTimeout
 from .functions import ComputedTable, FunctionServer, Pipeline
-from .progress import ProgressLine, TqdmBar, format_line, progress_bar
+from .progress import ProgressLine, TqdmBar, format_counts, format_line, format_summary, progress_bar
 from .signature import SignatureError, sign, verify
 
 __all__ = [
@@ -32,7 +32,9 @@ __all__ = [
     "SignatureError",
     "TqdmBar",
     "WaitTimeout",
+    "format_counts",
     "format_line",
+    "format_summary",
     "progress_bar",
     "sign",
     "verify",

@@ -7,6 +7,7 @@ import email.utils
 import http.client
 import json
 import random
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -15,7 +16,7 @@ from typing import IO, Any, Callable, Iterator
 from urllib.parse import quote, urlencode
 
 from .errors import DroverConnectionError, IncompatibleWorker, PopulateError, ProblemError, WaitTimeout
-from .progress import progress_bar
+from .progress import format_summary, progress_bar
 
 Restriction = dict[str, Any]
 
@@ -79,7 +80,8 @@ class Run:
     created_at: str | None = None
     finished_at: str | None = None
     # The run's keys when the worker says (made + errors + remaining otherwise); those another
-    # make (another run, a reschedule) made while the run waited, counted neither as the run's
+    # make made (another run's, or a background make already running when the run reached the
+    # key), counted neither as the run's
     # success nor its error, as DataJoint counts a call's own makes; those that needed no make or
     # failed under another make; and those a stopped run never reached.
     total: int = 0
@@ -118,6 +120,25 @@ class Run:
     def success_count(self) -> int:
         """DataJoint's populate() name for the keys made."""
         return self.made
+
+    @property
+    def summary(self) -> str:
+        """How the run ended (or stands), in a line: ``populate run 12 of session_stats: done;
+        made 195, 5 failed, 0 made elsewhere`` (skipped and dropped keys when there are any), or
+        ``…: done; nothing to make: no scheduled key of session_stats matched``."""
+        options = self.raw.get("options") or {}
+        return format_summary(
+            self.id,
+            self.table,
+            self.state,
+            self.total,
+            self.made,
+            self.errors,
+            self.made_elsewhere,
+            self.skipped,
+            self.dropped,
+            reserve_jobs=options.get("reserve_jobs", True) is not False,
+        )
 
 
 @dataclass
@@ -336,16 +357,34 @@ class Client:
         interval: float = 1.0,
         cancel_on_interrupt: bool = True,
     ) -> Run:
-        """Polls a run until it finishes and returns it, showing a progress line (made/total, rate,
-        ETA) on stream (stderr) when display_progress. Ctrl-C cancels the run, as it stops
-        DataJoint's populate, unless cancel_on_interrupt is False."""
+        """Polls a run until it finishes and returns it, showing a progress line on stream
+        (stderr) when display_progress: a bar of the keys the run's own makes ended (made or
+        failed) over the keys it took, the counts made, failed, made elsewhere and remaining, the
+        rate and the ETA; then :attr:`Run.summary`, the line that says how it ended. Ctrl-C
+        cancels the run, as it stops DataJoint's populate, unless cancel_on_interrupt is False."""
         cur = run if isinstance(run, Run) else self.run(run)
         line = progress_bar(cur.table, stream) if display_progress else None
         try:
             while True:
                 if line is not None:
-                    line.update(cur.made, cur.total - cur.skipped, cur.errors, cur.rate, cur.eta_seconds, final=cur.finished)
+                    line.update(
+                        cur.made,
+                        cur.total,
+                        cur.errors,
+                        cur.rate,
+                        cur.eta_seconds,
+                        final=cur.finished,
+                        made_elsewhere=cur.made_elsewhere,
+                        skipped=cur.skipped,
+                        dropped=cur.dropped,
+                        remaining=cur.remaining,
+                    )
                 if cur.finished:
+                    if line is not None:
+                        line.close()
+                        out = stream if stream is not None else sys.stderr
+                        out.write(cur.summary + "\n")
+                        out.flush()
                     return cur
                 time.sleep(interval)
                 cur = self.run(cur.id)

@@ -1,11 +1,9 @@
-"""The function-make contract, without a worker: what populate-worker's HTTP calls receive."""
+"""The function-make contract, without a worker: what populate-worker's HTTP calls receive.
+The progress line and bar are tested in test_progress."""
 
-import io
 import json
 import math
-import sys
 import time
-import types
 import unittest
 import urllib.error
 import urllib.request
@@ -176,115 +174,6 @@ class SignatureTest(unittest.TestCase):
         srv = self.pipeline.server(secret=[], insecure=True).start()
         self.addCleanup(srv.stop)
         self.assertEqual(post(srv, "/make/stats", self.KEY, "")[0], 200)
-
-
-class ProgressLineTest(unittest.TestCase):
-    def test_format(self):
-        self.assertEqual(
-            drover.format_line("stats", 90, 200, errors=2, rate=7.25, eta_seconds=15, elapsed=12),
-            "stats  46%|#########           | 90/200 made, 2 errors [00:12, 7.2 keys/s, ETA 00:15]",
-        )
-        self.assertEqual(drover.format_line("stats", 0, 0), "stats 100%|####################| 0/0 made [? keys/s, ETA ?]")
-
-    def test_plain_lines_when_not_a_terminal(self):
-        out, now = io.StringIO(), [0.0]
-        line = drover.ProgressLine("t", out, every=10, clock=lambda: now[0])
-        line.update(1, 10)
-        now[0] = 1
-        line.update(2, 10)  # too soon after the first
-        now[0] = 11
-        line.update(2, 10)  # changed since the last written line
-        now[0] = 30
-        line.update(2, 10)  # unchanged
-        now[0] = 31
-        line.update(10, 10, final=True)
-        lines = out.getvalue().splitlines()
-        self.assertEqual([ln.split("| ")[1].split(" [")[0] for ln in lines], ["1/10 made", "2/10 made", "10/10 made"])
-        self.assertNotIn("\r", out.getvalue())
-
-    def test_one_updating_line_on_a_terminal(self):
-        class TTY(io.StringIO):
-            def isatty(self):
-                return True
-
-        out = TTY()
-        line = drover.ProgressLine("t", out)
-        line.update(1, 10, rate=2.0, eta_seconds=4.5)
-        line.update(10, 10, final=True)
-        text = out.getvalue()
-        self.assertEqual(text.count("\r"), 2)
-        self.assertEqual(text.count("\n"), 1)
-        self.assertTrue(text.endswith("\n"))
-        self.assertIn("1/10 made [00:00, 2.0 keys/s, ETA 00:04]", text)
-
-
-class FakeTqdm:
-    """Records what a tqdm bar is told."""
-
-    made = []
-
-    def __init__(self, total=None, desc="", unit="", file=None, leave=True):
-        self.total, self.desc, self.n, self.postfix, self.closed = total, desc, 0, "", False
-        FakeTqdm.made.append(self)
-
-    def update(self, n):
-        self.n += n
-
-    def refresh(self):
-        pass
-
-    def set_postfix_str(self, s, refresh=True):
-        self.postfix = s
-
-    def close(self):
-        self.closed = True
-
-
-class ProgressBarTest(unittest.TestCase):
-    """progress_bar picks tqdm on a terminal when it is installed, the \r line without it, and
-    plain lines on anything that is not a terminal."""
-
-    class TTY(io.StringIO):
-        def isatty(self):
-            return True
-
-    def with_tqdm(self, installed):
-        auto = types.ModuleType("tqdm.auto")
-        auto.tqdm = FakeTqdm
-        pkg = types.ModuleType("tqdm")
-        pkg.auto = auto
-        saved = {k: sys.modules.get(k) for k in ("tqdm", "tqdm.auto")}
-        sys.modules.update({"tqdm": pkg if installed else None, "tqdm.auto": auto if installed else None})
-
-        def restore():
-            for k, v in saved.items():
-                if v is None:
-                    sys.modules.pop(k, None)
-                else:
-                    sys.modules[k] = v
-
-        self.addCleanup(restore)
-
-    def test_tqdm_on_a_terminal(self):
-        self.with_tqdm(True)
-        bar = drover.progress_bar("stats", self.TTY())
-        self.assertIsInstance(bar, drover.TqdmBar)
-        bar.update(3, 10, errors=1)
-        bar.update(9, 10, errors=1, final=True)
-        fake = FakeTqdm.made[-1]
-        self.assertEqual((fake.desc, fake.total, fake.n, fake.postfix, fake.closed), ("stats", 10, 10, "9 made, 1 error", True))
-
-    def test_the_line_without_tqdm(self):
-        self.with_tqdm(False)
-        bar = drover.progress_bar("stats", self.TTY())
-        self.assertIsInstance(bar, drover.ProgressLine)
-        self.assertTrue(bar.tty)
-
-    def test_plain_lines_in_a_log_even_with_tqdm(self):
-        self.with_tqdm(True)
-        bar = drover.progress_bar("stats", io.StringIO())
-        self.assertIsInstance(bar, drover.ProgressLine)
-        self.assertFalse(bar.tty)
 
 
 if __name__ == "__main__":

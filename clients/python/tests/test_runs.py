@@ -34,7 +34,10 @@ class RunTest(unittest.TestCase):
         self.assertEqual(run.error_list[0].key, {"signal_id": ids[5]})
         self.assertEqual(run.error_list[0].error_message, f"ValueError: signal {ids[5]} is broken")
         self.assertIsNotNone(run.finished_at)
-        self.assertIn("19/20 made, 1 error", out.getvalue().splitlines()[-1])
+        lines = out.getvalue().splitlines()
+        self.assertIn("100%|", lines[-2])
+        self.assertIn("made 19, 1 failed, 0 made elsewhere, 0 remaining of 20", lines[-2])
+        self.assertEqual(lines[-1], f"populate run {run.id} of {SLOW}: done; made 19, 1 failed, 0 made elsewhere")
         self.assertEqual(self.client.run(run.id).state, "done")
         self.assertEqual(self.client.progress(SLOW, {"signal_id": ids}).remaining, 1)
 

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"drover.dev/shared/populaterun"
 )
 
 // demo is one run over the signals it seeded.
@@ -16,18 +18,11 @@ type demo struct {
 	out    io.Writer
 }
 
-// populateRun is what the demo reads of a populate run.
+// populateRun is what the demo reads of a populate run: what drover populate reads, drawn the
+// same way, and its failed keys.
 type populateRun struct {
-	ID         int64    `json:"id"`
-	State      string   `json:"state"`
-	Total      int      `json:"total"`
-	Made       int      `json:"made"`
-	Errors     int      `json:"errors"`
-	Elsewhere  int      `json:"made_elsewhere"`
-	Remaining  int      `json:"remaining"`
-	Rate       float64  `json:"rate"`
-	ETASeconds *float64 `json:"eta_seconds"`
-	ErrorList  []struct {
+	populaterun.Run
+	ErrorList []struct {
 		ErrorMessage string `json:"error_message"`
 	} `json:"error_list"`
 }
@@ -48,8 +43,7 @@ func (d *demo) populateAll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(d.out, "populate run %d of %s: %s; of the %d keys it took, it made %d, %d failed, %d were made by the background workers first\n",
-			run.ID, table, run.State, run.Total, run.Made, run.Errors, run.Elsewhere)
+		fmt.Fprintln(d.out, populaterun.Summary(run.Run))
 		if line, err := d.progressLine(ctx); err == nil {
 			fmt.Fprintln(d.out, "progress  "+line)
 		}
@@ -57,15 +51,18 @@ func (d *demo) populateAll(ctx context.Context) error {
 	return nil
 }
 
-// follow reads run until it has ended, printing a progress line each time.
+// follow reads run until it has ended, printing its progress line each time it moved, and the
+// last one.
 func (d *demo) follow(ctx context.Context, run populateRun) (populateRun, error) {
-	for run.State == "running" {
-		eta := "?"
-		if run.ETASeconds != nil {
-			eta = fmt.Sprintf("%.0fs", *run.ETASeconds)
+	last := ""
+	for {
+		if line := populaterun.Line(run.Run); line != last {
+			fmt.Fprintln(d.out, line)
+			last = line
 		}
-		fmt.Fprintf(d.out, "run %d  %d/%d made  %d errors  %d remaining  %.1f keys/s  eta %s\n",
-			run.ID, run.Made, run.Total, run.Errors, run.Remaining, run.Rate, eta)
+		if run.State != "running" {
+			return run, nil
+		}
 		select {
 		case <-ctx.Done():
 			return run, ctx.Err()
@@ -75,7 +72,6 @@ func (d *demo) follow(ctx context.Context, run populateRun) (populateRun, error)
 			return run, err
 		}
 	}
-	return run, nil
 }
 
 func (d *demo) printProgress(ctx context.Context, done <-chan struct{}) {
