@@ -81,15 +81,26 @@ func (e *Engine) takeKeys(ctx context.Context, tx pgx.Tx, run int64, t *Table, f
 	if opts.MaxCalls > 0 {
 		limit = fmt.Sprintf(" LIMIT %d", opts.MaxCalls)
 	}
-	tag, err := tx.Exec(ctx, `INSERT INTO populate_run_keys (run_id, seq, table_name, key_hash, key)
+	rows, err := tx.Query(ctx, `INSERT INTO populate_run_keys (run_id, seq, table_name, key_hash, key)
 		SELECT $1, (row_number() OVER (ORDER BY `+ob[1]+`) - 1)::int, s.table_name, s.key_hash, s.key
 		FROM (SELECT table_name, key_hash, key, random() AS o FROM jobs
-			WHERE table_name = $2 AND status = 'scheduled' AND `+cond+` ORDER BY `+ob[0]+limit+`) s`, args...)
+			WHERE table_name = $2 AND status = 'scheduled' AND `+cond+` ORDER BY `+ob[0]+limit+`) s
+		RETURNING key_hash::text`, args...)
 	if err != nil {
 		return 0, fmt.Errorf("take keys of %s: %w", t.Name, err)
 	}
-	if err := queries.MakesTakeForRun(ctx, tx, dbsqlc.MakesTakeForRunParams{RunID: run, TableName: t.Name}); err != nil {
-		return 0, fmt.Errorf("take keys of %s from the feeder: %w", t.Name, err)
+	hashes, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("take keys of %s: %w", t.Name, err)
 	}
-	return tag.RowsAffected(), nil
+	// Marked enqueued, the keys are left to the run by the feeder (rows locked at this instant
+	// are left: a make that starts on one yields). By primary key, a chunk at a time.
+	const chunk = 10_000
+	for start := 0; start < len(hashes); start += chunk {
+		part := hashes[start:min(start+chunk, len(hashes))]
+		if err := queries.MakesClaim(ctx, tx, dbsqlc.MakesClaimParams{TableName: t.Name, KeyHashes: part}); err != nil {
+			return 0, fmt.Errorf("take keys of %s from the feeder: %w", t.Name, err)
+		}
+	}
+	return int64(len(hashes)), nil
 }

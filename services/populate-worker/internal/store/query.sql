@@ -454,16 +454,6 @@ WHERE r.state = 'running' AND r.stopping IS NULL
             AND j.status = 'reserved'))
 ORDER BY r.id;
 
--- name: MakesTakeForRun :exec
--- MakesTakeForRun marks enqueued the scheduled keys run took that are not, so that the feeder
--- leaves them to the run, which enqueues their makes; rows locked at this instant are left (a
--- background make that starts on one yields to the run).
-UPDATE jobs j SET enqueued = true
-FROM (SELECT p.key_hash FROM jobs p JOIN populate_run_keys k ON k.table_name = p.table_name AND k.key_hash = p.key_hash
-    WHERE k.run_id = @run_id AND p.table_name = @table_name::text AND p.status = 'scheduled' AND NOT p.enqueued
-    FOR UPDATE OF p SKIP LOCKED) g
-WHERE j.table_name = @table_name::text AND j.key_hash = g.key_hash;
-
 -- name: RunKeyRequeue :exec
 -- RunKeyRequeue hands a run's waiting key back to the run (queued): the make it waited for ended
 -- without settling it.

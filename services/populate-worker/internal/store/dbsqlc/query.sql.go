@@ -627,27 +627,6 @@ func (q *Queries) MakesMark(ctx context.Context, db DBTX, arg MakesMarkParams) (
 	return items, nil
 }
 
-const makesTakeForRun = `-- name: MakesTakeForRun :exec
-UPDATE jobs j SET enqueued = true
-FROM (SELECT p.key_hash FROM jobs p JOIN populate_run_keys k ON k.table_name = p.table_name AND k.key_hash = p.key_hash
-    WHERE k.run_id = $2 AND p.table_name = $1::text AND p.status = 'scheduled' AND NOT p.enqueued
-    FOR UPDATE OF p SKIP LOCKED) g
-WHERE j.table_name = $1::text AND j.key_hash = g.key_hash
-`
-
-type MakesTakeForRunParams struct {
-	TableName string
-	RunID     int64
-}
-
-// MakesTakeForRun marks enqueued the scheduled keys run took that are not, so that the feeder
-// leaves them to the run, which enqueues their makes; rows locked at this instant are left (a
-// background make that starts on one yields to the run).
-func (q *Queries) MakesTakeForRun(ctx context.Context, db DBTX, arg MakesTakeForRunParams) error {
-	_, err := db.Exec(ctx, makesTakeForRun, arg.TableName, arg.RunID)
-	return err
-}
-
 const makesWaiting = `-- name: MakesWaiting :one
 SELECT count(*) FROM (SELECT 1 FROM river_job rj
     WHERE rj.state IN ('available', 'scheduled', 'retryable', 'pending') AND rj.queue = $1::text
