@@ -45,6 +45,6 @@ section "build-scheduler group list: GET /v1/groups?limit=50 over 10,000 groups,
 fi
 
 if selected populate; then
-section "populate-worker: schedule_jobs over ${POPULATE_BENCH_KEYS:-1000000} keys; reserve+make+complete vs a SKIP LOCKED loop"
+section "populate-worker: schedule_jobs over ${POPULATE_BENCH_KEYS:-1000000} keys; the engine's make loop vs a SKIP LOCKED loop; end to end through the service's River workers vs River's bare floor, 3 rounds alternated; one populate run vs two"
 (cd "$root/services/populate-worker" && go run ./cmd/populate-bench -keys "${POPULATE_BENCH_KEYS:-1000000}")
 fi

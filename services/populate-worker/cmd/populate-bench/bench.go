@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,6 +83,7 @@ func (b *bench) newEngine() error {
 }
 
 func (b *bench) close(ctx context.Context) {
+	ctx = context.WithoutCancel(ctx) // dropped on Ctrl-C too
 	if b.pool != nil {
 		b.pool.Close()
 	}
@@ -177,45 +175,6 @@ func ignoreNoRows(err error) error {
 		return nil
 	}
 	return err
-}
-
-// options are the benchmark's flags.
-type options struct {
-	serverURL string
-	keys      int
-	jobs      int
-	workers   []int
-	keep      bool
-	// scheduleOnly skips the throughput measurements.
-	scheduleOnly bool
-}
-
-func parse(args []string, getenv func(string) string) (options, error) {
-	o := options{serverURL: getenv("DATABASE_URL")}
-	if o.serverURL == "" {
-		o.serverURL = "postgres://postgres@127.0.0.1:5432/postgres"
-	}
-	var workers string
-	fs := flag.NewFlagSet("populate-bench", flag.ContinueOnError)
-	fs.IntVar(&o.keys, "keys", 1_000_000, "key_source size for the schedule_jobs measurement")
-	fs.IntVar(&o.jobs, "jobs", 20_000, "scheduled jobs per throughput measurement")
-	fs.StringVar(&workers, "workers", "1,4,16", "concurrent workers, comma separated")
-	fs.BoolVar(&o.keep, "keep", false, "keep the benchmark database")
-	fs.BoolVar(&o.scheduleOnly, "schedule-only", false, "measure schedule_jobs and the feeder only, not reserve + make + complete")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	for _, w := range strings.Split(workers, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(w))
-		if err != nil || n < 1 || n > 16 {
-			return o, fmt.Errorf("-workers: %q is not 1 to 16", w)
-		}
-		o.workers = append(o.workers, n)
-	}
-	if o.keys < 1 || o.jobs < 1 {
-		return o, fmt.Errorf("-keys and -jobs must be positive")
-	}
-	return o, nil
 }
 
 func atomicAdd(n *int64) { atomic.AddInt64(n, 1) }

@@ -58,7 +58,7 @@ func (b *bench) throughput(ctx context.Context, w int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	fmt.Fprintf(b.out, "workers %2d: populate %7.0f jobs/s  floor %7.0f jobs/s  ratio %5.1f %% (target >= %.0f %%)  (made %d of %d)\n",
+	fmt.Fprintf(b.out, "engine make loop (no River fetch), workers %2d: ours %7.0f keys/s  SKIP LOCKED floor %7.0f claims/s  ratio %5.1f %% (target >= %.0f %%)  (made %d of %d)\n",
 		w, ours, floor, 100*ours/floor, throughputTarget, made, b.o.jobs)
 	if made != b.o.jobs {
 		return doubles, fmt.Errorf("populate made %d of %d jobs", made, b.o.jobs)
