@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 
+	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/store/dbsqlc"
 	"drover.dev/shared/tracing"
 )
@@ -34,7 +35,7 @@ func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, err
 			return Run{}, err
 		}
 	case !opts.SkipSchedule:
-		if _, err := e.ScheduleJobs(ctx, name, ScheduleOpts{MinInterval: opts.ScheduleInterval}); err != nil {
+		if err := e.scheduleForRun(ctx, t.Name, opts.ScheduleInterval); err != nil {
 			return Run{}, err
 		}
 	}
@@ -67,6 +68,28 @@ func (e *Engine) Populate(ctx context.Context, name string, opts Opts) (Run, err
 	}
 	span.SetAttributes(attribute.Int64("populate.run_id", id))
 	return e.GetRun(ctx, id)
+}
+
+// scheduleForRun is the schedule_jobs call that precedes a reserved run, rate-limited by interval
+// (the configured min_scheduling_interval when nil) as DataJoint's is, so that many callers do not
+// all run key_source at once. A call suppressed while an upstream change waits for its schedule
+// (a populate_schedule job of the table snoozed by the same interval) schedules anyway: rows
+// inserted just before the run are the run's to make, not the background's a moment later.
+func (e *Engine) scheduleForRun(ctx context.Context, table string, interval *time.Duration) error {
+	res, err := e.ScheduleJobs(ctx, table, ScheduleOpts{MinInterval: interval})
+	if err != nil || !res.Suppressed {
+		return err
+	}
+	waiting, err := queries.FeedJobWaiting(ctx, e.pool, dbsqlc.FeedJobWaitingParams{TableName: table, Kind: queue.PopulateScheduleArgs{}.Kind()})
+	if err != nil {
+		return fmt.Errorf("look for the schedule job of %s: %w", table, err)
+	}
+	if !waiting {
+		return nil
+	}
+	now := time.Duration(0)
+	_, err = e.ScheduleJobs(ctx, table, ScheduleOpts{MinInterval: &now})
+	return err
 }
 
 // takeKeys records the scheduled keys of t matching f as the run's keys, in opts.Order, at most

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
@@ -385,4 +386,26 @@ func (b *testBundle) queuedKeys(t *testing.T, run int64) []string {
 	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return out
+}
+
+// TestRunSchedulesTheChangeWaitingForItsInterval: the schedule_jobs call before a run is
+// rate-limited by min_scheduling_interval, as DataJoint's is; but rows inserted just before the
+// run, whose own schedule job waits out the same interval, are the run's to make: the run
+// schedules them anyway, and takes them.
+func TestRunSchedulesTheChangeWaitingForItsInterval(t *testing.T) {
+	t.Parallel()
+	b := scheduledGrid(t, Config{MinSchedulingInterval: time.Hour}, 3)
+	b.insertSrc(t, [3]int{4, 1, 4}, [3]int{5, 1, 5})
+
+	quiet, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true})
+	require.NoError(t, err)
+	require.EqualValues(t, 3, quiet.Total, "no change waits: the interval holds, the run takes the keys scheduled")
+	_, err = b.engine.CancelRun(b.ctx, quiet.ID)
+	require.NoError(t, err)
+
+	_, err = b.engine.river.Insert(b.ctx, queue.PopulateScheduleArgs{Table: "pair"}, nil)
+	require.NoError(t, err)
+	run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true})
+	require.NoError(t, err)
+	require.EqualValues(t, 5, run.Total, "the inserted rows' schedule waited: the run scheduled them and took them")
 }

@@ -31,9 +31,9 @@ type FeedJobWaitingParams struct {
 	TableName string
 }
 
-// FeedJobWaiting reports whether a populate_feed job of the table is waiting (available,
-// scheduled, retryable or pending). A running one does not count: it may have looked for keys
-// before the caller's committed.
+// FeedJobWaiting reports whether a job of kind (populate_feed, populate_schedule) of the table is
+// waiting (available, scheduled, retryable or pending). A running one does not count: it may have
+// looked before the caller's transaction committed.
 func (q *Queries) FeedJobWaiting(ctx context.Context, db DBTX, arg FeedJobWaitingParams) (bool, error) {
 	row := db.QueryRow(ctx, feedJobWaiting, arg.Kind, arg.TableName)
 	var waiting bool
