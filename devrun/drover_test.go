@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -90,12 +91,22 @@ type page struct {
 //nolint:tparallel,paralleltest // the subtests share the fleet, whose ports this test holds: they run in turn
 func TestDroverAgainstTheFleet(t *testing.T) {
 	t.Parallel()
-	f, opts := startDemoFleet(t, "drover-cli-test-token")
+	f, opts, demos := startDemoFleet(t, "drover-cli-test-token")
 
 	config := filepath.Join(t.TempDir(), "drover.yaml")
 	require.NoError(t, os.WriteFile(config, []byte("token: "+opts.token+"\n"), 0o600))
 	b := &droverBundle{bin: filepath.Join(opts.bin, "drover"), config: config, fleet: f, opts: opts}
 
+	t.Run("PopulateDemoRunMakesItsKeys", func(t *testing.T) {
+		// make run's populate demo: its run of example_signal_stats makes the keys it took itself,
+		// the five empty signals failing (made 195, 5 failed), whatever the background feeder does.
+		m := demoRunSummary.FindStringSubmatch(demos.String())
+		require.NotNil(t, m, "the populate demo says how its run ended:\n%s", demos)
+		made, _ := strconv.Atoi(m[1])
+		failed, _ := strconv.Atoi(m[2])
+		require.GreaterOrEqual(t, made, 150, "the run made the keys itself: %s", m[0])
+		require.LessOrEqual(t, failed, 5, m[0])
+	})
 	t.Run("Help", func(t *testing.T) {
 		help := b.ok(t, "--help")
 		for _, cmd := range []string{"status", "batches", "builds", "tables", "populate", "runs", "errors",
@@ -162,7 +173,7 @@ func TestDroverAgainstTheFleet(t *testing.T) {
 
 // startDemoFleet builds every command, starts make run's fleet on a fresh database with token,
 // and runs the demos; the fleet stops when the test ends.
-func startDemoFleet(t *testing.T, token string) (*fleet, options) {
+func startDemoFleet(t *testing.T, token string) (*fleet, options, *syncBuffer) {
 	t.Helper()
 	root, err := filepath.Abs("..")
 	require.NoError(t, err)
@@ -171,7 +182,8 @@ func startDemoFleet(t *testing.T, token string) (*fleet, options) {
 	requireFreePorts(t, bin)
 	opts := options{bin: bin, databaseURL: testdb.New(t), logs: t.TempDir(), token: token, once: true, jaeger: jaegerBinary(t, root)}
 	ctx := context.Background()
-	p := newPrinter(testLog{t})
+	demos := &syncBuffer{}
+	p := newPrinter(io.MultiWriter(testLog{t}, demos))
 	traces := startTracing(ctx, opts, p)
 	t.Cleanup(traces.stop) // after the fleet's stop: the services flush their last spans to it
 	opts.otel = traces.env
@@ -179,7 +191,7 @@ func startDemoFleet(t *testing.T, token string) (*fleet, options) {
 	t.Cleanup(func() { f.stop(p) })
 	require.NoError(t, err, "start the fleet (logs in %s)", opts.logs)
 	require.NoError(t, runDemos(ctx, opts, f, p), "the demos (logs in %s)", opts.logs)
-	return f, opts
+	return f, opts, demos
 }
 
 // exitUsageCode is drover's exit code for bad arguments.
@@ -347,6 +359,8 @@ var (
 	// runProgress is a progress line drover populate prints while its run runs, with the rate and
 	// the ETA ("?" until known).
 	runProgress = regexp.MustCompile(`(?m)^run (\d+) running \[[#-]+\] +\d+% of \d+ keys: made \d+, \d+ failed, \d+ made elsewhere.*, \d+ remaining; \d+\.\d keys/s, eta (\S+)$`)
+	// demoRunSummary is the line make run's populate demo ends its example_signal_stats run with.
+	demoRunSummary = regexp.MustCompile(`populate \| populate run \d+ of example_signal_stats: done; made (\d+), (\d+) failed, (\d+) made elsewhere`)
 	// runSummary is the line drover populate ends with: how the run ended.
 	runSummary = regexp.MustCompile(`(?m)^populate run (\d+) of example_signal_stats: (\w+); made (\d+), (\d+) failed, (\d+) made elsewhere`)
 )

@@ -382,13 +382,14 @@ func (e *Engine) makeKey(ctx context.Context, by Asker, table, hash string, opts
 	held := &heldConn{conn: conn}
 	defer held.release()
 	meta := e.runMetadata("river")
-	if run, ok := by.Run(); ok {
+	run, forRun := by.Run()
+	if forRun {
 		meta["run_id"] = run
 	}
 	if opts.JobID != 0 {
 		meta["river_job_id"] = opts.JobID
 	}
-	_, forRun := by.Run()
+	// A background make, not a River UI Retry, yields to a populate run holding the key.
 	r, err := e.reserveKey(ctx, conn, t, hash, meta, opts.Retried, !forRun && !opts.Retried)
 	if err != nil {
 		return End{}, err
