@@ -66,14 +66,7 @@ func shortLine(r Run, width int) string {
 	if width > 0 {
 		head += bar(r, width) + " "
 	}
-	counts := fmt.Sprintf("made %d, %d failed, %d elsewhere", r.Made, r.Errors, r.MadeElsewhere)
-	if r.Skipped > 0 {
-		counts += fmt.Sprintf(", %d skipped", r.Skipped)
-	}
-	if r.Dropped > 0 {
-		counts += fmt.Sprintf(", %d dropped", r.Dropped)
-	}
-	line := fmt.Sprintf("%s%3d%% %s, %d left of %d; %.1f/s", head, percent(r), counts, r.Remaining, r.Total, r.Rate)
+	line := fmt.Sprintf("%s%3d%% %s, %d left of %d; %.1f/s", head, percent(r), countsAs(r, "elsewhere"), r.Remaining, r.Total, r.Rate)
 	if r.State == "running" {
 		line += ", eta " + eta(r.ETASeconds)
 	}
@@ -156,8 +149,11 @@ func eta(seconds *float64) string {
 
 // counts says what became of a run's keys: "made 195, 5 failed, 0 made elsewhere", with the
 // skipped and dropped keys when there are any.
-func counts(r Run) string {
-	s := fmt.Sprintf("made %d, %d failed, %d made elsewhere", r.Made, r.Errors, r.MadeElsewhere)
+func counts(r Run) string { return countsAs(r, "made elsewhere") }
+
+// countsAs is counts with the keys made elsewhere named elsewhere.
+func countsAs(r Run, elsewhere string) string {
+	s := fmt.Sprintf("made %d, %d failed, %d %s", r.Made, r.Errors, r.MadeElsewhere, elsewhere)
 	if r.Skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", r.Skipped)
 	}

@@ -112,11 +112,11 @@ func (FeedArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queue.QueuePopulateFeed, MaxAttempts: 5}
 }
 
-// ensureFeed inserts table's feed job on tx unless one is waiting (FeedJobWaiting) and reports
+// ensureFeed inserts table's feed job on tx unless one is waiting (JobOfTableWaiting) and reports
 // whether it inserted one. Two transactions doing so at once may both insert one: a second feed
 // job is harmless (the feeder's chunks lock what they enqueue).
 func (e *Engine) ensureFeed(ctx context.Context, tx pgx.Tx, table string) (bool, error) {
-	waiting, err := queries.FeedJobWaiting(ctx, tx, dbsqlc.FeedJobWaitingParams{TableName: table, Kind: FeedArgs{}.Kind()})
+	waiting, err := queries.JobOfTableWaiting(ctx, tx, dbsqlc.JobOfTableWaitingParams{TableName: table, Kind: FeedArgs{}.Kind()})
 	if err != nil {
 		return false, fmt.Errorf("look for the feed job of %s: %w", table, err)
 	}

@@ -80,7 +80,7 @@ func (e *Engine) scheduleForRun(ctx context.Context, table string, interval *tim
 	if err != nil || !res.Suppressed {
 		return err
 	}
-	waiting, err := queries.FeedJobWaiting(ctx, e.pool, dbsqlc.FeedJobWaitingParams{TableName: table, Kind: queue.PopulateScheduleArgs{}.Kind()})
+	waiting, err := queries.JobOfTableWaiting(ctx, e.pool, dbsqlc.JobOfTableWaitingParams{TableName: table, Kind: queue.PopulateScheduleArgs{}.Kind()})
 	if err != nil {
 		return fmt.Errorf("look for the schedule job of %s: %w", table, err)
 	}

@@ -287,10 +287,10 @@ WHERE r.state = 'running' AND k.state IN ('queued', 'waiting')
         AND rj.state NOT IN ('completed', 'discarded', 'cancelled'))
 ORDER BY k.run_id, k.seq;
 
--- name: FeedJobWaiting :one
--- FeedJobWaiting reports whether a job of kind (populate_feed, populate_schedule) of the table is
--- waiting (available, scheduled, retryable or pending). A running one does not count: it may have
--- looked before the caller's transaction committed.
+-- name: JobOfTableWaiting :one
+-- JobOfTableWaiting reports whether a job of kind (populate_feed, populate_schedule) of the
+-- table is waiting (available, scheduled, retryable or pending). A running one does not count: it
+-- may have looked before the caller's transaction committed.
 SELECT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = @kind::text AND w.args @> jsonb_build_object('table', @table_name::text)
     AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))::boolean AS waiting;
 

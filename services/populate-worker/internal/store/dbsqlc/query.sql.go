@@ -21,26 +21,6 @@ func (q *Queries) ChangeListen(ctx context.Context, db DBTX) error {
 	return err
 }
 
-const feedJobWaiting = `-- name: FeedJobWaiting :one
-SELECT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = $1::text AND w.args @> jsonb_build_object('table', $2::text)
-    AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))::boolean AS waiting
-`
-
-type FeedJobWaitingParams struct {
-	Kind      string
-	TableName string
-}
-
-// FeedJobWaiting reports whether a job of kind (populate_feed, populate_schedule) of the table is
-// waiting (available, scheduled, retryable or pending). A running one does not count: it may have
-// looked before the caller's transaction committed.
-func (q *Queries) FeedJobWaiting(ctx context.Context, db DBTX, arg FeedJobWaitingParams) (bool, error) {
-	row := db.QueryRow(ctx, feedJobWaiting, arg.Kind, arg.TableName)
-	var waiting bool
-	err := row.Scan(&waiting)
-	return waiting, err
-}
-
 const jobCountByTableStatus = `-- name: JobCountByTableStatus :many
 SELECT t::text AS table_name, s::text AS status, (SELECT count(*) FROM (SELECT 1 FROM jobs j WHERE j.table_name = t AND j.status = s
         ORDER BY j.table_name, j.status, j.key LIMIT 100000) x)::float8 AS jobs
@@ -262,6 +242,26 @@ func (q *Queries) JobLockReserved(ctx context.Context, db DBTX, arg JobLockReser
 	var count int64
 	err := row.Scan(&count)
 	return count, err
+}
+
+const jobOfTableWaiting = `-- name: JobOfTableWaiting :one
+SELECT EXISTS (SELECT 1 FROM river_job w WHERE w.kind = $1::text AND w.args @> jsonb_build_object('table', $2::text)
+    AND w.state IN ('available', 'scheduled', 'retryable', 'pending'))::boolean AS waiting
+`
+
+type JobOfTableWaitingParams struct {
+	Kind      string
+	TableName string
+}
+
+// JobOfTableWaiting reports whether a job of kind (populate_feed, populate_schedule) of the
+// table is waiting (available, scheduled, retryable or pending). A running one does not count: it
+// may have looked before the caller's transaction committed.
+func (q *Queries) JobOfTableWaiting(ctx context.Context, db DBTX, arg JobOfTableWaitingParams) (bool, error) {
+	row := db.QueryRow(ctx, jobOfTableWaiting, arg.Kind, arg.TableName)
+	var waiting bool
+	err := row.Scan(&waiting)
+	return waiting, err
 }
 
 const jobReclaim = `-- name: JobReclaim :many
