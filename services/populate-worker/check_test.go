@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/config"
 )
 
@@ -16,7 +17,7 @@ import (
 // second connection: check-config refuses less, and the defaults fit the budget's share.
 func TestCheckPoolFitsTheMakes(t *testing.T) {
 	t.Parallel()
-	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
+	ok := Config{HTTPAddr: ":8085", Examples: true, Settings: wiring.Settings{MakeWorkers: 11}}.withDefaults()
 	require.Empty(t, ok.Check(), "the defaults in the budget's share (%d)", config.DBBudget["POPULATE_WORKER"])
 	for _, tc := range []struct {
 		name        string
@@ -48,7 +49,7 @@ func TestCheckPoolFitsTheMakes(t *testing.T) {
 // FEED_AHEAD below one would leave the feeder enqueueing nothing, for good: check-config says so.
 func TestCheckFeedAhead(t *testing.T) {
 	t.Parallel()
-	cfg := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
+	cfg := Config{HTTPAddr: ":8085", Examples: true, Settings: wiring.Settings{MakeWorkers: 11}}.withDefaults()
 	for _, ahead := range []int{-1, 0} {
 		cfg.FeedAhead = ahead
 		require.ErrorContains(t, errors.Join(cfg.Check()...), fmt.Sprintf("POPULATE_WORKER_FEED_AHEAD: %d, want 1 or more", ahead))
@@ -62,7 +63,7 @@ func TestCheckFeedAhead(t *testing.T) {
 // the last event), not replaced by the default.
 func TestCheckZeroDurations(t *testing.T) {
 	t.Parallel()
-	ok := Config{HTTPAddr: ":8085", Examples: true, MakeWorkers: 11}.withDefaults()
+	ok := Config{HTTPAddr: ":8085", Examples: true, Settings: wiring.Settings{MakeWorkers: 11}}.withDefaults()
 	ok.MinSchedulingInterval = 0
 	require.Empty(t, ok.Check(), "MIN_SCHEDULING_INTERVAL=0")
 	cfg := ok
@@ -72,9 +73,9 @@ func TestCheckZeroDurations(t *testing.T) {
 	require.ErrorContains(t, errors.Join(cfg.Check()...), "POPULATE_WORKER_RESCHEDULE_GRACE: -1s, want 0 (make a rescheduled key at once) or more")
 	ok.RescheduleGrace = 0
 	require.Empty(t, ok.Check(), "RESCHEDULE_GRACE=0")
-	// Every duration of Config but those two, read from the struct, so that a new one Check
-	// forgets fails here.
-	v := reflect.ValueOf(&cfg).Elem()
+	// Every duration of the settings but those two, read from the struct, so that a new one
+	// Check forgets fails here.
+	v := reflect.ValueOf(&cfg.Settings).Elem()
 	checked := 0
 	for i := range v.NumField() {
 		field, name := v.Field(i), v.Type().Field(i).Tag.Get("envconfig")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/testdb"
 )
 
@@ -19,8 +20,8 @@ import (
 // enqueued, and makes run only in populate calls.
 func quietSetup(t *testing.T) (*testBundle, []int64) {
 	t.Helper()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Hour,
-		ListenFlushEvery: time.Hour, ScheduleEvery: time.Hour})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true,
+		Settings: wiring.Settings{MinSchedulingInterval: time.Hour, ListenFlushEvery: time.Hour, ScheduleEvery: time.Hour}})
 	pool := testdb.NewPoolFor(t, b.dbURL)
 	require.Eventually(t, func() bool {
 		var n int

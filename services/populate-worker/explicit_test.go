@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -42,8 +43,8 @@ func TestRestrictedScheduleAfterTruncateIsExact(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "tables.json")
 	require.NoError(t, os.WriteFile(file, []byte("["+defs+"]"), 0o600))
-	cfg := Config{Common: servicetest.Config(dbURL), TablesFile: file, MakeWorkers: 0,
-		MinSchedulingInterval: time.Millisecond, ListenFlushEvery: 5 * time.Millisecond, ScheduleEvery: time.Hour}
+	cfg := Config{Common: servicetest.Config(dbURL), TablesFile: file,
+		Settings: wiring.Settings{MakeWorkers: 0, MinSchedulingInterval: time.Millisecond, ListenFlushEvery: 5 * time.Millisecond, ScheduleEvery: time.Hour}}
 	base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 		return runTest(ctx, cfg, ln, stdout)
 	})

@@ -14,6 +14,7 @@ import (
 
 	"drover.dev/services/populate-worker/internal/populate"
 	"drover.dev/services/populate-worker/internal/signing"
+	"drover.dev/services/populate-worker/internal/wiring"
 )
 
 // With FUNCTION_SECRET the worker signs its calls to function makes: the example energy
@@ -21,7 +22,8 @@ import (
 // signature, one signed with another secret or too long ago, and makes every key the worker asks.
 func TestSignedFunctionMakes(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond, FunctionSecret: []string{"s3cret"}})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, FunctionSecret: []string{"s3cret"},
+		Settings: wiring.Settings{MinSchedulingInterval: time.Millisecond}})
 	var seed struct {
 		SignalIDs []int64 `json:"signal_ids"`
 	}

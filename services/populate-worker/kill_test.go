@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/services/populate-worker/internal/work"
 	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
@@ -150,8 +151,8 @@ func setupKill(t *testing.T) *killBundle {
 
 // config is the surviving replica: default timeouts, a schedule every second.
 func (b *killBundle) config() Config {
-	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 1,
-		MinSchedulingInterval: time.Millisecond, ReclaimEvery: 200 * time.Millisecond, ScheduleEvery: time.Second}
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile,
+		Settings: wiring.Settings{MakeWorkers: 1, MinSchedulingInterval: time.Millisecond, ReclaimEvery: 200 * time.Millisecond, ScheduleEvery: time.Second}}
 }
 
 func (b *killBundle) count(t *testing.T, sql string) int {
@@ -182,18 +183,19 @@ func (b *killBundle) helperRunning(t *testing.T, client string) []string {
 // rescuer takes back a dead replica's job of every kind within that kind's timeout plus 30 s.
 func TestEveryKindIsRescuedWithinItsTimeout(t *testing.T) {
 	t.Parallel()
-	for _, cfg := range []Config{{}, {MakeTimeout: time.Second, MaintenanceTimeout: 2 * time.Second, FeedTimeout: 3 * time.Second}} {
+	for _, cfg := range []Config{{}, {
+		Settings: wiring.Settings{MakeTimeout: time.Second, MaintenanceTimeout: 2 * time.Second, FeedTimeout: 3 * time.Second}}} {
 		cfg = cfg.withDefaults()
 		timeouts := map[string]time.Duration{
 			queue.PopulateMakeArgs{}.Kind():     (&work.MakeWorker{MakeTimeout: cfg.MakeTimeout}).Timeout(nil),
 			queue.PopulateScheduleArgs{}.Kind(): (&work.ScheduleWorker{MaintenanceTimeout: cfg.MaintenanceTimeout}).Timeout(nil),
 			queue.PopulateCleanupArgs{}.Kind():  (&work.CleanupWorker{MaintenanceTimeout: cfg.MaintenanceTimeout}).Timeout(nil),
 			"populate_feed":                     (&work.FeedWorker{FeedTimeout: cfg.FeedTimeout}).Timeout(nil),
-			"(client JobTimeout)":               cfg.rescueAfter(),
+			"(client JobTimeout)":               cfg.RescueAfter(),
 		}
 		for kind, d := range timeouts {
 			require.Positive(t, d, kind)
-			require.LessOrEqual(t, cfg.rescueAfter(), d, "%s: River looks at a job only after RescueStuckJobsAfter", kind)
+			require.LessOrEqual(t, cfg.RescueAfter(), d, "%s: River looks at a job only after RescueStuckJobsAfter", kind)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/procattr"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
@@ -76,8 +77,8 @@ func httpTable(t *testing.T, pool *pgxpool.Pool, name, url string) string {
 }
 
 func (b *slowBundle) config() Config {
-	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 1,
-		MinSchedulingInterval: time.Millisecond, ReclaimEvery: 100 * time.Millisecond}
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile,
+		Settings: wiring.Settings{MakeWorkers: 1, MinSchedulingInterval: time.Millisecond, ReclaimEvery: 100 * time.Millisecond}}
 }
 
 func (b *slowBundle) count(t *testing.T, sql string) int {
@@ -115,8 +116,8 @@ func TestHelperWorkerProcess(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("POPULATE_HELPER_MAKE_WORKERS")); err == nil {
 		workers = n
 	}
-	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"),
-		MakeWorkers: workers, MinSchedulingInterval: time.Millisecond, HTTPAddr: "127.0.0.1:0"}
+	cfg := Config{Common: servicetest.Config(os.Getenv("POPULATE_HELPER_DB")), TablesFile: os.Getenv("POPULATE_HELPER_TABLES"), HTTPAddr: "127.0.0.1:0",
+		Settings: wiring.Settings{MakeWorkers: workers, MinSchedulingInterval: time.Millisecond}}
 	cfg.WorkerID = os.Getenv("POPULATE_HELPER_WORKER_ID")
 	// Its log goes to the test process's output, which a test that waits on it can show.
 	require.NoError(t, runTest(context.Background(), cfg, nil, os.Stdout)) // until SIGKILL

@@ -29,13 +29,6 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 		}
 	}
-	queues := map[string]int{queue.QueuePopulateMaintenance: 1}
-	if !cfg.FeedOff {
-		queues[queue.QueuePopulateFeed] = 1
-	}
-	if cfg.MakeWorkers > 0 {
-		queues[queue.QueuePopulate] = cfg.MakeWorkers
-	}
 	doc, err := api.OpenAPI(cfg.Examples, cfg.ExamplesSeed)
 	if err != nil {
 		return err
@@ -46,13 +39,13 @@ func run(ctx context.Context, cfg Config, ln net.Listener, stdout io.Writer) err
 		Settings: &cfg,
 		HTTPAddr: cfg.HTTPAddr,
 		Listener: ln,
-		Queues:   queues,
+		Queues:   cfg.Queues(),
 		OpenAPI:  doc,
 		// Every kind has its own timeout; River's rescuer takes back a running job once its
 		// kind's timeout has passed, but looks only at jobs running longer than
 		// RescueStuckJobsAfter, which River wants at least JobTimeout.
-		JobTimeout:           cfg.rescueAfter(),
-		RescueStuckJobsAfter: cfg.rescueAfter(),
+		JobTimeout:           cfg.RescueAfter(),
+		RescueStuckJobsAfter: cfg.RescueAfter(),
 	}
 	return service.Run(ctx, spec, stdout, func(deps *service.Deps) error { return wire(ctx, cfg, ln, deps) })
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"drover.dev/queue"
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/config"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
@@ -38,15 +39,24 @@ func (c Config) withDefaults() Config {
 	if err := config.Defaults(&d); err != nil {
 		panic(fmt.Sprintf("populate-worker Config: %v", err))
 	}
-	v, defaults := reflect.ValueOf(&c).Elem(), reflect.ValueOf(d)
+	fillZeros(reflect.ValueOf(&c).Elem(), reflect.ValueOf(d))
+	return c
+}
+
+// fillZeros sets every zero duration and FeedAhead of v, and of its wiring.Settings, to
+// defaults'.
+func fillZeros(v, defaults reflect.Value) {
 	for i := range v.NumField() {
-		f := v.Field(i)
+		f, field := v.Field(i), v.Type().Field(i)
+		if field.Type == reflect.TypeFor[wiring.Settings]() {
+			fillZeros(f, defaults.Field(i))
+			continue
+		}
 		_, isDuration := f.Interface().(time.Duration)
-		if f.IsZero() && (isDuration || v.Type().Field(i).Name == "FeedAhead") {
+		if f.IsZero() && (isDuration || field.Name == "FeedAhead") {
 			f.Set(defaults.Field(i))
 		}
 	}
-	return c
 }
 
 // testBundle is a running populate-worker on a fresh database.
@@ -95,7 +105,7 @@ type populateResult struct {
 
 func TestRunServesHealthAndProbes(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{MakeWorkers: 1})
+	b := setup(t, Config{Settings: wiring.Settings{MakeWorkers: 1}})
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/healthz", nil, nil))
 	servicetest.RequireRiverUIQueues(t, b.base, queue.QueueProbe, queue.QueuePopulateMaintenance, queue.QueuePopulate, queue.QueuePopulateFeed)
 	var probe struct{ ID int64 }
@@ -122,7 +132,7 @@ func TestBadTextIsRejected(t *testing.T) {
 
 func TestExamplesPopulateOverHTTP(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, Settings: wiring.Settings{MinSchedulingInterval: time.Millisecond}})
 
 	var tables struct{ Items []struct{ Name, Make string } }
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodGet, "/v1/tables", nil, &tables))
@@ -176,7 +186,7 @@ func TestExamplesPopulateOverHTTP(t *testing.T) {
 
 func TestJobsAPI(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, Settings: wiring.Settings{MinSchedulingInterval: time.Millisecond}})
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 3, "empty": 3}, nil))
 	var res populateResult
 	require.Equal(t, http.StatusOK, b.call(t, http.MethodPost, "/v1/tables/example_signal_stats/populate?wait=30", map[string]any{"suppress_errors": true}, &res))
@@ -221,7 +231,7 @@ func TestJobsAPI(t *testing.T) {
 
 func TestBadPopulateRequestsAreRejectedAndWriteNothing(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MinSchedulingInterval: time.Millisecond})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true, Settings: wiring.Settings{MinSchedulingInterval: time.Millisecond}})
 	// The periodic schedule runs once at start, at a moment of its own: wait for it, then take
 	// the scheduling events as they stand. With the interval at a millisecond, any schedule_jobs
 	// a bad request ran would move its table's event.
@@ -273,7 +283,8 @@ func TestBadPopulateRequestsAreRejectedAndWriteNothing(t *testing.T) {
 
 func TestRiverWorkersFollowUpstreamEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true,
+		Settings: wiring.Settings{MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true}})
 	var seed struct {
 		EmptyIDs []int64 `json:"empty_ids"`
 	}
@@ -301,7 +312,8 @@ func TestRiverWorkersFollowUpstreamEvents(t *testing.T) {
 
 func TestErroredMakeIsAFailedRiverJob(t *testing.T) {
 	t.Parallel()
-	b := setup(t, Config{Examples: true, ExamplesSeed: true, MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond})
+	b := setup(t, Config{Examples: true, ExamplesSeed: true,
+		Settings: wiring.Settings{MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond}})
 	require.Equal(t, http.StatusCreated, b.call(t, http.MethodPost, "/v1/examples/seed", map[string]int{"signals": 3, "empty": 1}, nil))
 	require.Eventually(t, func() bool {
 		var p progress

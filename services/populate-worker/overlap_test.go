@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -55,8 +56,8 @@ func TestOverlappingRunsCountOnlyTheirOwnMakes(t *testing.T) {
 			tables := httpTable(t, pool, "twice", fn.URL)
 			_, err := pool.Exec(context.Background(), `INSERT INTO populate_worker.twice_src SELECT generate_series(1, $1::int)`, keys)
 			require.NoError(t, err)
-			cfg := Config{Common: servicetest.Config(dbURL), TablesFile: tables, MakeWorkers: 4, FeedOff: true,
-				MinSchedulingInterval: time.Hour, ListenFlushEvery: time.Hour, ScheduleEvery: time.Hour}
+			cfg := Config{Common: servicetest.Config(dbURL), TablesFile: tables,
+				Settings: wiring.Settings{MakeWorkers: 4, FeedOff: true, MinSchedulingInterval: time.Hour, ListenFlushEvery: time.Hour, ScheduleEvery: time.Hour}}
 			base := servicetest.Start(t, func(ctx context.Context, ln net.Listener, stdout io.Writer) error {
 				return runTest(ctx, cfg, ln, stdout)
 			})

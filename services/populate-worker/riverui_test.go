@@ -16,6 +16,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/queue/queuetest"
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
 )
@@ -72,8 +73,8 @@ func waitState(t *testing.T, pool *pgxpool.Pool, id int64, state string) riverJo
 func TestRiverUIRetryOfAFailedMakeMakesItsKey(t *testing.T) {
 	t.Parallel()
 	dbURL := testdb.New(t)
-	cfg := Config{Common: servicetest.Config(dbURL), Examples: true, ExamplesSeed: true, MakeWorkers: 2,
-		MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true}
+	cfg := Config{Common: servicetest.Config(dbURL), Examples: true, ExamplesSeed: true,
+		Settings: wiring.Settings{MakeWorkers: 2, MinSchedulingInterval: 200 * time.Millisecond, KeepSuccess: true}}
 	base, logs := startLogged(t, cfg)
 	pool := testdb.NewPoolFor(t, dbURL)
 	ctx := context.Background()

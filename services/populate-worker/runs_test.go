@@ -19,6 +19,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/queue/queuetest"
+	"drover.dev/services/populate-worker/internal/wiring"
 	"drover.dev/shared/apiclient"
 	"drover.dev/shared/servicetest"
 	"drover.dev/shared/testdb"
@@ -79,8 +80,8 @@ func (b *heldBundle) count(t *testing.T, sql string) int {
 
 // config is a replica making only keys of populate runs, two at a time.
 func (b *heldBundle) config() Config {
-	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile, MakeWorkers: 2, FeedOff: true,
-		MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}
+	return Config{Common: servicetest.Config(b.dbURL), TablesFile: b.tablesFile,
+		Settings: wiring.Settings{MakeWorkers: 2, FeedOff: true, MinSchedulingInterval: time.Millisecond, RunWatchEvery: 20 * time.Millisecond}}
 }
 
 // startAndStop runs a replica with cfg, calls use with its base URL once it serves, and stops it.

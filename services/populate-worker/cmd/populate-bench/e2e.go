@@ -15,6 +15,7 @@ import (
 
 	"drover.dev/queue"
 	"drover.dev/services/populate-worker/internal/populate"
+	"drover.dev/services/populate-worker/internal/wiring"
 )
 
 // e2e measures what goes through the service's own River workers, each measurement on a fresh
@@ -23,12 +24,19 @@ type e2e struct {
 	o        options
 	out      io.Writer
 	scratch  *scratch
-	settings workerSettings
+	settings wiring.Settings // the service's defaults (config.Defaults); each figure sets MakeWorkers and FeedOff
 }
 
 // e2eTarget is the share of River's bare floor's rate, in percent, that the path users get
 // should reach at maxWorkers make workers.
 const e2eTarget = 60.0
+
+// with is the service's settings with makeWorkers make workers, its feeder on or off.
+func (b *e2e) with(makeWorkers int, feedOff bool) wiring.Settings {
+	s := b.settings
+	s.MakeWorkers, s.FeedOff = makeWorkers, feedOff
+	return s
+}
 
 // measurement is one end-to-end measurement: n jobs from the first insert to the last completion.
 type measurement struct {
@@ -44,7 +52,7 @@ func (b *e2e) endToEnd(ctx context.Context) error {
 	fmt.Fprintf(b.out, "end to end, the path users get: schedule_jobs → feeder (%s) → %s jobs → River fetch → MakeWorker → make (no-op, one row) → complete,\n",
 		populate.FeedArgs{}.Kind(), queue.PopulateMakeArgs{}.Kind())
 	fmt.Fprintf(b.out, "  on the service's own River client (FetchCooldown %s, FetchPollInterval %s, queue %s MaxWorkers = MAKE_WORKERS, pool max(14, MAKE_WORKERS + %d)),\n",
-		queue.FetchCooldown, river.FetchPollIntervalDefault, queue.QueuePopulate, poolHeadroom)
+		queue.FetchCooldown, river.FetchPollIntervalDefault, queue.QueuePopulate, wiring.PoolHeadroom)
 	fmt.Fprintf(b.out, "  against River's bare floor: as many no-op jobs inserted at once (COPY) into the same queue of the same client and pool;\n")
 	fmt.Fprintf(b.out, "  %d rounds, ours and the floor in turns, each on a fresh database; medians. CPU a key: this process + Postgres's backends of the database\n",
 		b.o.e2eRounds)
@@ -113,8 +121,8 @@ func (b *e2e) ours(ctx context.Context, w, n int) (measurement, error) {
 	defer db.drop(ctx)
 	made := &makeCounts{}
 	var engine *populate.Engine
-	svc, err := startWorker(ctx, db.url, shape{makeWorkers: w}, b.settings,
-		wireMakes(ctx, benchTables(made, b.o.runsMake), b.settings, &engine))
+	s := b.with(w, false)
+	svc, err := startWorker(ctx, db.url, s, wireMakes(ctx, benchTables(made, b.o.runsMake), s, &engine))
 	if err != nil {
 		return measurement{}, err
 	}
@@ -135,7 +143,7 @@ func (b *e2e) floor(ctx context.Context, w, n int) (measurement, error) {
 		return measurement{}, err
 	}
 	defer db.drop(ctx)
-	svc, err := startWorker(ctx, db.url, shape{makeWorkers: w}, b.settings, wireFloor)
+	svc, err := startWorker(ctx, db.url, b.with(w, false), wireFloor)
 	if err != nil {
 		return measurement{}, err
 	}

@@ -96,8 +96,8 @@ func (b *e2e) populateRuns(ctx context.Context, n int) (runsResult, error) {
 	}
 	defer db.drop(ctx)
 	var engine *populate.Engine
-	svc, err := startWorker(ctx, db.url, shape{makeWorkers: b.o.runsWorkers, feedOff: true}, b.settings,
-		wireMakes(ctx, benchTables(res.made, b.o.runsMake), b.settings, &engine))
+	s := b.with(b.o.runsWorkers, true)
+	svc, err := startWorker(ctx, db.url, s, wireMakes(ctx, benchTables(res.made, b.o.runsMake), s, &engine))
 	if err != nil {
 		return res, err
 	}
