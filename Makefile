@@ -30,9 +30,9 @@ run: build ## migrate, start all services and Jaeger, run the demos, serve until
 	@url=$$(scripts/devdb.sh app-url) && $(BIN)/devrun -bin $(BIN) -database-url "$$url" -jaeger "$$(scripts/jaeger.sh path)" $(if $(ONCE),-once)
 
 .PHONY: test
-test: ## run every module's tests with the race detector against a real Postgres (and Jaeger, built first)
+test: ## run every module's tests with the race detector against a real Postgres (and Jaeger, built first); failures again at the end
 	@scripts/jaeger.sh build >/dev/null
-	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" go test -race -count=1 -timeout 30m work
+	@url=$$(scripts/devdb.sh url) && DATABASE_URL="$$url" scripts/gotest.sh -race -count=1 -timeout 30m work
 	@$(MAKE) --no-print-directory rules
 
 .PHONY: docs-check
