@@ -69,7 +69,7 @@ func TestRiverUIButtonsOnSyncMetagraph(t *testing.T) {
 	require.NoError(t, err)
 	waitJob(t, ui, created.JobID, rivertype.JobStateCompleted)
 	latest = latestEvent(t, base)
-	require.Equal(t, "ok", latest.Outcome)
+	require.Equal(t, "ok", latest.Outcome, "the retry's sync event (reason %s, error %v)", latest.Reason, latest.Error)
 	require.Equal(t, "river_ui", latest.Reason)
 	require.Len(t, bundle.miners(t, "?active=true").Miners, 2, "the retry synced")
 
