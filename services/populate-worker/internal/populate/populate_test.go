@@ -378,6 +378,53 @@ func TestRunsShareKeys(t *testing.T) {
 	require.Len(t, b.calls.list(), 4, "each key made once")
 }
 
+// TestAWaitingKeyOutlivesTheMakeItWaitedFor: a run whose make found its key reserved by another
+// make waits for that make's end. When that make dies instead (its lease runs out), the reclaim
+// pass gives the key a make of its own; that make's end counts the key made elsewhere in the
+// run, which ends: it does not wait for a make that will never end.
+func TestAWaitingKeyOutlivesTheMakeItWaitedFor(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{OrphanTimeout: time.Microsecond}) // a reservation's lease has run out at once
+	b.grid(t, 1)
+	b.schedule(t, ScheduleOpts{})
+	hashes := b.hashes(t, StatusScheduled)
+	run, err := b.engine.Populate(b.ctx, "pair", Opts{ReserveJobs: true, SkipSchedule: true})
+	require.NoError(t, err)
+
+	// Another make reserves the key, and its process is gone: nothing ends the reservation.
+	tbl, err := b.engine.tables.Get("pair")
+	require.NoError(t, err)
+	conn, err := b.pool.Acquire(b.ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	held, err := b.engine.reserveKey(b.ctx, conn, tbl, hashes[0], b.engine.runMetadata("test"), false, false)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+
+	// The run's make finds the key held and leaves the run waiting for it.
+	var args queue.PopulateMakeArgs
+	id, ok := b.startNext(t, queue.QueuePopulate, &args)
+	require.True(t, ok, "the run's make job")
+	end, err := b.engine.MakeKey(b.ctx, AskerOf(args), args.Table, args.KeyHash, MakeOpts{JobID: id}, b.endRiverJob(t, id))
+	require.NoError(t, err)
+	require.Equal(t, OutcomeWaiting, end.Outcome, end.Note)
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM populate_run_keys WHERE run_id = $1 AND state = 'waiting'`, run.ID))
+
+	// The reclaim pass takes the dead make's reservation back and enqueues a make of the key.
+	n, err := b.engine.Reclaim(b.ctx)
+	require.NoError(t, err)
+	require.Positive(t, n)
+	b.drainRun(t)
+
+	got, err := b.engine.GetRun(b.ctx, run.ID)
+	require.NoError(t, err)
+	require.Equal(t, RunDone, got.State, "the run ended: %+v", got)
+	require.EqualValues(t, 0, got.Made, "%+v", got)
+	require.EqualValues(t, 1, got.MadeElsewhere, "the key counted once, by the make that made it: %+v", got)
+	require.Len(t, b.calls.list(), 1, "the key made once")
+	require.Equal(t, 1, b.count(t, `SELECT count(*) FROM dst`))
+}
+
 // queuedKeys is run's keys queued for River, in its order.
 func (b *testBundle) queuedKeys(t *testing.T, run int64) []string {
 	t.Helper()
