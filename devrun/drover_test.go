@@ -358,7 +358,7 @@ const firstRunSignal, runSignals = 700_001, 1000
 var (
 	// runProgress is a progress line drover populate prints while its run runs, with the rate and
 	// the ETA ("?" until known).
-	runProgress = regexp.MustCompile(`(?m)^run (\d+) running \[[#-]+\] +\d+% of \d+ keys: made \d+, \d+ failed, \d+ made elsewhere.*, \d+ remaining; \d+\.\d keys/s, eta (\S+)$`)
+	runProgress = regexp.MustCompile(`(?m)^run (\d+) running \[[#x-]+\] +\d+% of \d+ keys: made \d+, \d+ failed, \d+ made elsewhere.*, \d+ remaining; \d+\.\d keys/s, eta (\S+)$`)
 	// demoRunSummary is the line make run's populate demo ends its example_signal_stats run with.
 	demoRunSummary = regexp.MustCompile(`populate \| populate run \d+ of example_signal_stats: done; made (\d+), (\d+) failed, (\d+) made elsewhere`)
 	// runSummary is the line drover populate ends with: how the run ended.

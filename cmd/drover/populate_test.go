@@ -87,7 +87,7 @@ func TestFollowRunPrintsALineASecond(t *testing.T) {
 	require.Equal(t, `run 12 running [------------------------------]   0% of 200 keys: made 0, 0 failed, 0 made elsewhere, 200 remaining; 0.0 keys/s, eta ?
 run 12 running [#########---------------------]  30% of 200 keys: made 60, 1 failed, 0 made elsewhere, 139 remaining; 40.7 keys/s, eta 3s
 run 12 running [################--------------]  56% of 200 keys: made 110, 3 failed, 0 made elsewhere, 87 remaining; 45.2 keys/s, eta 2s
-run 12 done [##############################] 100% of 200 keys: made 195, 5 failed, 0 made elsewhere, 0 remaining; 43.1 keys/s
+run 12 done [#############################x] 100% of 200 keys: made 195, 5 failed, 0 made elsewhere, 0 remaining; 43.1 keys/s
 populate run 12 of example_signal_stats: done; made 195, 5 failed, 0 made elsewhere
 `, out.String())
 }

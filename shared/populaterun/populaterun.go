@@ -1,11 +1,12 @@
 // Package populaterun draws a populate run's progress and says how it ended, one way for every
 // client that follows a run (drover populate, make run's populate demo):
 //
-//	run 12 running [######------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s
+//	run 12 running [#####x------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s
 //	populate run 12 of example_signal_stats: done; made 195, 5 failed, 0 made elsewhere
 //
-// The bar fills with the keys the run's own makes ended (made or failed) over the keys it took,
-// so it is never full for a run whose keys were made elsewhere or dropped.
+// The bar fills with the keys the run's own makes ended over the keys it took, # for each made and
+// x for each failed, so it is never full for a run whose keys were made elsewhere or dropped, and
+// holds no # for a run that made nothing.
 package populaterun
 
 import (
@@ -40,11 +41,11 @@ type Run struct {
 const barWidth = 30
 
 // Line is one line of a run's progress: its state, a bar filled with the keys the run's
-// own makes ended (made or failed) over the keys it took, so a run whose keys were made elsewhere
-// or dropped never shows a full bar, then the counts, the rate and, while it runs, the ETA ("eta
+// own makes ended over the keys it took (# made, x failed), so a run whose keys were made
+// elsewhere or dropped never shows a full bar, then the counts, the rate and, while it runs, the ETA ("eta
 // ?" until a key has ended):
 //
-//	run 12 running [######------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s
+//	run 12 running [#####x------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s
 func Line(r Run) string {
 	line := fmt.Sprintf("run %d %s %s %3d%% of %d keys: %s, %d remaining; %.1f keys/s", r.ID, r.State,
 		bar(r, barWidth), percent(r), r.Total, counts(r), r.Remaining, r.Rate)
@@ -57,7 +58,7 @@ func Line(r Run) string {
 // shortLine is the progress line in fewer columns, for a narrow terminal, with a bar width
 // columns wide (none when 0), and the state once the run has ended:
 //
-//	run 12 [######--------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s
+//	run 12 [#####x--------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s
 func shortLine(r Run, width int) string {
 	head := fmt.Sprintf("run %d ", r.ID)
 	if r.State != "running" {
@@ -120,14 +121,16 @@ func widest(r Run) Run {
 	return w
 }
 
-// bar is a bar width columns wide between brackets, filled with the keys the run's own makes
-// ended (made or failed) over the keys it took.
+// bar is a bar width columns wide between brackets, filled over the keys the run took with a
+// # for the keys its own makes made, then an x for those they failed: a run that made nothing
+// has no #, however many of its keys failed.
 func bar(r Run, width int) string {
-	filled := 0
+	made, ended := 0, 0
 	if r.Total > 0 {
-		filled = int(min(r.Made+r.Errors, r.Total) * int64(width) / r.Total)
+		made = int(min(r.Made, r.Total) * int64(width) / r.Total)
+		ended = int(min(r.Made+r.Errors, r.Total) * int64(width) / r.Total)
 	}
-	return "[" + strings.Repeat("#", filled) + strings.Repeat("-", width-filled) + "]"
+	return "[" + strings.Repeat("#", made) + strings.Repeat("x", ended-made) + strings.Repeat("-", width-ended) + "]"
 }
 
 // percent is the keys the run's own makes ended over the keys it took, in percent, rounded

@@ -10,8 +10,8 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 // TestProgressLine draws a run's progress line at the moments that matter: the bar fills only
-// with the keys the run's own makes ended (made or failed), so a run whose keys were made
-// elsewhere or dropped never shows a full bar; the counts say where every key went; the rate is
+// with the keys the run's own makes ended, # made and x failed, so a run whose keys were made
+// elsewhere or dropped never shows a full bar and one that made nothing shows no #; the counts say where every key went; the rate is
 // always there and the ETA while the run runs, "?" until a key has ended.
 func TestProgressLine(t *testing.T) {
 	t.Parallel()
@@ -25,13 +25,13 @@ func TestProgressLine(t *testing.T) {
 			"run 12 running [------------------------------]   0% of 200 keys: made 0, 0 failed, 0 made elsewhere, 200 remaining; 0.0 keys/s, eta ?"},
 		{"Running",
 			Run{ID: 12, State: "running", Total: 200, Made: 38, Errors: 2, Remaining: 160, Rate: 41.5, ETASeconds: ptr(3.86)},
-			"run 12 running [######------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s"},
+			"run 12 running [#####x------------------------]  20% of 200 keys: made 38, 2 failed, 0 made elsewhere, 160 remaining; 41.5 keys/s, eta 4s"},
 		{"RunningLong",
 			Run{ID: 4, State: "running", Total: 10000, Made: 100, Remaining: 9900, Rate: 50, ETASeconds: ptr(198.0)},
 			"run 4 running [------------------------------]   1% of 10000 keys: made 100, 0 failed, 0 made elsewhere, 9900 remaining; 50.0 keys/s, eta 3m18s"},
 		{"Done",
 			Run{ID: 12, State: "done", Total: 200, Made: 195, Errors: 5, Rate: 52},
-			"run 12 done [##############################] 100% of 200 keys: made 195, 5 failed, 0 made elsewhere, 0 remaining; 52.0 keys/s"},
+			"run 12 done [#############################x] 100% of 200 keys: made 195, 5 failed, 0 made elsewhere, 0 remaining; 52.0 keys/s"},
 		{"AllMadeElsewhere",
 			Run{ID: 7, State: "done", Total: 100, MadeElsewhere: 100},
 			"run 7 done [------------------------------]   0% of 100 keys: made 0, 0 failed, 100 made elsewhere, 0 remaining; 0.0 keys/s"},
@@ -44,6 +44,9 @@ func TestProgressLine(t *testing.T) {
 		{"Skipped",
 			Run{ID: 9, State: "done", Total: 10, Made: 8, Skipped: 2, Rate: 4},
 			"run 9 done [########################------]  80% of 10 keys: made 8, 0 failed, 0 made elsewhere, 2 skipped, 0 remaining; 4.0 keys/s"},
+		{"AllFailed",
+			Run{ID: 10, State: "done", Total: 20, Errors: 20, Rate: 10},
+			"run 10 done [xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx] 100% of 20 keys: made 0, 20 failed, 0 made elsewhere, 0 remaining; 10.0 keys/s"},
 		{"NothingTaken",
 			Run{ID: 3, State: "done"},
 			"run 3 done [------------------------------]   0% of 0 keys: made 0, 0 failed, 0 made elsewhere, 0 remaining; 0.0 keys/s"},
@@ -58,7 +61,13 @@ func TestProgressLine(t *testing.T) {
 				require.Contains(t, bar, "-", "a run that did not end every key itself has no full bar")
 			}
 			if tc.run.Made+tc.run.Errors == 0 {
-				require.NotContains(t, bar, "#", "a run that ended no key itself has an empty bar")
+				require.Equal(t, strings.Repeat("-", barWidth), bar, "a run that ended no key itself has an empty bar")
+			}
+			if tc.run.Made == 0 {
+				require.NotContains(t, bar, "#", "a run that made nothing has no # in its bar")
+			}
+			if tc.run.Errors == 0 {
+				require.NotContains(t, bar, "x", "an x only for a failed key")
 			}
 			require.Contains(t, got, "keys/s", "the rate is always shown")
 			if tc.run.State == "running" {
@@ -116,8 +125,8 @@ func TestFitLine(t *testing.T) {
 	}{
 		{"Unknown", run, 0, Line(run)},
 		{"Wide", run, 150, Line(run)},
-		{"ShortFullBar", run, 120, "run 12 [######------------------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s"},
-		{"ShortNarrowerBar", run, 110, "run 12 [####-----------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s"},
+		{"ShortFullBar", run, 120, "run 12 [#####x------------------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s"},
+		{"ShortNarrowerBar", run, 110, "run 12 [###x-----------------]  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s"},
 		{"NoBar", run, 80, "run 12  20% made 38, 2 failed, 0 elsewhere, 160 left of 200; 41.5/s, eta 4s"},
 		{"Cut", run, 40, "run 12  20% made 38, 2 failed, 0 elsewh"},
 		{"DoneWide", done, 150, Line(done)},
@@ -140,6 +149,6 @@ func TestFitLine(t *testing.T) {
 	require.Equal(t, "run 12 [###############------]  76% made 150, 2 failed, 0 elsewhere, 48 left of 200; 120.5/s, eta 0s",
 		Fit(moved, 110))
 	moved.State, moved.Made, moved.Remaining, moved.ETASeconds = "done", 198, 0, nil
-	require.Equal(t, "run 12 done [#####################] 100% made 198, 2 failed, 0 elsewhere, 0 left of 200; 120.5/s",
+	require.Equal(t, "run 12 done [####################x] 100% made 198, 2 failed, 0 elsewhere, 0 left of 200; 120.5/s",
 		Fit(moved, 110))
 }

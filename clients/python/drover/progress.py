@@ -70,8 +70,9 @@ def format_line(
     """``label  46%|#########           | made 90, 2 failed, 0 made elsewhere, 108 remaining of 200
     [00:12, 7.2 keys/s, eta 00:15]``.
 
-    The bar fills with the keys the run's own makes ended (made + errors) over total, so it is
-    never full for a run whose keys were made elsewhere, skipped or dropped. remaining defaults to
+    The bar fills with the keys the run's own makes ended over total, a ``#`` for those made and
+    an ``x`` for those failed, so it is never full for a run whose keys were made elsewhere,
+    skipped or dropped, and has no ``#`` for a run that made nothing. remaining defaults to
     total less every key counted. An ended line (final) has no ETA. compact is the line in fewer
     columns, for a narrow terminal: ``label  46%|####      | made 90, 2 failed, 0 elsewhere, 108
     left of 200 [7.2/s, eta 00:15]``.
@@ -82,7 +83,8 @@ def format_line(
     frac = min(ended, total) / total if total > 0 else 0.0
     frac = max(frac, 0.0)
     fill = int(frac * width)
-    bar = "#" * fill + " " * (width - fill)
+    made_fill = min(int(max(made, 0) / total * width), fill) if total > 0 else 0
+    bar = "#" * made_fill + "x" * (fill - made_fill) + " " * (width - fill)
     if remaining is None:
         remaining = max(0, total - ended - (made_elsewhere or 0) - skipped - dropped)
     parts = []

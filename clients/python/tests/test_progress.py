@@ -37,7 +37,7 @@ class FormatLineTest(unittest.TestCase):
         (
             "done",
             dict(made=195, total=200, errors=5, made_elsewhere=0, remaining=0, rate=52.0, final=True),
-            "stats 100%|####################| made 195, 5 failed, 0 made elsewhere, 0 remaining of 200 [52.0 keys/s]",
+            "stats 100%|###################x| made 195, 5 failed, 0 made elsewhere, 0 remaining of 200 [52.0 keys/s]",
         ),
         (
             "every key made elsewhere",
@@ -58,6 +58,11 @@ class FormatLineTest(unittest.TestCase):
             "skipped, remaining worked out",
             dict(made=6, total=10, made_elsewhere=1, skipped=2, rate=3.0, eta_seconds=0.4),
             "stats  60%|############        | made 6, 0 failed, 1 made elsewhere, 2 skipped, 1 remaining of 10 [3.0 keys/s, eta 00:00]",
+        ),
+        (
+            "every make failed",
+            dict(made=0, total=20, errors=20, made_elsewhere=0, remaining=0, rate=10.0, final=True),
+            "stats 100%|xxxxxxxxxxxxxxxxxxxx| made 0, 20 failed, 0 made elsewhere, 0 remaining of 20 [10.0 keys/s]",
         ),
         (
             "no key taken",
@@ -84,6 +89,10 @@ class FormatLineTest(unittest.TestCase):
                     self.assertIn(" ", bar, "no full bar for a run that did not end every key itself")
                 if ended == 0:
                     self.assertNotIn("#", bar, "an empty bar for a run that ended no key itself")
+                if made == 0:
+                    self.assertNotIn("#", bar, "no # for a run that made nothing")
+                if kw.get("errors", 0) == 0:
+                    self.assertNotIn("x", bar, "an x only for a failed key")
                 self.assertIn("keys/s", line, "the rate is always shown")
                 if not kw.get("final"):
                     self.assertRegex(line, r"eta (\?|\d\d:\d\d)\]$", "the ETA while it runs")
@@ -162,9 +171,9 @@ class ProgressLineTest(unittest.TestCase):
 
     def test_a_narrow_terminal_gets_a_line_that_does_not_wrap(self):
         for columns, want in [
-            (200, "stats  20%|####                | made 38, 2 failed, 0 made elsewhere, 160 remaining of 200 [00:00, 41.5 keys/s, eta 00:04]"),
-            (100, "stats  20%|##        | made 38, 2 failed, 0 elsewhere, 160 left of 200 [41.5/s, eta 00:04]"),
-            (40, "stats  20%|##        | made 38, 2 faile"),
+            (200, "stats  20%|###x                | made 38, 2 failed, 0 made elsewhere, 160 remaining of 200 [00:00, 41.5 keys/s, eta 00:04]"),
+            (100, "stats  20%|#x        | made 38, 2 failed, 0 elsewhere, 160 left of 200 [41.5/s, eta 00:04]"),
+            (40, "stats  20%|#x        | made 38, 2 faile"),
         ]:
             with self.subTest(columns=columns):
                 out = TTY()
@@ -292,7 +301,7 @@ class FollowTest(unittest.TestCase):
         self.assertIn("  0%|", shown[0])
         self.assertIn("made 0, 0 failed, 0 made elsewhere, 100 remaining of 100", shown[0])
         self.assertIn("0.0 keys/s, eta ?]", shown[0])
-        self.assertIn(" 40%|########            | made 38, 2 failed, 0 made elsewhere, 60 remaining of 100", shown[1])
+        self.assertIn(" 40%|#######x            | made 38, 2 failed, 0 made elsewhere, 60 remaining of 100", shown[1])
         self.assertIn("20.0 keys/s, eta 00:03]", shown[1])
         self.assertIn("100%|", shown[2])
         self.assertTrue(out.getvalue().endswith("\npopulate run 12 of stats: done; made 95, 5 failed, 0 made elsewhere\n"))

@@ -40,7 +40,7 @@ class WorkerTest(unittest.TestCase):
         out = io.StringIO()
         p = self.client.wait_made(SQUARE, only, stream=out, interval=0.1, timeout=60)
         self.assertEqual((p.total, p.remaining, p.jobs["error"], p.pending), (6, 1, 1, 0))
-        self.assertIn("100%|####################| made 5, 1 failed, 0 remaining of 6", out.getvalue().splitlines()[-1])
+        self.assertIn("100%|################xxxx| made 5, 1 failed, 0 remaining of 6", out.getvalue().splitlines()[-1])
 
         errors = [j for j in self.client.errors(SQUARE) if j.key["signal_id"] in ids]
         self.assertEqual(len(errors), 1)
