@@ -603,7 +603,8 @@ type MakeOpts struct {
 
 // CompleteFunc runs inside the transaction that records a make job's delivery (the key's
 // success, error or interrupt, a run's entry, or nothing for a skip) with how it ended: the River
-// worker ends its River job there, so that River UI and the jobs table agree once it commits.
+// worker ends its River job there, so that River UI and the jobs table agree once it commits. It
+// is the transaction's last statement: a setting it makes with SET LOCAL holds for it alone.
 type CompleteFunc func(ctx context.Context, tx pgx.Tx, end End) error
 
 func callComplete(ctx context.Context, tx pgx.Tx, complete CompleteFunc, end End) error {

@@ -133,6 +133,13 @@ func ender(job *river.Job[queue.PopulateMakeArgs], table, hash string) populate.
 		if cause != nil {
 			out.Error = cause.Error()
 		}
+		// River's JobSetStateIfRunningMany, which ends the job, is planned anew at every call
+		// (Postgres keeps choosing a custom plan for it), and that planning was the costliest
+		// part of a key's finishing transaction. The end is the transaction's last statement, so
+		// the setting holds for it alone: a generic plan, made once per connection.
+		if _, err := tx.Exec(ctx, "SET LOCAL plan_cache_mode = force_generic_plan"); err != nil {
+			return fmt.Errorf("end make job %d: %w", job.ID, err)
+		}
 		return queue.JobEndTx(ctx, tx, job, queue.JobEnd{State: state, Err: cause, Output: out})
 	}
 }
