@@ -43,7 +43,7 @@ func (c Config) Check() []error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.Settings.Check()...)
-	if pool, need := c.PoolSize(queue.PopulateWorker.EnvPrefix()), c.MakeWorkers+wiring.PoolHeadroom; pool > 0 && int(pool) < need {
+	if pool, need := c.PoolSize(queue.PopulateWorker.EnvPrefix()), c.PoolNeeded(); pool > 0 && int(pool) < need {
 		errs = append(errs, fmt.Errorf("POPULATE_WORKER_DB_MAX_CONNS %d is too small for POPULATE_WORKER_MAKE_WORKERS %d: "+
 			"at least MAKE_WORKERS + %d = %d (a connection held by every make, two listeners and a make's second connection)",
 			pool, c.MakeWorkers, wiring.PoolHeadroom, need))

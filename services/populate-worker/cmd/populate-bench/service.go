@@ -25,7 +25,7 @@ import (
 // connection budget (DB_MAX_CONNS unset), or the least check-config accepts when that is too
 // small.
 func poolSize(s wiring.Settings) int32 {
-	return max(config.DBBudget["POPULATE_WORKER"], int32(s.MakeWorkers+wiring.PoolHeadroom))
+	return max(config.DBBudget["POPULATE_WORKER"], int32(s.PoolNeeded()))
 }
 
 // runningWorker is a populate-worker, or River's floor on the same wiring, running in this

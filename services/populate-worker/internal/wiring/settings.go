@@ -36,6 +36,10 @@ type Settings struct {
 // back. River's own statements take a connection only for a moment.
 const PoolHeadroom = 3
 
+// PoolNeeded is the fewest pool connections the settings' makes can run with: one a make and
+// PoolHeadroom. check-config refuses a smaller DB_MAX_CONNS.
+func (s Settings) PoolNeeded() int { return s.MakeWorkers + PoolHeadroom }
+
 // Queues are the River queues the settings work: maintenance always, the feeder's unless
 // FEED_OFF, the makes' with MAKE_WORKERS workers unless none.
 func (s Settings) Queues() map[string]int {
